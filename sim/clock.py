@@ -1,0 +1,78 @@
+"""The one virtual clock: a ``simpy.Environment`` plus the calendar it maps to.
+
+Simulated time is seconds (float) since ``epoch`` (an aware UTC datetime from the config). Every
+timestamp, timer, window and billing bucket is computed from ``Clock.now``; nothing in ``sim/``
+reads the wall clock. ``advance`` is forward-only (Stripe Test Clocks' rule): it runs every event
+due up to and including the target time, in order, and then sets the clock to the target.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import simpy
+
+__all__ = ["Clock", "format_timestamp"]
+
+
+def format_timestamp(moment: datetime) -> str:
+    """ISO-8601 UTC with millisecond precision and a ``Z``: ``2026-01-01T00:00:00.000Z``."""
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+class Clock:
+    """Owns the simulation environment and converts between simulated seconds and datetimes."""
+
+    def __init__(self, epoch: datetime, env: simpy.Environment | None = None) -> None:
+        self.epoch = epoch
+        self.env = env if env is not None else simpy.Environment()
+
+    @property
+    def now(self) -> float:
+        """Simulated seconds since the epoch."""
+        return float(self.env.now)
+
+    def datetime_at(self, seconds: float) -> datetime:
+        # Round to whole microseconds so the same float always renders the same text.
+        return self.epoch + timedelta(microseconds=round(seconds * 1_000_000))
+
+    def seconds_at(self, moment: datetime) -> float:
+        return (moment - self.epoch).total_seconds()
+
+    def now_datetime(self) -> datetime:
+        return self.datetime_at(self.now)
+
+    def timestamp(self, seconds: float | None = None) -> str:
+        """The ISO-8601 form of ``seconds`` (default: now)."""
+        return format_timestamp(self.datetime_at(self.now if seconds is None else seconds))
+
+    def epoch_ms(self, seconds: float | None = None) -> int:
+        """Unix milliseconds of ``seconds`` (default: now); the time part of ULIDs."""
+        moment = self.datetime_at(self.now if seconds is None else seconds)
+        return int(moment.timestamp() * 1000)
+
+    def unix_seconds(self, seconds: float | None = None) -> float:
+        moment = self.datetime_at(self.now if seconds is None else seconds)
+        return moment.timestamp()
+
+    def next_event_at(self) -> float | None:
+        """When the next scheduled event is due, or ``None`` when nothing is scheduled."""
+        peek = float(self.env.peek())
+        return None if peek == float("inf") else peek
+
+    def advance(self, seconds: float) -> None:
+        """Run every event due within ``seconds`` from now, in order; forward only."""
+        if seconds < 0:
+            raise ValueError("the clock only moves forward")
+        self.advance_to(self.now + seconds)
+
+    def advance_to(self, target: float) -> None:
+        if target < self.now:
+            raise ValueError("the clock only moves forward")
+        # simpy.run(until=t) stops *before* events at exactly t; we want them processed, so step
+        # through everything due at or before the target, then move the clock to the target.
+        env = self.env
+        while env.peek() <= target:
+            env.step()
+        if target > env.now:
+            env.run(until=target)

@@ -1,0 +1,363 @@
+"""The one typed configuration of the simulated service.
+
+Every limit, price, plan, duration and distribution the simulator uses lives here, with the seed
+contract's values as defaults (gap choices are documented in ``spec/DECISIONS.md`` under the id
+named in each field's description). A number from the seed appears in code exactly once: here.
+Everything else reads it from a ``SimConfig`` instance, so a scenario can change any of it.
+
+Invalid values are refused by pydantic with a message that names the field.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = [
+    "AvatarConfig",
+    "BillingConfig",
+    "Constant",
+    "Distribution",
+    "Exponential",
+    "LimitsConfig",
+    "LogNormal",
+    "ModelConfig",
+    "PlanConfig",
+    "RateLimitConfig",
+    "RunsConfig",
+    "SchedulerConfig",
+    "SessionConfig",
+    "SimConfig",
+    "Uniform",
+    "WebhookConfig",
+]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# --------------------------------------------------------------------------------------------
+# Distributions: data, sampled by sim.rng with an injected random stream.
+# --------------------------------------------------------------------------------------------
+
+
+class Constant(_Frozen):
+    """Always the same value (seconds, or whatever unit the field names)."""
+
+    kind: Literal["constant"] = "constant"
+    value: float = Field(ge=0)
+
+    @property
+    def mean(self) -> float:
+        return self.value
+
+
+class Exponential(_Frozen):
+    """Memoryless durations, e.g. Poisson inter-arrival times."""
+
+    kind: Literal["exponential"] = "exponential"
+    mean_value: float = Field(gt=0, alias="mean")
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    @property
+    def mean(self) -> float:
+        return self.mean_value
+
+
+class LogNormal(_Frozen):
+    """Right-skewed latencies given by their median and the sigma of the underlying normal."""
+
+    kind: Literal["lognormal"] = "lognormal"
+    median: float = Field(gt=0)
+    sigma: float = Field(ge=0)
+    cap: float | None = Field(default=None, gt=0, description="optional upper bound")
+
+    @property
+    def mean(self) -> float:
+        return self.median * math.exp(self.sigma**2 / 2)
+
+
+class Uniform(_Frozen):
+    kind: Literal["uniform"] = "uniform"
+    low: float = Field(ge=0)
+    high: float = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Uniform:
+        if self.high < self.low:
+            raise ValueError("high must be >= low")
+        return self
+
+    @property
+    def mean(self) -> float:
+        return (self.low + self.high) / 2
+
+
+Distribution = Annotated[
+    Constant | Exponential | LogNormal | Uniform, Field(discriminator="kind")
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Limits stated by the seed contract (section 8) and the session request ranges.
+# --------------------------------------------------------------------------------------------
+
+
+class RateLimitConfig(_Frozen):
+    """A sliding-window limit per API key (GAP-LIM-1). ``None`` disables a limit."""
+
+    window_seconds: float = Field(default=60.0, gt=0)
+    session_creates_per_window: int | None = Field(default=10, ge=1, description="seed, LIM-3")
+    run_creates_per_window: int | None = Field(default=60, ge=1, description="GAP-LIM-1")
+    avatar_creates_per_window: int | None = Field(default=10, ge=1, description="GAP-LIM-1")
+    run_deletes_per_window: int | None = Field(default=30, ge=1, description="GAP-LIM-1")
+    reads_per_window: int | None = Field(default=None, ge=1, description="GAP-LIM-1: off")
+
+
+class LimitsConfig(_Frozen):
+    idle_timeout_default_seconds: int = Field(default=30, ge=1)
+    idle_timeout_min_seconds: int = Field(default=1, ge=1)
+    idle_timeout_max_seconds: int = Field(default=600, ge=1)
+    max_duration_default_seconds: int = Field(default=600, ge=1)
+    max_duration_min_seconds: int = Field(default=1, ge=1)
+    max_duration_ceiling_seconds: int = Field(default=3600, ge=1)
+    startup_timeout_seconds: float = Field(default=15.0, gt=0)
+    metadata_max_bytes: int = Field(default=8 * 1024, ge=1)
+    reserved_metadata_prefix: str = "_avatar."
+    debug_record_metadata_key: str = "_avatar.debug_record"
+    debug_record_retention_seconds: float = Field(default=24 * 3600.0, gt=0)
+    idempotency_window_seconds: float = Field(default=24 * 3600.0, gt=0)
+    idempotency_key_min_length: int = Field(default=1, ge=1)
+    idempotency_key_max_length: int = Field(default=255, ge=1)
+    concurrent_sessions_per_key: int = Field(default=1, ge=1)
+    concurrent_sessions_per_org_default: int = Field(default=5, ge=1)
+    concurrent_sessions_per_org_ceiling: int = Field(default=20, ge=1)
+    page_size_min: int = Field(default=1, ge=1)
+    page_size_max: int = Field(default=100, ge=1)
+    page_size_default: int = Field(default=20, ge=1)
+    avatar_page_size_default: int = Field(default=20, ge=1)
+    run_events_page_size_max: int = Field(default=500, ge=1)
+    run_events_page_size_default: int = Field(default=100, ge=1)
+    cursor_max_length: int = Field(default=40, ge=1)
+    request_body_max_bytes: int = Field(default=1024 * 1024, ge=1, description="GAP-ERR-1")
+    request_headers_max_bytes: int = Field(default=8 * 1024, ge=1, description="GAP-ERR-3")
+    rate: RateLimitConfig = RateLimitConfig()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> LimitsConfig:
+        if not (
+            self.idle_timeout_min_seconds
+            <= self.idle_timeout_default_seconds
+            <= self.idle_timeout_max_seconds
+        ):
+            raise ValueError("idle_timeout_default_seconds must lie within its range")
+        if not (
+            self.max_duration_min_seconds
+            <= self.max_duration_default_seconds
+            <= self.max_duration_ceiling_seconds
+        ):
+            raise ValueError("max_duration_default_seconds must lie within its range")
+        if self.concurrent_sessions_per_org_default > self.concurrent_sessions_per_org_ceiling:
+            raise ValueError("concurrent_sessions_per_org_default exceeds the ceiling")
+        if not (self.page_size_min <= self.page_size_default <= self.page_size_max):
+            raise ValueError("page_size_default must lie within the page size range")
+        return self
+
+
+# --------------------------------------------------------------------------------------------
+# The simulator's own parameters: workers, timers, audio, faults.
+# --------------------------------------------------------------------------------------------
+
+
+class SchedulerConfig(_Frozen):
+    """Worker pool and admission control (SIM-3, GAP-LIM-3)."""
+
+    workers: int = Field(default=8, ge=0)
+    admission_policy: Literal["queue", "reject"] = "queue"
+    max_queue_length: int = Field(default=16, ge=0, description="bound of the wait queue")
+    worker_boot: Distribution = LogNormal(median=2.0, sigma=0.35, cap=12.0)
+    first_frame_latency: Distribution = LogNormal(median=0.6, sigma=0.3, cap=5.0)
+    worker_restart_seconds: float = Field(default=30.0, ge=0)
+
+
+class SessionConfig(_Frozen):
+    """Session runtime behaviour (GAP-SES-3, GAP-SES-5)."""
+
+    heartbeat_interval_seconds: float = Field(default=10.0, gt=0)
+    heartbeat_loss_limit_seconds: float = Field(
+        default=30.0, gt=0, description="silence after which a worker is declared lost"
+    )
+    frames_per_second: int = Field(default=25, ge=1)
+    drain_base_seconds: float = Field(default=1.0, ge=0)
+    drain_max_seconds: float = Field(default=5.0, ge=0)
+    default_quality: Literal["mock", "lite", "standard", "pro"] = "standard"
+    default_audio_source: Literal["track", "data_stream"] = "track"
+    video_track_name: str = "service-avatar"
+    audio_track_name: str = "service-avatar-audio"
+    barge_in_rpc: str = "lk.clear_buffer"
+    relay_credential_ttl_seconds: float = Field(default=300.0, gt=0)
+    relay_audio_sample_rate: int = Field(default=16000, ge=8000)
+
+
+class AvatarConfig(_Frozen):
+    """Portrait uploads and fitting (GAP-AV-3)."""
+
+    fitting_time: Distribution = LogNormal(median=45.0, sigma=0.4, cap=600.0)
+    fitting_failure_probability: float = Field(default=0.05, ge=0, le=1)
+    image_min_side_px: int = Field(default=64, ge=1)
+    image_max_side_px: int = Field(default=8192, ge=1)
+    image_max_bytes: int = Field(default=10 * 1024 * 1024, ge=1)
+    name_max_length: int = Field(default=100, ge=1)
+
+
+# --------------------------------------------------------------------------------------------
+# Billing: credits, plans, prices (GAP-BILL-*).
+# --------------------------------------------------------------------------------------------
+
+
+class PlanConfig(_Frozen):
+    key: str
+    name: str
+    price_usd_month: float | None = Field(default=None, ge=0)
+    included_credits: int = Field(ge=0)
+    rollover_cap_credits: int = Field(ge=0)
+    max_session_duration_seconds: int = Field(ge=1)
+    concurrent_sessions: int = Field(ge=1)
+    low_balance_threshold_credits: int = Field(ge=0)
+    run_deletion: bool = False
+
+
+def _default_plans() -> tuple[PlanConfig, ...]:
+    return (
+        PlanConfig(key="free", name="Free", price_usd_month=0, included_credits=0,
+                   rollover_cap_credits=0, max_session_duration_seconds=600,
+                   concurrent_sessions=5, low_balance_threshold_credits=2_000),
+        PlanConfig(key="starter", name="Starter", price_usd_month=49, included_credits=50_000,
+                   rollover_cap_credits=0, max_session_duration_seconds=1_800,
+                   concurrent_sessions=5, low_balance_threshold_credits=5_000),
+        PlanConfig(key="pro", name="Pro", price_usd_month=199, included_credits=200_000,
+                   rollover_cap_credits=200_000, max_session_duration_seconds=3_600,
+                   concurrent_sessions=5, low_balance_threshold_credits=20_000),
+        PlanConfig(key="enterprise", name="Enterprise", price_usd_month=None,
+                   included_credits=1_000_000, rollover_cap_credits=1_000_000,
+                   max_session_duration_seconds=3_600, concurrent_sessions=10,
+                   low_balance_threshold_credits=100_000, run_deletion=True),
+    )  # fmt: skip
+
+
+class BillingConfig(_Frozen):
+    usd_per_credit: float = Field(default=0.001, gt=0)
+    signup_grant_usd: float = Field(default=20.0, ge=0, description="seed, LIM-8")
+    session_credits_per_second: int = Field(default=1, ge=0)
+    quality_multipliers: dict[str, int] = Field(
+        default_factory=lambda: {"mock": 0, "lite": 1, "standard": 2, "pro": 4}
+    )
+    platform_speech_credits_per_second: int = Field(default=1, ge=0)
+    platform_speech_model: str = "sim/internal-speech"
+    platform_managed_surfaces: tuple[str, ...] = ("playground", "embed", "share", "public_demo")
+    min_session_start_credits: int = Field(default=60, ge=0)
+    recent_charges_listed: int = Field(default=10, ge=1)
+    plans: tuple[PlanConfig, ...] = Field(default_factory=_default_plans)
+
+    @property
+    def signup_grant_credits(self) -> int:
+        return round(self.signup_grant_usd / self.usd_per_credit)
+
+    def plan(self, key: str) -> PlanConfig:
+        for plan in self.plans:
+            if plan.key == key:
+                return plan
+        raise KeyError(key)
+
+    @field_validator("plans")
+    @classmethod
+    def _unique_plan_keys(cls, plans: tuple[PlanConfig, ...]) -> tuple[PlanConfig, ...]:
+        keys = [p.key for p in plans]
+        if len(keys) != len(set(keys)) or not keys:
+            raise ValueError("plan keys must be unique and at least one plan is required")
+        return plans
+
+
+# --------------------------------------------------------------------------------------------
+# Model runs (GAP-RUN-*, GAP-MODEL-1).
+# --------------------------------------------------------------------------------------------
+
+
+class ModelConfig(_Frozen):
+    """Per-model simulation parameters; the catalog entry itself lives in sim.models."""
+
+    duration: Distribution
+    failure_probability: float = Field(default=0.0, ge=0, le=1)
+
+
+def _default_models() -> dict[str, ModelConfig]:
+    return {
+        "sim/echo-text": ModelConfig(duration=LogNormal(median=1.5, sigma=0.3, cap=30.0)),
+        "sim/speech": ModelConfig(duration=LogNormal(median=4.0, sigma=0.35, cap=60.0)),
+        "sim/portrait-video": ModelConfig(
+            duration=LogNormal(median=40.0, sigma=0.4, cap=600.0), failure_probability=0.02
+        ),
+        "sim/internal-speech": ModelConfig(duration=Constant(value=1.0)),
+        "sim/retired-model": ModelConfig(duration=Constant(value=1.0)),
+    }
+
+
+class RunsConfig(_Frozen):
+    run_workers: int = Field(default=4, ge=0, description="concurrent run executions")
+    capacity_wait_seconds: float = Field(default=120.0, gt=0)
+    max_queued_runs_per_org: int = Field(default=50, ge=1)
+    max_pending_purges: int = Field(default=100, ge=1)
+    purge_time: Distribution = Constant(value=5.0)
+    external_id_max_length: int = Field(default=128, ge=1)
+    progress_updates: int = Field(default=4, ge=0, description="run.progress events per run")
+    models: dict[str, ModelConfig] = Field(default_factory=_default_models)
+
+
+class WebhookConfig(_Frozen):
+    """Delivery schedule (GAP-EV-2)."""
+
+    retry_delays_seconds: tuple[float, ...] = (5.0, 300.0, 1800.0, 7200.0, 18000.0, 36000.0)
+    attempt_timeout_seconds: float = Field(default=15.0, gt=0)
+
+
+# --------------------------------------------------------------------------------------------
+
+
+class SimConfig(_Frozen):
+    """Everything the simulated service needs; defaults reproduce the seed contract."""
+
+    seed: int = 0
+    epoch: datetime = datetime(2026, 1, 1, tzinfo=UTC)
+    public_base_url: str = "http://127.0.0.1:8080"
+    limits: LimitsConfig = LimitsConfig()
+    scheduler: SchedulerConfig = SchedulerConfig()
+    sessions: SessionConfig = SessionConfig()
+    avatars: AvatarConfig = AvatarConfig()
+    billing: BillingConfig = BillingConfig()
+    runs: RunsConfig = RunsConfig()
+    webhooks: WebhookConfig = WebhookConfig()
+
+    @field_validator("epoch")
+    @classmethod
+    def _utc_epoch(cls, value: datetime) -> datetime:
+        if value.tzinfo is None or value.utcoffset() != UTC.utcoffset(None):
+            raise ValueError("epoch must be an aware UTC datetime")
+        return value
+
+    @model_validator(mode="after")
+    def _plans_within_limits(self) -> SimConfig:
+        for plan in self.billing.plans:
+            if plan.concurrent_sessions > self.limits.concurrent_sessions_per_org_ceiling:
+                raise ValueError(
+                    f"billing.plans[{plan.key}].concurrent_sessions exceeds the org ceiling"
+                )
+            if plan.max_session_duration_seconds > self.limits.max_duration_ceiling_seconds:
+                raise ValueError(
+                    f"billing.plans[{plan.key}].max_session_duration_seconds exceeds the ceiling"
+                )
+        return self

@@ -1,0 +1,132 @@
+"""Domain errors: what went wrong, in the contract's words, never as an HTTP status.
+
+Every refusal the simulated service can give is one of these. Each carries the envelope's
+``type`` (the category), a stable ``code``, a human ``message`` and the offending ``param``
+(a dot-path, or ``None``). The facade (``sim.asgi``) is the one place that maps ``type`` to an
+HTTP status and renders the envelope; the domain never knows about statuses.
+
+The tree (``type`` in brackets; codes are listed in spec/DECISIONS.md, GAP-ERR-1)::
+
+    DomainError
+    ├── InvalidRequest        [invalid_request]    unreadable or seed-named 400 requests
+    ├── AuthenticationFailed  [authentication]     missing, malformed, unknown, revoked key
+    ├── PermissionDenied      [permission]         scope or plan does not allow it
+    ├── NotFound              [not_found]          unknown id, or another organization's
+    ├── Conflict              [conflict]           idempotency reuse, resource state
+    ├── Unprocessable         [unprocessable]      schema or semantic validation
+    ├── RateLimited           [rate_limit]         request rate, queue capacity (retry_after)
+    ├── QuotaExceeded         [quota_exceeded]     concurrency caps, insufficient credits
+    ├── ServiceUnavailable    [service_unavailable] no free worker (retry_after)
+    └── InternalError         [internal]           a bug; never expected
+
+``RateLimited`` and ``ServiceUnavailable`` carry ``retry_after`` (seconds); rate-limit refusals
+also carry the limiter's ``rate`` snapshot so the facade can render the ``X-RateLimit-*`` headers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+__all__ = [
+    "AuthenticationFailed",
+    "Conflict",
+    "DomainError",
+    "ErrorType",
+    "InternalError",
+    "InvalidRequest",
+    "NotFound",
+    "PermissionDenied",
+    "QuotaExceeded",
+    "RateLimited",
+    "RateSnapshot",
+    "ServiceUnavailable",
+    "Unprocessable",
+]
+
+ErrorType = Literal[
+    "invalid_request",
+    "authentication",
+    "permission",
+    "not_found",
+    "conflict",
+    "unprocessable",
+    "rate_limit",
+    "quota_exceeded",
+    "internal",
+    "service_unavailable",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class RateSnapshot:
+    """The state of one rate limit after a request: rendered as ``X-RateLimit-*`` headers."""
+
+    limit: int
+    remaining: int
+    reset_at: float  # simulated seconds since the epoch at which a slot frees up
+
+
+class DomainError(Exception):
+    """Base of every refusal; ``type`` is fixed per subclass, ``code`` per raise."""
+
+    type: ClassVar[ErrorType] = "internal"
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        param: str | None = None,
+        retry_after: float | None = None,
+        rate: RateSnapshot | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.param = param
+        self.retry_after = retry_after
+        self.rate = rate
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(code={self.code!r}, param={self.param!r})"
+
+
+class InvalidRequest(DomainError):
+    type = "invalid_request"
+
+
+class AuthenticationFailed(DomainError):
+    type = "authentication"
+
+
+class PermissionDenied(DomainError):
+    type = "permission"
+
+
+class NotFound(DomainError):
+    type = "not_found"
+
+
+class Conflict(DomainError):
+    type = "conflict"
+
+
+class Unprocessable(DomainError):
+    type = "unprocessable"
+
+
+class RateLimited(DomainError):
+    type = "rate_limit"
+
+
+class QuotaExceeded(DomainError):
+    type = "quota_exceeded"
+
+
+class ServiceUnavailable(DomainError):
+    type = "service_unavailable"
+
+
+class InternalError(DomainError):
+    type = "internal"
