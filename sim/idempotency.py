@@ -1,0 +1,102 @@
+"""Idempotent creates (LIM-5, LIM-6, GAP-LIM-2).
+
+A store of successful create outcomes keyed by (organization, Idempotency-Key). The fingerprint is
+the operation and the canonical JSON of the request body, so the same key with the same body
+replays the original outcome (no second resource, no second charge) and the same key with another
+body is a conflict. Entries live for the configured window on the virtual clock. Only successes
+are stored: a retry after a refusal is a new attempt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sim.clock import Clock
+from sim.config import LimitsConfig
+from sim.errors import Conflict, Unprocessable
+
+__all__ = ["IdempotencyStore", "Replay", "fingerprint"]
+
+
+def fingerprint(operation: str, body: Any) -> str:
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(f"{operation}\n{canonical}".encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """A stored outcome: the JSON body first returned and when it was stored."""
+
+    body: dict[str, Any]
+    stored_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    fingerprint: str
+    replay: Replay
+
+
+class IdempotencyStore:
+    def __init__(self, clock: Clock, limits: LimitsConfig) -> None:
+        self._clock = clock
+        self._limits = limits
+        self._entries: dict[tuple[str, str], _Entry] = {}
+
+    def validate_key(self, key: str) -> None:
+        if not (
+            self._limits.idempotency_key_min_length
+            <= len(key)
+            <= self._limits.idempotency_key_max_length
+        ):
+            raise Unprocessable(
+                "idempotency_key.invalid",
+                f"Idempotency-Key must be {self._limits.idempotency_key_min_length} to "
+                f"{self._limits.idempotency_key_max_length} characters.",
+                param="Idempotency-Key",
+            )
+
+    def lookup(self, org_id: str, key: str, operation: str, body: Any) -> Replay | None:
+        """The stored outcome for this key and body, ``None`` if new; ``Conflict`` if reused."""
+        self.validate_key(key)
+        entry = self._entries.get((org_id, key))
+        if entry is None:
+            return None
+        if self._clock.now - entry.replay.stored_at >= self._limits.idempotency_window_seconds:
+            del self._entries[(org_id, key)]
+            return None
+        if entry.fingerprint != fingerprint(operation, body):
+            raise Conflict(
+                "idempotency_key.reused",
+                "This Idempotency-Key was already used with a different request.",
+                param="Idempotency-Key",
+            )
+        return entry.replay
+
+    def store(self, org_id: str, key: str, operation: str, body: Any,
+              result: dict[str, Any]) -> None:  # fmt: skip
+        self._entries[(org_id, key)] = _Entry(
+            fingerprint(operation, body), Replay(body=result, stored_at=self._clock.now)
+        )
+
+    def run(
+        self,
+        org_id: str,
+        key: str | None,
+        operation: str,
+        body: Any,
+        create: Callable[[], dict[str, Any]],
+    ) -> tuple[dict[str, Any], bool]:
+        """Call ``create`` at most once per key and body; returns (body, replayed)."""
+        if key is None:
+            return create(), False
+        replay = self.lookup(org_id, key, operation, body)
+        if replay is not None:
+            return replay.body, True
+        result = create()
+        self.store(org_id, key, operation, body, result)
+        return result, False

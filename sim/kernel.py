@@ -1,0 +1,36 @@
+"""The shared substrate every service of the simulated platform is built on.
+
+One ``Kernel`` per platform: the configuration, the virtual clock (one ``simpy.Environment``),
+the seeded random streams, the id factory and the event log. Services receive the kernel instead
+of reaching for globals, which is what makes a run reproducible from its seed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sim.clock import Clock
+from sim.config import SimConfig
+from sim.events import EventLog
+from sim.ids import IdFactory
+from sim.rng import RandomStreams
+
+__all__ = ["Kernel"]
+
+
+@dataclass(frozen=True, slots=True)
+class Kernel:
+    config: SimConfig
+    clock: Clock
+    streams: RandomStreams
+    ids: IdFactory
+    events: EventLog
+
+    @classmethod
+    def create(cls, config: SimConfig | None = None) -> Kernel:
+        config = config if config is not None else SimConfig()
+        clock = Clock(config.epoch)
+        streams = RandomStreams(config.seed)
+        ids = IdFactory(clock, streams.stream("ids"))
+        return cls(config=config, clock=clock, streams=streams, ids=ids,
+                   events=EventLog(clock, ids))  # fmt: skip

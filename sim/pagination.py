@@ -1,0 +1,58 @@
+"""Cursor pagination shared by every list (CONV-4, CONV-5, CONV-6).
+
+Lists are walked in a fixed order; the cursor is the id (or sequence) of the last item returned.
+An unknown cursor is refused rather than silently restarting the walk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from sim.errors import Unprocessable
+
+__all__ = ["page", "validate_limit"]
+
+T = TypeVar("T")
+
+
+def validate_limit(limit: int, minimum: int, maximum: int, param: str = "limit") -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not minimum <= limit <= maximum:
+        raise Unprocessable(
+            "validation.range", f"{param} must be an integer from {minimum} to {maximum}.",
+            param=param,
+        )  # fmt: skip
+    return limit
+
+
+def page(
+    items: Sequence[T],
+    *,
+    limit: int,
+    starting_after: Any | None,
+    cursor_of: Callable[[T], Any],
+    render: Callable[[T], dict[str, Any]],
+    param: str = "starting_after",
+) -> dict[str, Any]:
+    """One page of ``items`` (already filtered and ordered) as the list envelope.
+
+    ``next_cursor`` is the cursor of the last item on the page; it is omitted only when the page
+    is empty and there is nothing more (the seed's rule).
+    """
+    start = 0
+    if starting_after is not None:
+        for index, item in enumerate(items):
+            if cursor_of(item) == starting_after:
+                start = index + 1
+                break
+        else:
+            raise Unprocessable(
+                "validation.cursor", f"{param} does not name an item of this list.", param=param
+            )
+    chunk = items[start : start + limit]
+    has_more = start + limit < len(items)
+    body: dict[str, Any] = {"object": "list", "data": [render(i) for i in chunk],
+                            "has_more": has_more}  # fmt: skip
+    if chunk:
+        body["next_cursor"] = cursor_of(chunk[-1])
+    return body
