@@ -1,0 +1,158 @@
+"""Requirement markers under pytest: validate ``@pytest.mark.req`` and record outcomes.
+
+Why: tests prove requirements by naming their ids (``@pytest.mark.req("SES-ST-2", "EV-1")``). A
+misspelt or stale id would prove nothing while looking fine, so every id must exist in the catalog
+(``spec/requirements.yaml``) and a ``req`` marker must name at least one id; otherwise the run
+stops with a usage error that names each offending test and id. With ``--req-report PATH`` the
+final outcome of every test that ran is written as JSON (format: ``harness.trace``) for
+``python -m harness trace PATH``.
+
+Validation runs on the whole collection, before ``-m``/``-k`` deselection, so a filtered run
+(``make test`` deselects ``slow``) still catches a bad id anywhere in the suite.
+
+``harness.pytest_plugin`` registers this through ``configure``; nothing here is a pytest hook at
+module level, so the plugin module stays a thin list of registrations.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Final
+
+import pytest
+
+from harness.requirements import CatalogError, catalog_path, load_catalog
+from harness.trace import Outcome, RecordedTest, write_report
+
+__all__ = ["MARKER", "REPORT_OPTION", "TraceabilityPlugin", "add_options", "configure"]
+
+MARKER: Final = "req"
+REPORT_OPTION: Final = "--req-report"
+PLUGIN_NAME: Final = "avatar-sim-traceability"
+
+_MARKER_LINE: Final = (
+    f"{MARKER}(*ids): the requirement ids (spec/requirements.yaml) this test proves"
+)
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Command-line options; called from the plugin's ``pytest_addoption``."""
+    group = parser.getgroup("avatar-sim", "avatar-sim requirement traceability")
+    group.addoption(
+        REPORT_OPTION,
+        metavar="PATH",
+        default=None,
+        help="write every test's outcome and requirement ids as JSON to PATH "
+        "(read by `python -m harness trace PATH`)",
+    )
+
+
+def configure(config: pytest.Config) -> None:
+    """Register the ``req`` marker and the plugin; called from the plugin's ``pytest_configure``."""
+    # Registered here too so that suites outside this repository (no pyproject markers) pass
+    # ``--strict-markers``; a second registration of the same marker is harmless.
+    config.addinivalue_line("markers", _MARKER_LINE)
+    if config.pluginmanager.has_plugin(PLUGIN_NAME):
+        return
+    report: str | None = config.getoption(REPORT_OPTION.lstrip("-").replace("-", "_"))
+    report_path = None
+    if report is not None:
+        report_path = Path(report)
+        if not report_path.is_absolute():
+            report_path = config.invocation_params.dir / report_path
+    config.pluginmanager.register(TraceabilityPlugin(report_path), PLUGIN_NAME)
+
+
+def _final_outcome(phases: dict[str, str]) -> Outcome:
+    """Fold phase outcomes into one: a test passes only if every phase that ran passed."""
+    setup, call, teardown = phases.get("setup"), phases.get("call"), phases.get("teardown")
+    if setup == "failed":
+        return "error"
+    if setup == "skipped":
+        return "skipped"
+    if call == "failed":
+        return "failed"
+    if call == "skipped":
+        return "skipped"
+    if teardown == "failed":
+        return "error"
+    if call == "passed":
+        return "passed"
+    # No call phase was reported (an interrupted run): not proven.
+    return "error"
+
+
+class TraceabilityPlugin:
+    """Holds the per-session state: the ids each test names and the phase outcomes seen."""
+
+    def __init__(self, report_path: Path | None) -> None:
+        self.report_path = report_path
+        self.req_by_nodeid: dict[str, tuple[str, ...]] = {}
+        self.phases: dict[str, dict[str, str]] = {}
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        """Read every item's ``req`` ids and stop the run on any unknown id or empty marker."""
+        problems: list[str] = []
+        named: dict[str, list[str]] = {}
+        for item in items:
+            ids: list[str] = []
+            for mark in item.iter_markers(MARKER):
+                if mark.kwargs:
+                    problems.append(
+                        f"{item.nodeid}: @pytest.mark.{MARKER} takes ids as positional strings, "
+                        f"not keywords {sorted(mark.kwargs)}"
+                    )
+                if not mark.args:
+                    problems.append(
+                        f"{item.nodeid}: @pytest.mark.{MARKER}() names no requirement id"
+                    )
+                for arg in mark.args:
+                    if isinstance(arg, str) and arg:
+                        ids.append(arg)
+                    else:
+                        problems.append(
+                            f"{item.nodeid}: @pytest.mark.{MARKER} argument {arg!r} is not an id "
+                            "string (pass ids as separate strings)"
+                        )
+            unique = tuple(dict.fromkeys(ids))
+            self.req_by_nodeid[item.nodeid] = unique
+            for requirement_id in unique:
+                named.setdefault(requirement_id, []).append(item.nodeid)
+        if named:
+            try:
+                catalog = load_catalog()
+            except CatalogError as exc:
+                raise pytest.UsageError(f"cannot check @pytest.mark.{MARKER} ids: {exc}") from None
+            for requirement_id, nodeids in named.items():
+                if requirement_id not in catalog:
+                    problems.extend(
+                        f"{nodeid}: unknown requirement id {requirement_id!r} "
+                        f"(not in {catalog_path()})"
+                        for nodeid in nodeids
+                    )
+        if problems:
+            raise pytest.UsageError(
+                f"invalid @pytest.mark.{MARKER} markers:\n  " + "\n  ".join(problems)
+            )
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.phases.setdefault(report.nodeid, {})[report.when] = report.outcome
+
+    def recorded(self) -> list[RecordedTest]:
+        """Every test that reported, in the order it first reported."""
+        tests: list[RecordedTest] = []
+        for nodeid, phases in self.phases.items():
+            requirement_ids = self.req_by_nodeid.get(nodeid, ())
+            tests.append(RecordedTest(nodeid, _final_outcome(phases), requirement_ids))
+        return tests
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.report_path is not None:
+            write_report(self.report_path, self.recorded(), int(exitstatus))
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.report_path is not None:
+            terminalreporter.write_line(f"requirement results: {self.report_path}")
