@@ -1,0 +1,98 @@
+"""The ``avatar-sim`` command line (also ``python -m harness``).
+
+Why a table of commands: each subcommand lives in its own module exposing
+``add_arguments(parser)`` and ``run(args) -> int``, and is imported only when it is the command
+being run, so ``avatar-sim trace`` does not pay for (or break on) the imports of ``conformance``
+or ``sweep``. To add a command, write its module and add one ``Command`` line to ``COMMANDS``;
+its one-line help here is what ``avatar-sim --help`` shows without importing anything.
+
+Exit codes follow the design brief: 0 success, 1 a check failed, 2 a usage error (argparse's own
+errors exit 2 as well).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Protocol, cast
+
+__all__ = ["COMMANDS", "Command", "CommandModule", "build_parser", "main"]
+
+PROG = "avatar-sim"
+
+
+class CommandModule(Protocol):
+    """What a command module provides."""
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
+
+    def run(self, args: argparse.Namespace) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A subcommand: its name, the module implementing it, and its one-line help."""
+
+    name: str
+    module: str
+    help: str
+
+
+COMMANDS: list[Command] = [
+    # Planned, each added here when its module exists: demo, run, sweep, serve, conformance.
+    Command("spec", "harness.spec_cli", "build, check or diff the contract in spec/"),
+    Command(
+        "trace", "harness.trace", "list every requirement id with the passing tests that prove it"
+    ),
+]
+
+
+def _version() -> str:
+    try:
+        return metadata.version("avatar-sim")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def _selected(argv: Sequence[str]) -> str | None:
+    """The subcommand named on the command line: the first argument that is not an option."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
+
+
+def _load(command: Command) -> CommandModule:
+    return cast(CommandModule, importlib.import_module(command.module))
+
+
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The parser, with the arguments of the subcommand selected by ``argv`` (if any) loaded."""
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Simulator and conformance harness for the Realtime Avatar and Model-Run API.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    selected = _selected(argv)
+    for command in COMMANDS:
+        sub = commands.add_parser(command.name, help=command.help, description=command.help)
+        if command.name == selected:
+            module = _load(command)
+            module.add_arguments(sub)
+            sub.set_defaults(handler=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` (default: ``sys.argv[1:]``) and run the selected command."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    try:
+        parser = build_parser(arguments)
+    except ImportError as exc:
+        command = _selected(arguments)
+        print(f"{PROG} {command}: cannot load the command: {exc}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(arguments)
+    return int(args.handler(args))
