@@ -293,17 +293,26 @@ class ModelConfig(_Frozen):
 
     duration: Distribution
     failure_probability: float = Field(default=0.0, ge=0, le=1)
+    credits_per_unit: float = Field(
+        default=1.0, ge=0, description="price per pricing unit of the catalog entry (GAP-BILL-4)"
+    )
+    pricing_version: str = Field(default="2026-01", min_length=1)
 
 
 def _default_models() -> dict[str, ModelConfig]:
     return {
-        "sim/echo-text": ModelConfig(duration=LogNormal(median=1.5, sigma=0.3, cap=30.0)),
-        "sim/speech": ModelConfig(duration=LogNormal(median=4.0, sigma=0.35, cap=60.0)),
-        "sim/portrait-video": ModelConfig(
-            duration=LogNormal(median=40.0, sigma=0.4, cap=600.0), failure_probability=0.02
+        "sim/echo-text": ModelConfig(
+            duration=LogNormal(median=1.5, sigma=0.3, cap=30.0), credits_per_unit=0.01
         ),
-        "sim/internal-speech": ModelConfig(duration=Constant(value=1.0)),
-        "sim/retired-model": ModelConfig(duration=Constant(value=1.0)),
+        "sim/speech": ModelConfig(
+            duration=LogNormal(median=4.0, sigma=0.35, cap=60.0), credits_per_unit=2.0
+        ),
+        "sim/portrait-video": ModelConfig(
+            duration=LogNormal(median=40.0, sigma=0.4, cap=600.0), failure_probability=0.02,
+            credits_per_unit=10.0,
+        ),
+        "sim/internal-speech": ModelConfig(duration=Constant(value=1.0), credits_per_unit=1.0),
+        "sim/retired-model": ModelConfig(duration=Constant(value=1.0), credits_per_unit=5.0),
     }
 
 
@@ -315,6 +324,10 @@ class RunsConfig(_Frozen):
     purge_time: Distribution = Constant(value=5.0)
     external_id_max_length: int = Field(default=128, ge=1)
     progress_updates: int = Field(default=4, ge=0, description="run.progress events per run")
+    speech_characters_per_second: float = Field(
+        default=15.0, gt=0, description="text length to audio length for speech models"
+    )
+    audio_sample_rate: int = Field(default=16000, ge=8000, description="generated WAV outputs")
     models: dict[str, ModelConfig] = Field(default_factory=_default_models)
 
 
