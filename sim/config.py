@@ -213,6 +213,9 @@ class AvatarConfig(_Frozen):
     image_max_side_px: int = Field(default=8192, ge=1)
     image_max_bytes: int = Field(default=10 * 1024 * 1024, ge=1)
     name_max_length: int = Field(default=100, ge=1)
+    query_max_length: int = Field(
+        default=100, ge=1, description="GAP-AV-2: longest name-or-id search filter (q)"
+    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,0 +1,49 @@
+"""The platform's stock avatars (RES-AV-1, GAP-AV-4).
+
+Five avatars every organization can use: four ``realtime`` ones and ``av_stock_mock`` (runtime
+``mock``, for tests that must not bill or render). Their ids are fixed (``av_stock_<name>``, not
+ULIDs) so that docs, scenarios and customer code can name them; they are ``ready``, ``is_demo``
+and were "created" at the epoch. The tuple's order is the catalog order lists show (GAP-AV-2).
+"""
+
+from __future__ import annotations
+
+from sim.avatars.records import Avatar
+
+__all__ = ["STOCK_AVATARS", "STOCK_PREFIX", "stock_avatar"]
+
+STOCK_PREFIX = "av_stock_"
+
+STOCK_AVATARS: tuple[Avatar, ...] = (
+    Avatar(
+        id="av_stock_aria", name="Aria", status="ready", is_demo=True, runtime_type="realtime",
+        created_at=0.0, voice="aria",
+        instructions="You are Aria, a friendly product guide. Keep answers short and concrete.",
+        voice_instructions="Warm and upbeat, at a relaxed pace.",
+    ),
+    Avatar(
+        id="av_stock_ben", name="Ben", status="ready", is_demo=True, runtime_type="realtime",
+        created_at=0.0, voice="ben",
+        instructions="You are Ben, a patient support agent. Ask one question at a time.",
+        voice_instructions="Calm and clear, slightly slower than conversational speed.",
+    ),
+    Avatar(
+        id="av_stock_chloe", name="Chloe", status="ready", is_demo=True,
+        runtime_type="realtime", created_at=0.0, voice="chloe",
+    ),
+    Avatar(
+        id="av_stock_dev", name="Dev", status="ready", is_demo=True, runtime_type="realtime",
+        created_at=0.0, voice="dev",
+    ),
+    Avatar(
+        id="av_stock_mock", name="Mock Avatar", status="ready", is_demo=True,
+        runtime_type="mock", created_at=0.0,
+    ),
+)  # fmt: skip
+
+_BY_ID: dict[str, Avatar] = {avatar.id: avatar for avatar in STOCK_AVATARS}
+
+
+def stock_avatar(avatar_id: str) -> Avatar | None:
+    """The stock avatar with this id, or ``None``."""
+    return _BY_ID.get(avatar_id)
