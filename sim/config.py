@@ -263,6 +263,9 @@ class BillingConfig(_Frozen):
     platform_speech_credits_per_second: int = Field(default=1, ge=0)
     platform_speech_model: str = "sim/internal-speech"
     platform_managed_surfaces: tuple[str, ...] = ("playground", "embed", "share", "public_demo")
+    session_pricing_version: str = Field(
+        default="sessions-2026-01", description="pricing_version on session ledger rows (SIM-5)"
+    )
     min_session_start_credits: int = Field(default=60, ge=0)
     recent_charges_listed: int = Field(default=10, ge=1)
     plans: tuple[PlanConfig, ...] = Field(default_factory=_default_plans)
