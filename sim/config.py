@@ -268,6 +268,8 @@ class BillingConfig(_Frozen):
     )
     min_session_start_credits: int = Field(default=60, ge=0)
     recent_charges_listed: int = Field(default=10, ge=1)
+    usage_window_max_days: int = Field(default=366, ge=1, description="GAP-USAGE-2")
+    usage_timezone_max_length: int = Field(default=64, ge=1, description="seed, EP-USAGE-1")
     plans: tuple[PlanConfig, ...] = Field(default_factory=_default_plans)
 
     @property
