@@ -186,6 +186,7 @@ def test_domain_imports_no_http_and_reads_no_wall_clock() -> None:
         "from random import choice",
         "import random as r\nx = r.randint(1, 2)",
     ],
+    ids=lambda source: source.replace("\n", "; "),
 )
 def test_purity_checker_catches(source: str) -> None:
     assert purity_problems(source)
@@ -203,6 +204,7 @@ def test_purity_checker_catches(source: str) -> None:
         "from . import clock\nfrom sim.clock import Clock",
         "x = obj.time.time()",
     ],
+    ids=lambda source: source.replace("\n", "; "),
 )
 def test_purity_checker_allows(source: str) -> None:
     assert purity_problems(source) == []
