@@ -111,8 +111,12 @@ class AccountRegistry:
 
     def create_organization(self, name: str, plan_key: str = "free") -> Organization:
         self._config.billing.plan(plan_key)  # KeyError for an unknown plan
-        org = Organization(id=self._ids.new("organization"), name=name, plan_key=plan_key,
-                           created_at=self._clock.now)  # fmt: skip
+        org = Organization(
+            id=self._ids.new("organization"),
+            name=name,
+            plan_key=plan_key,
+            created_at=self._clock.now,
+        )
         self._orgs[org.id] = org
         return org
 
@@ -136,9 +140,10 @@ class AccountRegistry:
         ceiling = self._config.limits.concurrent_sessions_per_org_ceiling
         if limit is not None and not 1 <= limit <= ceiling:
             raise Unprocessable(
-                "validation.range", f"The concurrency override must be 1 to {ceiling}.",
+                "validation.range",
+                f"The concurrency override must be 1 to {ceiling}.",
                 param="concurrency_override",
-            )  # fmt: skip
+            )
         org = replace(self.organization(org_id), concurrency_override=limit)
         self._orgs[org_id] = org
         return org
@@ -159,8 +164,13 @@ class AccountRegistry:
         scopes: frozenset[Scope] | None = None,
     ) -> ApiKey:
         self.organization(org_id)
-        key = ApiKey(secret=self._ids.token(KEY_PREFIX), org_id=org_id, environment=environment,
-                     scopes=scopes, created_at=self._clock.now)  # fmt: skip
+        key = ApiKey(
+            secret=self._ids.token(KEY_PREFIX),
+            org_id=org_id,
+            environment=environment,
+            scopes=scopes,
+            created_at=self._clock.now,
+        )
         self._keys[key.secret] = key
         return key
 

@@ -29,8 +29,12 @@ class Event:
 
     def to_payload(self) -> dict[str, Any]:
         """The JSON shape sent to webhooks: ``{id, type, created_at, data}``."""
-        return {"id": self.id, "type": self.type, "created_at": self.created_at,
-                "data": dict(self.data)}  # fmt: skip
+        return {
+            "id": self.id,
+            "type": self.type,
+            "created_at": self.created_at,
+            "data": dict(self.data),
+        }
 
 
 Subscriber = Callable[[Event], None]

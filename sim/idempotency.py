@@ -77,8 +77,9 @@ class IdempotencyStore:
             )
         return entry.replay
 
-    def store(self, org_id: str, key: str, operation: str, body: Any,
-              result: dict[str, Any]) -> None:  # fmt: skip
+    def store(
+        self, org_id: str, key: str, operation: str, body: Any, result: dict[str, Any]
+    ) -> None:
         self._entries[(org_id, key)] = _Entry(
             fingerprint(operation, body), Replay(body=result, stored_at=self._clock.now)
         )

@@ -32,5 +32,6 @@ class Kernel:
         clock = Clock(config.epoch)
         streams = RandomStreams(config.seed)
         ids = IdFactory(clock, streams.stream("ids"))
-        return cls(config=config, clock=clock, streams=streams, ids=ids,
-                   events=EventLog(clock, ids))  # fmt: skip
+        return cls(
+            config=config, clock=clock, streams=streams, ids=ids, events=EventLog(clock, ids)
+        )

@@ -19,9 +19,10 @@ T = TypeVar("T")
 def validate_limit(limit: int, minimum: int, maximum: int, param: str = "limit") -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or not minimum <= limit <= maximum:
         raise Unprocessable(
-            "validation.range", f"{param} must be an integer from {minimum} to {maximum}.",
+            "validation.range",
+            f"{param} must be an integer from {minimum} to {maximum}.",
             param=param,
-        )  # fmt: skip
+        )
     return limit
 
 
@@ -51,8 +52,11 @@ def page(
             )
     chunk = items[start : start + limit]
     has_more = start + limit < len(items)
-    body: dict[str, Any] = {"object": "list", "data": [render(i) for i in chunk],
-                            "has_more": has_more}  # fmt: skip
+    body: dict[str, Any] = {
+        "object": "list",
+        "data": [render(i) for i in chunk],
+        "has_more": has_more,
+    }
     if chunk:
         body["next_cursor"] = cursor_of(chunk[-1])
     return body

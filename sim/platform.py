@@ -11,7 +11,6 @@ Cross-cutting rules live here, once: which operations are public, per-key rate l
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,12 +52,11 @@ class ApiCall:
     error_type: str | None
 
 
-Handler = Callable[["Platform", Caller | None, dict[str, Any]], dict[str, Any] | Outcome]
-
-
 @dataclass(frozen=True, slots=True)
 class Operation:
-    handler: Handler
+    """How the platform treats one contract operation (looked up by its operationId)."""
+
+    method: str  # name of the Platform method that serves it
     public: bool = False
     rate_limit: str | None = None  # name of the limiter bucket
     idempotent: bool = False  # honours Idempotency-Key
@@ -75,76 +73,29 @@ def _body(params: dict[str, Any]) -> dict[str, Any]:
     return body if isinstance(body, dict) else {}
 
 
-# Each handler parses nothing: the facade (or the Python caller) hands over named parameters.
 OPERATIONS: dict[str, Operation] = {
-    "getStatus": Operation(lambda p, c, a: p.status(), public=True),
-    "listPlans": Operation(lambda p, c, a: p.billing.plans(), public=True),
-    "createSession": Operation(
-        lambda p, c, a: p.sessions.create(_caller(c), _body(a)),
-        rate_limit="session_create",
-        idempotent=True,
-    ),
-    "createPipecatSession": Operation(
-        lambda p, c, a: p.sessions.create_pipecat(_caller(c), _body(a)),
-        rate_limit="session_create",
-    ),
-    "listSessions": Operation(
-        lambda p, c, a: p.sessions.list(
-            _caller(c), limit=a.get("limit", p.config.limits.page_size_default),
-            starting_after=a.get("starting_after"), status=a.get("status"),
-        )  # fmt: skip
-    ),
-    "retrieveSession": Operation(lambda p, c, a: p.sessions.retrieve(_caller(c), a["session_id"])),
-    "endSession": Operation(lambda p, c, a: p.sessions.end(_caller(c), a["session_id"])),
-    "createAvatar": Operation(
-        lambda p, c, a: p.avatars.create(
-            _caller(c), image=a.get("image"), filename=a.get("image_filename"),
-            content_type=a.get("image_content_type"), name=a.get("name"),
-        ),  # fmt: skip
-        rate_limit="avatar_create",
-    ),
-    "listAvatars": Operation(
-        lambda p, c, a: p.avatars.list(
-            _caller(c), limit=a.get("limit", p.config.limits.avatar_page_size_default),
-            starting_after=a.get("starting_after"), scope=a.get("scope", "all"), q=a.get("q"),
-        )  # fmt: skip
-    ),
-    "retrieveAvatar": Operation(lambda p, c, a: p.avatars.retrieve(_caller(c), a["avatar_id"])),
-    "listModels": Operation(lambda p, c, a: p.runs.list_models(_caller(c))),
-    "createRun": Operation(
-        lambda p, c, a: p.runs.create(_caller(c), a["model_id"], _body(a)),
-        rate_limit="run_create",
-        idempotent=True,
-    ),
-    "listRuns": Operation(
-        lambda p, c, a: p.runs.list(
-            _caller(c), limit=a.get("limit", p.config.limits.page_size_default),
-            starting_after=a.get("starting_after"),
-        )  # fmt: skip
-    ),
-    "retrieveRun": Operation(lambda p, c, a: p.runs.retrieve(_caller(c), a["run_id"])),
-    "getRunStatus": Operation(lambda p, c, a: p.runs.status(_caller(c), a["run_id"])),
-    "listRunEvents": Operation(
-        lambda p, c, a: p.runs.events(
-            _caller(c), a["run_id"], starting_after=a.get("starting_after"),
-            limit=a.get("limit", p.config.limits.run_events_page_size_default),
-        )  # fmt: skip
-    ),
-    "cancelRun": Operation(lambda p, c, a: p.runs.cancel(_caller(c), a["run_id"])),
-    "deleteRun": Operation(
-        lambda p, c, a: p.runs.delete(_caller(c), a["run_id"]), rate_limit="run_delete"
-    ),
-    "listAssets": Operation(
-        lambda p, c, a: p.assets.list(
-            _caller(c), limit=a.get("limit", p.config.limits.page_size_default),
-            starting_after=a.get("starting_after"),
-        )  # fmt: skip
-    ),
-    "getAssetContent": Operation(lambda p, c, a: p.asset_content(_caller(c), a["asset_id"])),
-    "getUsage": Operation(
-        lambda p, c, a: p.usage(_caller(c), a),
-    ),
-    "getQuota": Operation(lambda p, c, a: p.quota(_caller(c))),
+    "getStatus": Operation("op_get_status", public=True),
+    "listPlans": Operation("op_list_plans", public=True),
+    "createSession": Operation("op_create_session", rate_limit="session_create", idempotent=True),
+    "createPipecatSession": Operation("op_create_pipecat_session", rate_limit="session_create"),
+    "listSessions": Operation("op_list_sessions"),
+    "retrieveSession": Operation("op_retrieve_session"),
+    "endSession": Operation("op_end_session"),
+    "createAvatar": Operation("op_create_avatar", rate_limit="avatar_create"),
+    "listAvatars": Operation("op_list_avatars"),
+    "retrieveAvatar": Operation("op_retrieve_avatar"),
+    "listModels": Operation("op_list_models"),
+    "createRun": Operation("op_create_run", rate_limit="run_create", idempotent=True),
+    "listRuns": Operation("op_list_runs"),
+    "retrieveRun": Operation("op_retrieve_run"),
+    "getRunStatus": Operation("op_get_run_status"),
+    "listRunEvents": Operation("op_list_run_events"),
+    "cancelRun": Operation("op_cancel_run"),
+    "deleteRun": Operation("op_delete_run", rate_limit="run_delete"),
+    "listAssets": Operation("op_list_assets"),
+    "getAssetContent": Operation("op_get_asset_content"),
+    "getUsage": Operation("op_get_usage"),
+    "getQuota": Operation("op_get_quota"),
 }
 
 
@@ -199,31 +150,32 @@ class Platform:
         return outcome
 
     def _call(
-        self, operation_id: str, operation: Operation, caller: Caller | None,
+        self,
+        operation_id: str,
+        operation: Operation,
+        caller: Caller | None,
         params: dict[str, Any],
-    ) -> Outcome:  # fmt: skip
+    ) -> Outcome:
         if not operation.public:
             caller = _caller(caller)
+        handler = getattr(self, operation.method)
         rate: RateSnapshot | None = None
         limiter = self._limiters.get(operation.rate_limit or "")
         if limiter is not None and caller is not None:
             rate = limiter.hit(caller.key_id)
-
-        def run() -> dict[str, Any]:
-            result = operation.handler(self, caller, params)
-            if isinstance(result, Outcome):
-                raise TypeError("idempotent operations return JSON bodies")
-            return result
-
         key = params.get("idempotency_key")
         try:
             if operation.idempotent and caller is not None and key is not None:
                 fingerprint_body = {"path": _path_params(params), "body": params.get("body")}
                 body, replayed = self.idempotency.run(
-                    caller.org_id, key, operation_id, fingerprint_body, run
+                    caller.org_id,
+                    key,
+                    operation_id,
+                    fingerprint_body,
+                    lambda: _json(handler(caller, params)),
                 )
                 return Outcome(body=body, replayed=replayed, rate=rate)
-            result = operation.handler(self, caller, params)
+            result = handler(caller, params)
         except DomainError as error:
             if error.rate is None and rate is not None:
                 error.rate = rate
@@ -232,8 +184,9 @@ class Platform:
             return result if rate is None else _with_rate(result, rate)
         return Outcome(body=result, rate=rate)
 
-    def _log(self, operation_id: str, org_id: str | None, outcome: str,
-             error_type: str | None) -> None:  # fmt: skip
+    def _log(
+        self, operation_id: str, org_id: str | None, outcome: str, error_type: str | None
+    ) -> None:
         self.api_log.append(ApiCall(self.clock.now, operation_id, org_id, outcome, error_type))
 
     def _build_limiters(self) -> dict[str, RateLimiter]:
@@ -250,12 +203,100 @@ class Platform:
             if limit is not None
         }
 
-    # -- operations that combine services ------------------------------------------------------
+    # -- operations: each parses nothing and delegates to one service --------------------------
 
-    def status(self) -> dict[str, Any]:
+    def op_get_status(self, caller: Caller | None, params: dict[str, Any]) -> dict[str, Any]:
         return self.sessions.platform_status()
 
-    def usage(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+    def op_list_plans(self, caller: Caller | None, params: dict[str, Any]) -> dict[str, Any]:
+        return self.billing.plans()
+
+    def op_create_session(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+        return self.sessions.create(caller, _body(params))
+
+    def op_create_pipecat_session(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+        return self.sessions.create_pipecat(caller, _body(params))
+
+    def op_list_sessions(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+        return self.sessions.list(
+            caller,
+            limit=params.get("limit", self.config.limits.page_size_default),
+            starting_after=params.get("starting_after"),
+            status=params.get("status"),
+        )
+
+    def op_retrieve_session(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+        return self.sessions.retrieve(caller, params["session_id"])
+
+    def op_end_session(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+        return self.sessions.end(caller, params["session_id"])
+
+    def op_create_avatar(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+        return self.avatars.create(
+            caller,
+            image=params.get("image"),
+            filename=params.get("image_filename"),
+            content_type=params.get("image_content_type"),
+            name=params.get("name"),
+        )
+
+    def op_list_avatars(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+        return self.avatars.list(
+            caller,
+            limit=params.get("limit", self.config.limits.avatar_page_size_default),
+            starting_after=params.get("starting_after"),
+            scope=params.get("scope", "all"),
+            q=params.get("q"),
+        )
+
+    def op_retrieve_avatar(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+        return self.avatars.retrieve(caller, params["avatar_id"])
+
+    def op_list_models(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+        return self.runs.list_models(caller)
+
+    def op_create_run(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+        return self.runs.create(caller, params["model_id"], _body(params))
+
+    def op_list_runs(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+        return self.runs.list(
+            caller,
+            limit=params.get("limit", self.config.limits.page_size_default),
+            starting_after=params.get("starting_after"),
+        )
+
+    def op_retrieve_run(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+        return self.runs.retrieve(caller, params["run_id"])
+
+    def op_get_run_status(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+        return self.runs.status(caller, params["run_id"])
+
+    def op_list_run_events(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+        return self.runs.events(
+            caller,
+            params["run_id"],
+            starting_after=params.get("starting_after"),
+            limit=params.get("limit", self.config.limits.run_events_page_size_default),
+        )
+
+    def op_cancel_run(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+        return self.runs.cancel(caller, params["run_id"])
+
+    def op_delete_run(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+        return self.runs.delete(caller, params["run_id"])
+
+    def op_list_assets(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+        return self.assets.list(
+            caller,
+            limit=params.get("limit", self.config.limits.page_size_default),
+            starting_after=params.get("starting_after"),
+        )
+
+    def op_get_asset_content(self, caller: Caller, params: dict[str, Any]) -> Outcome:
+        data, media_type = self.assets.content(caller, params["asset_id"])
+        return Outcome(body=data, media_type=media_type)
+
+    def op_get_usage(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
         caller.require_unrestricted()
         return self.billing.usage(
             caller.org_id,
@@ -265,13 +306,9 @@ class Platform:
             timezone=params.get("timezone"),
         )
 
-    def quota(self, caller: Caller) -> dict[str, Any]:
+    def op_get_quota(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
         caller.require_unrestricted()
         return self.billing.quota(caller.org_id)
-
-    def asset_content(self, caller: Caller, asset_id: str) -> Outcome:
-        data, media_type = self.assets.content(caller, asset_id)
-        return Outcome(body=data, media_type=media_type)
 
     # -- time ----------------------------------------------------------------------------------
 
@@ -283,6 +320,13 @@ def _path_params(params: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if k.endswith("_id")}
 
 
+def _json(result: dict[str, Any] | Outcome) -> dict[str, Any]:
+    if isinstance(result, Outcome):
+        raise TypeError("idempotent operations return JSON bodies")
+    return result
+
+
 def _with_rate(outcome: Outcome, rate: RateSnapshot) -> Outcome:
-    return Outcome(body=outcome.body, media_type=outcome.media_type, replayed=outcome.replayed,
-                   rate=rate)  # fmt: skip
+    return Outcome(
+        body=outcome.body, media_type=outcome.media_type, replayed=outcome.replayed, rate=rate
+    )

@@ -38,8 +38,9 @@ class RateLimiter:
 
     def _snapshot(self, times: deque[float]) -> RateSnapshot:
         reset_at = (times[0] + self.window) if times else self._clock.now
-        return RateSnapshot(limit=self.limit, remaining=max(self.limit - len(times), 0),
-                            reset_at=reset_at)  # fmt: skip
+        return RateSnapshot(
+            limit=self.limit, remaining=max(self.limit - len(times), 0), reset_at=reset_at
+        )
 
     def hit(self, key: str) -> RateSnapshot:
         """Admit one request for ``key`` or raise ``RateLimited`` with the retry delay."""

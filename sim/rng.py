@@ -40,7 +40,7 @@ def sample(dist: Distribution, rng: random.Random) -> float:
         case Exponential():
             return rng.expovariate(1.0 / dist.mean_value)
         case LogNormal():
-            value = dist.median * math.exp(rng.gauss(0.0, dist.sigma)) if dist.sigma else dist.median
+            value = dist.median * math.exp(rng.gauss(0.0, dist.sigma))
             return min(value, dist.cap) if dist.cap is not None else value
         case Uniform():
             return rng.uniform(dist.low, dist.high)
