@@ -1,0 +1,379 @@
+"""``Billing``: the ledger-backed implementation of ``BillingPort`` plus quota, usage and plans.
+
+Why it is shaped like this: sessions and runs only hand billing their canonical facts (a
+``SessionUsage``, a ``RunCharge`` and amounts) through ``BillingPort``; this class turns them
+into ledger rows and answers every billing question by deriving it from those rows. The only
+state besides the ledger is bookkeeping that holds no credits: which organizations have an
+account and which calendar month is open for each (GAP-BILL-2), plus caches of folds keyed by
+the number of rows they cover.
+
+Periods close at each UTC month boundary of the virtual clock. One SimPy process (started with
+the first account) wakes once per month for all organizations; every public method also catches
+up first, so the answer is the same however the clock was driven.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import simpy
+
+from sim.accounts import AccountRegistry
+from sim.billing.balances import Balances, debit_split
+from sim.billing.ledger import Ledger, LedgerEntry
+from sim.billing.periods import Month
+from sim.billing.pricing import run_operation, session_charge_lines, speech_billing_mode
+from sim.billing.quota import is_low, render_quota
+from sim.billing.usage import parse_window, summarize
+from sim.config import PlanConfig
+from sim.errors import InternalError, NotFound, QuotaExceeded
+from sim.kernel import Kernel
+from sim.ports import RunCharge, SessionUsage
+
+__all__ = ["LOW_BALANCE_EVENT", "Billing"]
+
+LOW_BALANCE_EVENT = "billing.low_balance"
+
+#: ``note`` values of the period bookkeeping rows (kept stable: collectors group by them).
+SIGNUP_NOTE = "signup_grant"
+INCLUDED_NOTE = "included_credits"
+
+
+class Billing:
+    """Credits for one simulated platform; implements ``sim.ports.BillingPort``."""
+
+    def __init__(self, kernel: Kernel, accounts: AccountRegistry) -> None:
+        self._kernel = kernel
+        self._clock = kernel.clock
+        self._config = kernel.config.billing
+        self._accounts = accounts
+        self.ledger = Ledger(kernel.ids)
+        self._period: dict[str, Month] = {}  # open calendar month per organization
+        self._opened_plan: dict[str, str] = {}
+        self._folds: dict[str, tuple[int, Balances]] = {}
+        self._included_limits: dict[str, tuple[int, Month, int]] = {}
+        self._process: simpy.Process | None = None
+
+    # -- BillingPort ---------------------------------------------------------------------------
+
+    def open_account(self, org_id: str, plan_key: str) -> None:
+        """The signup grant and the first period's included credits; a second call is a no-op."""
+        if org_id in self._period:
+            return
+        self._config.plan(plan_key)  # KeyError for an unknown plan, as AccountRegistry does
+        self._open(org_id, plan_key, self._clock.now)
+
+    def ensure_can_start_session(self, org_id: str) -> None:
+        self._account(org_id)
+        if self._balances(org_id).available < self._config.min_session_start_credits:
+            raise QuotaExceeded(
+                "insufficient_credits",
+                "The credit balance is too low to start a session.",
+            )
+
+    def charge_session(self, usage: SessionUsage) -> None:
+        """Charge a finished session once, from its canonical usage (GAP-SES-3, GAP-BILL-1)."""
+        org_id = usage.org_id
+        self._account(org_id)
+        if self.ledger.session_rows(usage.session_id):
+            return  # a replayed usage event: already charged
+        if usage.ended_at > self._clock.now:
+            raise ValueError("a session is charged when it ends, not before")
+        lines = session_charge_lines(self._config, usage)
+        if not lines:
+            return
+        mode = speech_billing_mode(self._config, usage.billing_surface)
+        before = self._balances(org_id).total
+        for line in lines:
+            balances = self._balances(org_id)
+            deltas = debit_split(balances, line.credits,
+                                 coverable=balances.total - balances.held)  # fmt: skip
+            self.ledger.record(
+                "charge", org_id, usage.ended_at, line.credits,
+                rollover_delta=deltas[0], included_delta=deltas[1], granted_delta=deltas[2],
+                session_id=usage.session_id, model=line.model, internal=line.internal,
+                billing_surface=usage.billing_surface, quality=usage.quality,
+                speech_billing_mode=mode, embed_id=usage.embed_id, avatar_id=usage.avatar_id,
+                operation=line.operation, pricing_version=self._config.session_pricing_version,
+                billable_seconds=line.billable_seconds,
+            )  # fmt: skip
+        self._after_debit(org_id, before)
+
+    def reserve_run(self, charge: RunCharge, credits: int) -> None:
+        """Hold ``credits`` for a run (GAP-BILL-4); a repeat for the same run is ignored."""
+        _check_amount(credits)
+        org_id = charge.org_id
+        self._account(org_id)
+        if self._reservation(charge.run_id) is not None:
+            return
+        if credits > self._balances(org_id).available:
+            raise QuotaExceeded(
+                "insufficient_credits",
+                f"This run needs {credits} credits; the available balance is lower.",
+            )
+        self.ledger.record(
+            "reservation", org_id, self._clock.now, credits,
+            run_id=charge.run_id, model=charge.model, internal=charge.internal_model,
+            billing_surface=charge.billing_surface,
+            speech_billing_mode=speech_billing_mode(self._config, charge.billing_surface),
+            operation=run_operation(charge.model, charge.operation),
+            pricing_version=charge.pricing_version,
+        )  # fmt: skip
+
+    def settle_run(self, run_id: str, credits: int) -> None:
+        """Charge ``min(credits, reserved)`` and release the rest; a closed run is left alone."""
+        _check_amount(credits)
+        reservation = self._open_reservation(run_id)
+        if reservation is None:
+            return
+        org_id = reservation.org_id
+        charged = min(credits, reservation.credits)
+        balances = self._balances(org_id)
+        before = balances.total
+        # The run's own hold is what pays for it; other runs' holds stay untouched.
+        coverable = balances.total - (balances.held - reservation.credits)
+        deltas = debit_split(balances, charged, coverable=coverable)
+        now = self._clock.now
+        self.ledger.record(
+            "settlement", org_id, now, charged,
+            rollover_delta=deltas[0], included_delta=deltas[1], granted_delta=deltas[2],
+            **_run_attribution(reservation),
+        )  # fmt: skip
+        if reservation.credits > charged:
+            self.ledger.record("release", org_id, now, reservation.credits - charged,
+                               **_run_attribution(reservation))  # fmt: skip
+        self._after_debit(org_id, before)
+
+    def release_run(self, run_id: str) -> None:
+        """Give the whole reservation back (failure, cancel, capacity timeout)."""
+        reservation = self._open_reservation(run_id)
+        if reservation is None:
+            return
+        self.ledger.record("release", reservation.org_id, self._clock.now, reservation.credits,
+                           **_run_attribution(reservation))  # fmt: skip
+
+    # -- other ledger movements ------------------------------------------------------------------
+
+    def refund(
+        self,
+        org_id: str,
+        credits: int,
+        *,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        note: str | None = None,
+    ) -> LedgerEntry:
+        """Give credits back (support's decision); they land in the granted pool, never expire."""
+        _check_amount(credits)
+        self._account(org_id)
+        return self.ledger.record("refund", org_id, self._clock.now, credits,
+                                  granted_delta=credits, session_id=session_id, run_id=run_id,
+                                  note=note)  # fmt: skip
+
+    def roll_periods(self) -> None:
+        """Close every period that ended at or before now, for every organization."""
+        now = self._clock.now
+        for org_id in list(self._period):
+            self._roll(org_id, now)
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def balance(self, org_id: str) -> int:
+        self._account(org_id)
+        return self._balances(org_id).total
+
+    def balances(self, org_id: str) -> Balances:
+        """Pools and holds of an organization, folded from its entries."""
+        self._account(org_id)
+        return self._balances(org_id)
+
+    def quota(self, org_id: str) -> dict[str, Any]:
+        """The Quota resource (RES-QUOTA-1)."""
+        self._account(org_id)
+        return self._render_quota(org_id)
+
+    def usage(
+        self,
+        org_id: str,
+        *,
+        period: str | None = None,
+        period_start: str | None = None,
+        period_end: str | None = None,
+        timezone: str | None = None,
+    ) -> dict[str, Any]:
+        """The usage summary of ``GET /v1/usage`` (RES-USAGE-1..3, EP-USAGE-1)."""
+        window = parse_window(self._clock, self._config, period=period,
+                              period_start=period_start, period_end=period_end,
+                              timezone=timezone)  # fmt: skip
+        self._account(org_id)
+        rows = self.ledger.window(org_id, window.start, window.end)
+        return summarize(rows, window, self._clock, self._config)
+
+    def plans(self) -> dict[str, Any]:
+        """The body of the public ``GET /v1/billing/plans`` (GAP-PUB-2)."""
+        return {"object": "list", "data": [_render_plan(p) for p in self._config.plans]}
+
+    def entries(self, org_id: str | None = None) -> list[LedgerEntry]:
+        """Immutable ledger rows in append order (all, or one organization's)."""
+        if org_id is None:
+            return list(self.ledger.all())
+        return list(self.ledger.appended(org_id))
+
+    def plan(self, org_id: str) -> PlanConfig:
+        """The organization's current plan (the account registry's, else the one opened with)."""
+        try:
+            return self._config.plan(self._accounts.organization(org_id).plan_key)
+        except NotFound:
+            return self._config.plan(self._opened_plan[org_id])
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _account(self, org_id: str) -> None:
+        """Make sure the organization has a billing account with its periods closed up to now.
+
+        An organization the account registry knows but that never had ``open_account`` called
+        is opened as of its creation time (its grant dated then), which is what it would have
+        had if the platform had opened it at signup.
+        """
+        if org_id not in self._period:
+            try:
+                org = self._accounts.organization(org_id)
+            except NotFound:
+                raise NotFound("organization.not_found",
+                               f"No billing account for {org_id}.") from None  # fmt: skip
+            self._open(org_id, org.plan_key, min(org.created_at, self._clock.now))
+        self._roll(org_id, self._clock.now)
+
+    def _open(self, org_id: str, plan_key: str, at: float) -> None:
+        self._opened_plan[org_id] = plan_key
+        self._period[org_id] = Month.containing(self._clock, at)
+        grant = self._config.signup_grant_credits
+        if grant > 0:
+            self.ledger.record("grant", org_id, at, grant, granted_delta=grant, note=SIGNUP_NOTE)
+        self._grant_included(org_id, at)
+        if self._process is None:
+            self._process = self._clock.env.process(self._period_loop())
+        self._roll(org_id, self._clock.now)
+
+    def _grant_included(self, org_id: str, at: float) -> None:
+        included = self.plan(org_id).included_credits
+        if included > 0:
+            self.ledger.record("grant", org_id, at, included, included_delta=included,
+                               note=INCLUDED_NOTE)  # fmt: skip
+
+    def _roll(self, org_id: str, through: float) -> None:
+        """Close the organization's periods that end at or before ``through`` (GAP-BILL-2)."""
+        month = self._period[org_id]
+        if month.end(self._clock) > through:
+            return
+        before = self._balances(org_id).total
+        while (boundary := month.end(self._clock)) <= through:
+            balances = self._balances(org_id)
+            if balances.rollover > 0:  # last period's rollover has had its period: it expires
+                self.ledger.record("expiry", org_id, boundary, balances.rollover,
+                                   rollover_delta=-balances.rollover)  # fmt: skip
+            unused = max(0, balances.included)
+            carried = min(unused, self.plan(org_id).rollover_cap_credits)
+            if carried > 0:
+                self.ledger.record("rollover", org_id, boundary, carried,
+                                   included_delta=-carried, rollover_delta=carried)  # fmt: skip
+            if unused > carried:
+                self.ledger.record("expiry", org_id, boundary, unused - carried,
+                                   included_delta=-(unused - carried))  # fmt: skip
+            month = month.next()
+            self._period[org_id] = month
+            self._grant_included(org_id, boundary)
+        self._after_debit(org_id, before)
+
+    def _period_loop(self) -> Generator[simpy.Event, Any, None]:
+        """One wake-up per calendar month for all organizations together."""
+        boundary = Month.containing(self._clock, self._clock.now).end(self._clock)
+        while True:
+            yield self._clock.env.timeout(max(0.0, boundary - self._clock.now))
+            for org_id in list(self._period):
+                self._roll(org_id, boundary)
+            boundary = Month.containing(self._clock, boundary).end(self._clock)
+
+    def _balances(self, org_id: str) -> Balances:
+        count, folded = self._folds.get(org_id, (0, Balances()))
+        total = self.ledger.count(org_id)
+        if total != count:
+            folded = folded.extend(self.ledger.appended(org_id, count))
+            self._folds[org_id] = (total, folded)
+        return folded
+
+    def _included_limit(self, org_id: str, month: Month) -> int:
+        """Included credits granted for the open period (the plan at the period's start)."""
+        count = self.ledger.count(org_id)
+        cached = self._included_limits.get(org_id)
+        if cached is not None and cached[0] == count and cached[1] == month:
+            return cached[2]
+        rows = self.ledger.window(org_id, month.start(self._clock), month.end(self._clock))
+        limit = sum(e.credits for e in rows if e.kind == "grant" and e.note == INCLUDED_NOTE)
+        self._included_limits[org_id] = (count, month, limit)
+        return limit
+
+    def _render_quota(self, org_id: str) -> dict[str, Any]:
+        month = self._period[org_id]
+        return render_quota(
+            balances=self._balances(org_id), plan=self.plan(org_id),
+            included_limit=self._included_limit(org_id, month), period=month, clock=self._clock,
+            min_session_start_credits=self._config.min_session_start_credits,
+        )  # fmt: skip
+
+    def _after_debit(self, org_id: str, before: int) -> None:
+        """Emit ``billing.low_balance`` when the balance just crossed the threshold downwards."""
+        threshold = self.plan(org_id).low_balance_threshold_credits
+        after = self._balances(org_id).total
+        if not is_low(before, threshold) and is_low(after, threshold):
+            quota = self._render_quota(org_id)
+            self._kernel.events.emit(LOW_BALANCE_EVENT, org_id, {"object": quota})
+
+    def _reservation(self, run_id: str) -> LedgerEntry | None:
+        for entry in self.ledger.run_rows(run_id):
+            if entry.kind == "reservation":
+                return entry
+        return None
+
+    def _open_reservation(self, run_id: str) -> LedgerEntry | None:
+        """The run's reservation if it is still open; ``None`` once settled or released."""
+        reservation = self._reservation(run_id)
+        if reservation is None:
+            raise InternalError("billing.no_reservation", f"Run {run_id} holds no reservation.")
+        self._account(reservation.org_id)
+        if any(e.kind in ("settlement", "release") for e in self.ledger.run_rows(run_id)):
+            return None
+        return reservation
+
+
+def _check_amount(credits: int) -> None:
+    if isinstance(credits, bool) or not isinstance(credits, int) or credits < 0:
+        raise ValueError("credits are non-negative integers")
+
+
+def _run_attribution(reservation: LedgerEntry) -> dict[str, Any]:
+    return {
+        "run_id": reservation.run_id,
+        "model": reservation.model,
+        "internal": reservation.internal,
+        "billing_surface": reservation.billing_surface,
+        "speech_billing_mode": reservation.speech_billing_mode,
+        "operation": reservation.operation,
+        "pricing_version": reservation.pricing_version,
+    }
+
+
+def _render_plan(plan: PlanConfig) -> dict[str, Any]:
+    price = plan.price_usd_month
+    return {
+        "key": plan.key,
+        "name": plan.name,
+        "price_usd_month": int(price) if price is not None and price.is_integer() else price,
+        "included_credits": plan.included_credits,
+        "rollover_cap_credits": plan.rollover_cap_credits,
+        "max_session_duration_seconds": plan.max_session_duration_seconds,
+        "concurrent_sessions": plan.concurrent_sessions,
+        "low_balance_threshold_credits": plan.low_balance_threshold_credits,
+        "run_deletion": plan.run_deletion,
+    }

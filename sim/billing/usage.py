@@ -1,0 +1,229 @@
+"""The usage summary: a window of one organization's ledger rendered as the seed's resource.
+
+Why two steps: ``parse_window`` turns the query (``period`` or the explicit pair, and the
+timezone; GAP-USAGE-2) into a ``UsageWindow`` or refuses it with ``Unprocessable``, and
+``summarize`` is a pure function from that window's entries to the JSON-ready dict. The service
+gives ``summarize`` only the organization's entries in ``[start, end)`` (found by bisection), so
+the cost of a summary depends on that window, not on the size of the whole ledger.
+
+Counting rules (GAP-USAGE-1, GAP-USAGE-3): usage is the ``charge`` and ``settlement`` rows, dated
+when they settle. ``billable_seconds``/``by_quality`` sum the seconds carried by session charges
+(each session's seconds are carried by one row only). ``by_model`` leaves out rows without a
+model and rows of internal models. Daily buckets use the local calendar date of each row in the
+requested IANA timezone, so a day may hold 23 or 25 hours of charges.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from sim.billing.ledger import LedgerEntry
+from sim.billing.periods import Month
+from sim.clock import Clock
+from sim.config import BillingConfig
+from sim.errors import Unprocessable
+
+__all__ = [
+    "PERIODS",
+    "SPEECH_BILLING_MODES",
+    "STUDIO_SURFACE",
+    "UsageWindow",
+    "parse_timestamp",
+    "parse_window",
+    "summarize",
+]
+
+PERIODS: tuple[str, ...] = ("current_month", "previous_month")
+SPEECH_BILLING_MODES: tuple[str, ...] = ("customer_managed", "platform_managed")
+#: Studio charges (``recent_settled_charges.studio``) are those of this billing surface.
+STUDIO_SURFACE = "video_generation"
+
+_TIMESTAMP = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|\+00:00)$"
+)
+_TZ_CHARS = re.compile(r"^[A-Za-z0-9_+\-/]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class UsageWindow:
+    start: float  # simulated seconds, inclusive
+    end: float  # simulated seconds, exclusive
+    timezone: str
+    tz: ZoneInfo
+
+
+def _window_error(message: str, param: str) -> Unprocessable:
+    return Unprocessable("usage.window_invalid", message, param=param)
+
+
+def parse_timestamp(text: str, param: str) -> datetime:
+    """An ISO-8601 UTC instant in whole seconds (``Z`` or ``+00:00``), or 422 naming ``param``."""
+    match = _TIMESTAMP.match(text)
+    if match is None:
+        raise _window_error(
+            f"{param} must be an ISO-8601 UTC timestamp such as 2026-01-01T00:00:00Z.", param
+        )
+    year, month, day, hour, minute, second, fraction, _ = match.groups()
+    if fraction is not None and int(fraction) != 0:
+        raise _window_error(f"{param} must be a whole second.", param)
+    try:
+        return datetime(int(year), int(month), int(day), int(hour), int(minute), int(second),
+                        tzinfo=UTC)  # fmt: skip
+    except ValueError:
+        raise _window_error(f"{param} is not a valid date and time.", param) from None
+
+
+def _zone(name: str, config: BillingConfig) -> ZoneInfo:
+    limit = config.usage_timezone_max_length
+    if len(name) > limit:
+        raise Unprocessable(
+            "usage.timezone_invalid",
+            f"timezone must be at most {limit} characters.",
+            param="timezone",
+        )
+    if _TZ_CHARS.match(name) is not None:
+        try:
+            return ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            pass
+    raise Unprocessable("usage.timezone_invalid",
+                        f"{name!r} is not an IANA timezone name.", param="timezone")  # fmt: skip
+
+
+def parse_window(
+    clock: Clock,
+    config: BillingConfig,
+    *,
+    period: str | None = None,
+    period_start: str | None = None,
+    period_end: str | None = None,
+    timezone: str | None = None,
+) -> UsageWindow:
+    """Validate the query of ``GET /v1/usage`` (EP-USAGE-1, GAP-USAGE-2)."""
+    name = "UTC" if timezone is None else timezone
+    tz = _zone(name, config)
+    explicit = period_start is not None or period_end is not None
+    if period is not None and explicit:
+        raise _window_error("Give either period or period_start and period_end, not both.",
+                            "period")  # fmt: skip
+    if explicit:
+        if period_start is None:
+            raise _window_error("period_start is required with period_end.", "period_start")
+        if period_end is None:
+            raise _window_error("period_end is required with period_start.", "period_end")
+        start_dt = parse_timestamp(period_start, "period_start")
+        end_dt = parse_timestamp(period_end, "period_end")
+        if end_dt <= start_dt:
+            raise _window_error("period_end must be after period_start.", "period_end")
+        max_days = config.usage_window_max_days
+        if end_dt - start_dt > timedelta(days=max_days):
+            raise _window_error(f"The window may span at most {max_days} days.", "period_end")
+        return UsageWindow(clock.seconds_at(start_dt), clock.seconds_at(end_dt), name, tz)
+    chosen = "current_month" if period is None else period
+    if chosen not in PERIODS:
+        raise Unprocessable("validation.enum", f"period must be one of {', '.join(PERIODS)}.",
+                            param="period")  # fmt: skip
+    month = Month.containing(clock, clock.now)
+    if chosen == "previous_month":
+        month = month.previous()
+    return UsageWindow(month.start(clock), month.end(clock), name, tz)
+
+
+def _add(totals: dict[str, int], key: str, amount: int) -> None:
+    totals[key] = totals.get(key, 0) + amount
+
+
+def _sorted(totals: dict[str, int]) -> dict[str, int]:
+    return dict(sorted(totals.items()))
+
+
+def summarize(
+    entries: Sequence[LedgerEntry], window: UsageWindow, clock: Clock, config: BillingConfig
+) -> dict[str, Any]:
+    """The usage summary of ``entries`` (one organization's rows dated inside ``window``)."""
+    billable_seconds = 0
+    credits_charged = 0
+    sessions: set[str] = set()
+    by_surface: dict[str, int] = {}
+    by_model: dict[str, int] = {}
+    by_quality: dict[str, int] = {}
+    by_mode: dict[str, int] = dict.fromkeys(SPEECH_BILLING_MODES, 0)
+    by_operation: dict[str, int] = {}
+    daily: defaultdict[str, dict[str, int]] = defaultdict(dict)
+    embeds: dict[str, list[LedgerEntry]] = {}
+    settled: list[LedgerEntry] = []
+    for entry in entries:
+        if not window.start <= entry.at < window.end or not entry.is_usage:
+            continue
+        credits = entry.credits
+        credits_charged += credits
+        surface = entry.billing_surface or "unknown"
+        _add(by_surface, surface, credits)
+        if entry.model is not None and not entry.internal:
+            _add(by_model, entry.model, credits)
+        if entry.speech_billing_mode is not None:
+            _add(by_mode, entry.speech_billing_mode, credits)
+        if entry.operation is not None:
+            _add(by_operation, entry.operation, credits)
+        day = clock.datetime_at(entry.at).astimezone(window.tz).date().isoformat()
+        _add(daily[day], surface, credits)
+        if entry.kind == "charge" and entry.session_id is not None:
+            sessions.add(entry.session_id)
+            billable_seconds += entry.billable_seconds
+            if entry.quality is not None and entry.billable_seconds:
+                _add(by_quality, entry.quality, entry.billable_seconds)
+        if entry.embed_id is not None:
+            embeds.setdefault(entry.embed_id, []).append(entry)
+        if entry.kind == "settlement":
+            settled.append(entry)
+    return {
+        "billable_seconds": billable_seconds,
+        "sessions": len(sessions),
+        "credits_charged": credits_charged,
+        "period_start": clock.timestamp(window.start),
+        "period_end": clock.timestamp(window.end),
+        "by_billing_surface": _sorted(by_surface),
+        "by_model": _sorted(by_model),
+        "by_quality": _sorted(by_quality),
+        "by_speech_billing_mode": by_mode,
+        "daily_credits_by_billing_surface": {day: _sorted(daily[day]) for day in sorted(daily)},
+        "embed_usage": _embed_usage(embeds, clock),
+        "credits_by_operation": _sorted(by_operation),
+        "recent_settled_charges": _recent(settled, clock, config.recent_charges_listed),
+    }
+
+
+def _embed_usage(embeds: dict[str, list[LedgerEntry]], clock: Clock) -> list[dict[str, Any]]:
+    rows: list[tuple[int, float, str, dict[str, Any]]] = []
+    for embed_id, rows_of_embed in embeds.items():
+        last = max(rows_of_embed, key=lambda e: (e.at, e.seq))
+        credits = sum(e.credits for e in rows_of_embed)
+        rows.append((credits, last.at, embed_id, {
+            "embed_id": embed_id,
+            "avatar_id": last.avatar_id,
+            "credits": credits,
+            "billable_seconds": sum(e.billable_seconds for e in rows_of_embed),
+            "last_used_at": clock.timestamp(last.at),
+        }))  # fmt: skip
+    # credits descending, then most recent use first, then id for a total order
+    rows.sort(key=lambda r: (-r[0], -r[1], r[2]))
+    return [r[3] for r in rows]
+
+
+def _recent(settled: list[LedgerEntry], clock: Clock, limit: int) -> dict[str, Any]:
+    newest = sorted(settled, key=lambda e: (e.at, e.seq), reverse=True)
+
+    def render(rows: list[LedgerEntry]) -> list[dict[str, Any]]:
+        return [{"credits": e.credits, "settled_at": clock.timestamp(e.at), "run_id": e.run_id,
+                 "model": e.model} for e in rows[:limit]]  # fmt: skip
+
+    return {
+        "model": render([e for e in newest if e.billing_surface != STUDIO_SURFACE]),
+        "studio": render([e for e in newest if e.billing_surface == STUDIO_SURFACE]),
+    }
