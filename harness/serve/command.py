@@ -1,0 +1,88 @@
+"""``avatar-sim serve``: the command-line face of served mode (SIM-8).
+
+Kept apart from the runner so ``--help`` and argument checks need no server imports.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+__all__ = ["add_arguments", "run"]
+
+_FACTOR_HELP = (
+    "scale of the virtual clock: simulated seconds = wall seconds elapsed / F. "
+    "F=1 (default) is real time, F=0.1 runs ten times faster than the wall clock, "
+    "F=60 makes one simulated second last a wall minute"
+)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError("must be a positive, finite number")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError("must be 0 (any free port) to 65535")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Serve the simulated API on a real HTTP port (uvicorn). Prints the admin token and the "
+        "API keys of the seeded organizations; admin endpoints live under /_sim/ and take "
+        "`Authorization: Bearer <admin token>`. Stop with Ctrl-C or SIGTERM."
+    )
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="interface to bind (default %(default)s)"
+    )
+    parser.add_argument(
+        "--port", type=_port, default=8080, help="port; 0 picks a free one (default %(default)s)"
+    )
+    clock = parser.add_mutually_exclusive_group()
+    clock.add_argument("--time-factor", type=_positive_float, default=1.0, metavar="F",
+                       help=_FACTOR_HELP)  # fmt: skip
+    clock.add_argument(
+        "--manual-clock",
+        action="store_true",
+        help="freeze the virtual clock; it moves only through POST /_sim/clock/advance",
+    )
+    parser.add_argument(
+        "--keys-out",
+        type=Path,
+        metavar="FILE",
+        help="write the admin token, base URL and keys as JSON once the server is listening",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the simulation (same seed, same keys and ids)"
+    )
+    parser.add_argument(
+        "--log-level",
+        default="warning",
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="uvicorn's log level (default %(default)s)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.serve.runner import ServeOptions, serve
+
+    options = ServeOptions(
+        host=args.host,
+        port=args.port,
+        time_factor=None if args.manual_clock else args.time_factor,
+        keys_out=args.keys_out,
+        seed=args.seed,
+        log_level=args.log_level,
+    )
+    return serve(options)

@@ -1,0 +1,112 @@
+"""What a served simulator starts with: organizations, their API keys and the admin token.
+
+Why: an SDK developer who runs ``avatar-sim serve`` needs working credentials at once, of every
+kind the contract distinguishes (an unrestricted key, each run scope alone, a revoked key), in
+at least two organizations (one on the enterprise plan, which alone may delete runs) so tenant
+isolation can be tried. The keys document is printed and, with ``--keys-out``, written as JSON
+for a parent process (a test, a CI job) to read once the server is listening.
+
+Keys come from the platform's seeded id stream, so the same ``--seed`` gives the same keys. The
+admin token is real randomness (``secrets``): the admin API can rewrite the clock, accounts and
+faults, and a token derivable from a seed would be a foot-gun on any non-loopback bind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+__all__ = [
+    "ADMIN_TOKEN_PREFIX",
+    "DEFAULT_ORGANIZATIONS",
+    "KEY_KINDS",
+    "OrganizationAdmin",
+    "format_keys",
+    "keys_document",
+    "new_admin_token",
+    "seed_organizations",
+    "write_keys_file",
+]
+
+ADMIN_TOKEN_PREFIX = "simadmin_"
+
+#: The kinds of key every seeded organization gets, in the order they are printed.
+KEY_KINDS: tuple[str, ...] = ("unrestricted", "runs_read", "runs_write", "revoked")
+
+#: (name, plan key) of the organizations a served simulator starts with.
+DEFAULT_ORGANIZATIONS: tuple[tuple[str, str], ...] = (
+    ("Enterprise Org", "enterprise"),
+    ("Starter Org", "starter"),
+)
+
+
+class OrganizationAdmin(Protocol):
+    """The part of ``platform.admin`` seeding needs."""
+
+    def create_organization(self, name: str, plan: str) -> dict[str, Any]:
+        """Create an organization with its four keys: ``{"id", "plan", "keys": {...}}``."""
+        ...
+
+
+def new_admin_token() -> str:
+    """A fresh, unguessable admin token for the ``/_sim/`` endpoints."""
+    return ADMIN_TOKEN_PREFIX + secrets.token_urlsafe(24)
+
+
+def seed_organizations(
+    admin: OrganizationAdmin,
+    organizations: Sequence[tuple[str, str]] = DEFAULT_ORGANIZATIONS,
+) -> list[dict[str, Any]]:
+    """Create each organization and return its ``{"id", "plan", "keys"}`` record."""
+    seeded: list[dict[str, Any]] = []
+    for name, plan in organizations:
+        created = admin.create_organization(name, plan)
+        keys = created["keys"]
+        missing = [kind for kind in KEY_KINDS if kind not in keys]
+        if missing:
+            raise ValueError(f"organization {created['id']} was created without keys {missing}")
+        seeded.append(
+            {
+                "id": created["id"],
+                "plan": created["plan"],
+                "keys": {kind: keys[kind] for kind in KEY_KINDS},
+            }
+        )
+    return seeded
+
+
+def keys_document(
+    admin_token: str, base_url: str, organizations: Sequence[dict[str, Any]]
+) -> dict[str, Any]:
+    """The JSON written by ``--keys-out``."""
+    return {
+        "admin_token": admin_token,
+        "base_url": base_url,
+        "organizations": [dict(org) for org in organizations],
+    }
+
+
+def write_keys_file(path: Path, document: dict[str, Any]) -> None:
+    """Write ``document`` atomically, so a process waiting for the file never reads half of it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    partial.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    os.replace(partial, path)
+
+
+def format_keys(document: dict[str, Any]) -> str:
+    """The human-readable banner printed when the server is listening."""
+    lines = [
+        f"avatar-sim serving on {document['base_url']}",
+        f"  admin token (for /_sim/): {document['admin_token']}",
+    ]
+    for org in document["organizations"]:
+        lines.append(f"  organization {org['id']} (plan {org['plan']})")
+        for kind in KEY_KINDS:
+            lines.append(f"    {kind:<13} {org['keys'][kind]}")
+    return "\n".join(lines)
