@@ -79,6 +79,8 @@ def _open(data: bytes) -> Image.Image:
             raise _refuse("it is not a PNG or JPEG image") from None
         except (Image.DecompressionBombWarning, Image.DecompressionBombError):
             raise _refuse("its dimensions are far too large") from None
+        except Exception:  # a recognised format whose header breaks off or is damaged
+            raise _refuse("the image data is corrupt or truncated") from None
 
 
 def _decode(data: bytes) -> None:
