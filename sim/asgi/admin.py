@@ -1,0 +1,232 @@
+"""Simulator controls under ``/_sim/``: time, audio, faults, organizations, webhooks (SIM-8).
+
+These endpoints are not part of the contract and never appear in the spec. They exist so a client
+of a served simulator (or a test driving the in-process app over HTTP) can do what a Python
+caller does with ``platform.clock.advance`` and ``platform.admin``. They are guarded by a bearer
+admin token; without a configured token they do not exist (404, like any unknown route).
+
+Bodies are small JSON objects validated by pydantic models (closed: unknown fields are refused),
+and every refusal uses the same envelope as ``/v1``.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from sim.asgi.body import media_type_of, parse_json, read_body
+from sim.asgi.context import request_id_of
+from sim.asgi.envelope import json_response
+from sim.errors import AuthenticationFailed, InvalidRequest, Unprocessable
+
+__all__ = ["SimAdmin", "admin_routes"]
+
+
+class SimAdmin(Protocol):
+    """What the admin endpoints drive: the platform's simulator controls."""
+
+    def create_organization(self, name: str, plan: str) -> dict[str, Any]: ...
+    def inject_audio(self, session_id: str, kind: str, duration: float) -> dict[str, Any]: ...
+    def clear_buffer(self, session_id: str) -> dict[str, Any]: ...
+    def crash_worker(self, session_id: str) -> dict[str, Any]: ...
+    def set_capacity(self, workers: int) -> dict[str, Any]: ...
+    def slow_startup(self, extra_seconds: float, duration: float) -> dict[str, Any]: ...
+    def lose_heartbeats(self, session_id: str, duration: float) -> dict[str, Any]: ...
+    def fail_purges(self, enabled: bool) -> dict[str, Any]: ...
+    def register_webhook(
+        self, org_id: str, url: str, event_types: list[str] | None
+    ) -> dict[str, Any]: ...
+    def webhook_deliveries(self, org_id: str) -> dict[str, Any]: ...
+
+
+class ClockLike(Protocol):
+    @property
+    def now(self) -> float: ...
+    def timestamp(self, seconds: float | None = None) -> str: ...
+    def advance(self, seconds: float) -> None: ...
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class Advance(_Body):
+    seconds: float = Field(ge=0, allow_inf_nan=False)
+
+
+class NewOrganization(_Body):
+    name: str = Field(min_length=1, max_length=200)
+    plan: str = Field(min_length=1)
+
+
+class Audio(_Body):
+    kind: Literal["speech", "silence"]
+    duration: float = Field(gt=0, allow_inf_nan=False)
+
+
+class SessionFault(_Body):
+    session_id: str
+
+
+class Capacity(_Body):
+    workers: int = Field(ge=0)
+
+
+class SlowStartup(_Body):
+    extra_seconds: float = Field(ge=0, allow_inf_nan=False)
+    duration: float = Field(gt=0, allow_inf_nan=False)
+
+
+class HeartbeatLoss(_Body):
+    session_id: str
+    duration: float = Field(gt=0, allow_inf_nan=False)
+
+
+class PurgeFailure(_Body):
+    enabled: bool
+
+
+class Webhook(_Body):
+    org_id: str
+    url: str = Field(min_length=1)
+    event_types: list[str] | None = None
+
+
+Model = TypeVar("Model", bound=_Body)
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def admin_routes(
+    admin: SimAdmin, clock: ClockLike, *, token: str, body_limit: int
+) -> list[BaseRoute]:
+    """The ``/_sim`` routes (paths relative to the mount), each behind the admin token."""
+
+    def guarded(handler: Callable[[Request], Awaitable[Response]]) -> Endpoint:
+        async def endpoint(request: Request) -> Response:
+            _authorize(request, token)
+            return await handler(request)
+
+        return endpoint
+
+    async def body_of(request: Request, model: type[Model]) -> Model:
+        media, _ = media_type_of(request.headers.get("content-type"))
+        raw = await read_body(request.receive, body_limit, request.headers.get("content-length"))
+        if media not in (None, "application/json"):
+            raise InvalidRequest("content_type.unsupported", "Send the body as application/json.")
+        data = parse_json(raw or b"{}")
+        try:
+            return model.model_validate(data)
+        except ValidationError as error:
+            first = error.errors()[0]
+            param = ".".join(str(p) for p in first["loc"]) or None
+            raise Unprocessable(
+                _code(first["type"]), f"{param}: {first['msg']}", param=param
+            ) from None
+
+    def ok(request: Request, body: dict[str, Any], status: int = 200) -> Response:
+        return json_response(body, status, {"X-Request-Id": request_id_of(request.scope)})
+
+    def clock_body() -> dict[str, Any]:
+        return {"now": clock.timestamp(), "seconds": clock.now}
+
+    async def get_clock(request: Request) -> Response:
+        return ok(request, clock_body())
+
+    async def advance(request: Request) -> Response:
+        body = await body_of(request, Advance)
+        clock.advance(body.seconds)
+        return ok(request, clock_body())
+
+    async def organizations(request: Request) -> Response:
+        body = await body_of(request, NewOrganization)
+        return ok(request, admin.create_organization(body.name, body.plan), 201)
+
+    async def audio(request: Request) -> Response:
+        body = await body_of(request, Audio)
+        session_id = str(request.path_params["session_id"])
+        return ok(request, admin.inject_audio(session_id, body.kind, body.duration))
+
+    async def clear_buffer(request: Request) -> Response:
+        return ok(request, admin.clear_buffer(str(request.path_params["session_id"])))
+
+    async def worker_crash(request: Request) -> Response:
+        body = await body_of(request, SessionFault)
+        return ok(request, admin.crash_worker(body.session_id))
+
+    async def capacity(request: Request) -> Response:
+        body = await body_of(request, Capacity)
+        return ok(request, admin.set_capacity(body.workers))
+
+    async def slow_startup(request: Request) -> Response:
+        body = await body_of(request, SlowStartup)
+        return ok(request, admin.slow_startup(body.extra_seconds, body.duration))
+
+    async def heartbeat_loss(request: Request) -> Response:
+        body = await body_of(request, HeartbeatLoss)
+        return ok(request, admin.lose_heartbeats(body.session_id, body.duration))
+
+    async def purge_failure(request: Request) -> Response:
+        body = await body_of(request, PurgeFailure)
+        return ok(request, admin.fail_purges(body.enabled))
+
+    async def webhooks(request: Request) -> Response:
+        body = await body_of(request, Webhook)
+        return ok(request, admin.register_webhook(body.org_id, body.url, body.event_types), 201)
+
+    async def deliveries(request: Request) -> Response:
+        unknown = sorted(set(request.query_params) - {"org_id"})
+        if unknown:
+            name = unknown[0]
+            raise Unprocessable(
+                "validation.unknown_parameter", f"Unknown query parameter {name!r}.", param=name
+            )
+        org_id = request.query_params.get("org_id")
+        if not org_id:
+            raise Unprocessable("validation.required", "org_id is required.", param="org_id")
+        return ok(request, admin.webhook_deliveries(org_id))
+
+    table: list[tuple[str, str, Callable[[Request], Awaitable[Response]]]] = [
+        ("/clock", "GET", get_clock),
+        ("/clock/advance", "POST", advance),
+        ("/organizations", "POST", organizations),
+        ("/sessions/{session_id}/audio", "POST", audio),
+        ("/sessions/{session_id}/clear_buffer", "POST", clear_buffer),
+        ("/faults/worker_crash", "POST", worker_crash),
+        ("/faults/capacity", "POST", capacity),
+        ("/faults/slow_startup", "POST", slow_startup),
+        ("/faults/heartbeat_loss", "POST", heartbeat_loss),
+        ("/faults/purge_failure", "POST", purge_failure),
+        ("/webhooks", "POST", webhooks),
+        ("/webhooks/deliveries", "GET", deliveries),
+    ]
+    return [Route(path, guarded(handler), methods=[method]) for path, method, handler in table]
+
+
+def _authorize(request: Request, token: str) -> None:
+    header = request.headers.get("authorization")
+    if header is None:
+        raise AuthenticationFailed("admin_token.missing", "Send `Authorization: Bearer <token>`.")
+    scheme, _, presented = header.partition(" ")
+    if scheme != "Bearer" or not hmac.compare_digest(presented.encode(), token.encode()):
+        raise AuthenticationFailed("admin_token.invalid", "This admin token is not valid.")
+
+
+def _code(pydantic_type: str) -> str:
+    """pydantic's error kinds in the facade's ``validation.*`` vocabulary."""
+    if pydantic_type == "missing":
+        return "validation.required"
+    if pydantic_type == "extra_forbidden":
+        return "validation.unknown_field"
+    if pydantic_type in ("literal_error", "enum"):
+        return "validation.enum"
+    if pydantic_type.startswith(("greater_than", "less_than", "too_short", "too_long")):
+        return "validation.range"
+    if pydantic_type == "finite_number":
+        return "validation.range"
+    return "validation.type"

@@ -1,0 +1,267 @@
+"""The ``/v1`` surface: parse one request, call the platform once, serialise the outcome.
+
+``OperationsApp`` is an ASGI app built from the ``RouteTable``. For each request, in this order:
+
+1. match the path (404 ``route.not_found``) and the method (405 ``method.not_allowed`` with
+   ``Allow``);
+2. authenticate unless the operation is public (401 with the account registry's code);
+3. path parameters: a value its schema refuses is an id that cannot exist, so 404
+   ``<resource>.not_found`` exactly as an unknown id (GAP-ERR-3);
+4. query parameters: unknown names 422 ``validation.unknown_parameter``, then coercion and
+   schema checks; header parameters likewise (``Idempotency-Key`` → ``idempotency_key.invalid``);
+5. the body: size, media type, encoding, JSON or multipart (400s), then its schema (422s), with
+   the seed's own 400s (``transport.unsupported``, ``metadata.reserved_key``) taking precedence
+   over any schema failure, because the seed names them;
+6. ``platform.call(operation_id, caller, params)`` and the response: the spec's 2xx status,
+   JSON or raw bytes, ``X-RateLimit-*`` and ``Idempotent-Replayed`` as the outcome says.
+
+Refusals are raised as ``DomainError`` and rendered by the app's one exception handler.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import parse_qsl
+
+from starlette.datastructures import Headers
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from sim.asgi.body import media_type_of, parse_json, parse_multipart, read_body
+from sim.asgi.context import request_id_of
+from sim.asgi.envelope import json_response, rate_headers
+from sim.asgi.routes import Parameter, Route, RouteTable
+from sim.asgi.seed_rules import seed_refusal
+from sim.asgi.validation import Failure, coerce
+from sim.errors import DomainError, InvalidRequest, NotFound, Unprocessable
+from sim.platform import Outcome, Platform
+
+__all__ = ["MethodNotAllowed", "OperationsApp"]
+
+#: Parameters whose refusal the contract names with a code of its own (GAP-ERR-1).
+_PARAMETER_CODES: Mapping[str, str] = {"idempotency-key": "idempotency_key.invalid"}
+_JSON = "application/json"
+_MULTIPART = "multipart/form-data"
+_BINARY_HINTS = ("contentMediaType", "contentEncoding")
+
+
+class MethodNotAllowed(InvalidRequest):
+    """405: the path exists, the method does not; ``allow`` lists the methods that do."""
+
+    def __init__(self, method: str, allow: tuple[str, ...]) -> None:
+        super().__init__("method.not_allowed", f"{method} is not allowed here.")
+        self.allow = allow
+
+
+class OperationsApp:
+    def __init__(self, platform: Platform, table: RouteTable) -> None:
+        self.platform = platform
+        self.table = table
+        limits = platform.config.limits
+        self._json_limit = limits.request_body_max_bytes
+        # An upload carries an image of up to its own limit; the form around it gets the usual
+        # request allowance on top (decision noted in the facade's report).
+        self._multipart_limit = platform.config.avatars.image_max_bytes + self._json_limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        route, path_values = self._route(scope)
+        headers = Headers(scope=scope)
+        caller = None if route.public else self.platform.authenticate(headers.get("authorization"))
+        params: dict[str, Any] = {}
+        params.update(self._path(route, path_values))
+        params.update(self._query(route, scope))
+        params.update(self._headers(route, headers))
+        params.update(await self._body(route, headers, receive))
+        outcome = self.platform.call(route.operation_id, caller, params)
+        response = self._respond(route, outcome, request_id_of(scope))
+        await response(scope, receive, send)
+
+    # -- routing ------------------------------------------------------------------------------
+
+    def _route(self, scope: Scope) -> tuple[Route, dict[str, str]]:
+        found = self.table.match(str(scope["path"]))
+        if found is None:
+            raise NotFound("route.not_found", f"No route for {scope['path']}.")
+        template, values = found
+        route = template.routes.get(str(scope["method"]).upper())
+        if route is None:
+            raise MethodNotAllowed(str(scope["method"]), tuple(template.routes))
+        return route, values
+
+    # -- parameters ---------------------------------------------------------------------------
+
+    def _path(self, route: Route, values: Mapping[str, str]) -> dict[str, Any]:
+        params: dict[str, Any] = {}
+        for parameter in route.parameters_in("path"):
+            raw = values.get(parameter.name, "")
+            value = coerce(raw, parameter.schema)
+            if self.table.schemas.failures(value, parameter.schema_pointer):
+                resource = parameter.name.removesuffix("_id")
+                raise NotFound(
+                    f"{resource}.not_found", f"No {resource} {raw}.", param=parameter.name
+                )
+            params[parameter.name] = value
+        return params
+
+    def _query(self, route: Route, scope: Scope) -> dict[str, Any]:
+        query = bytes(scope.get("query_string", b"")).decode("latin-1")
+        pairs = parse_qsl(query, keep_blank_values=True, encoding="utf-8", errors="replace")
+        known = {p.name: p for p in route.parameters_in("query")}
+        grouped: dict[str, list[str]] = {}
+        for name, value in pairs:
+            if name not in known:
+                raise Unprocessable(
+                    "validation.unknown_parameter", f"Unknown query parameter {name!r}.", param=name
+                )
+            grouped.setdefault(name, []).append(value)
+        params: dict[str, Any] = {}
+        for name, parameter in known.items():
+            raws = grouped.get(name)
+            if raws is None:
+                if parameter.required:
+                    raise Unprocessable("validation.required", f"{name} is required.", param=name)
+                continue
+            value = self._typed(parameter, raws)
+            self._check_parameter(parameter, value)
+            params[name] = value
+        return params
+
+    def _headers(self, route: Route, headers: Headers) -> dict[str, Any]:
+        params: dict[str, Any] = {}
+        for parameter in route.parameters_in("header"):
+            raws = headers.getlist(parameter.name)
+            if not raws:
+                if parameter.required:
+                    self._refuse_parameter(
+                        parameter,
+                        "validation.required",
+                        f"The {parameter.name} header is required.",
+                    )
+                continue
+            value = self._typed(parameter, raws)
+            self._check_parameter(parameter, value)
+            params[_param_key(parameter.name)] = value
+        return params
+
+    @staticmethod
+    def _typed(parameter: Parameter, raws: list[str]) -> Any:
+        if parameter.schema.get("type") == "array":
+            items = parameter.schema.get("items") or {}
+            return [coerce(raw, items) for raw in raws]
+        if len(raws) > 1:
+            return raws  # a repeated scalar: reported as a type error by the schema
+        return coerce(raws[0], parameter.schema)
+
+    def _check_parameter(self, parameter: Parameter, value: Any) -> None:
+        failures = self.table.schemas.failures(value, parameter.schema_pointer)
+        if failures:
+            first = failures[0]
+            self._refuse_parameter(parameter, first.code, f"{parameter.name}: {first.message}")
+
+    @staticmethod
+    def _refuse_parameter(parameter: Parameter, code: str, message: str) -> None:
+        raise Unprocessable(
+            _PARAMETER_CODES.get(parameter.key, code), message, param=parameter.name
+        )
+
+    # -- body ---------------------------------------------------------------------------------
+
+    async def _body(self, route: Route, headers: Headers, receive: Receive) -> dict[str, Any]:
+        spec = route.body
+        if spec is None:
+            return {}  # operations without a body ignore whatever was sent
+        content_type = headers.get("content-type")
+        media, options = media_type_of(content_type)
+        limit = self._multipart_limit if media == _MULTIPART else self._json_limit
+        raw = await read_body(receive, limit, headers.get("content-length"))
+        if not raw and media is None:
+            if spec.required:
+                raise Unprocessable("validation.required", "A request body is required.")
+            return {"body": None}
+        schema_pointer = spec.schema_for(media or "")
+        if media is None or schema_pointer is None:
+            accepted = ", ".join(spec.media_types)
+            raise InvalidRequest("content_type.unsupported", f"Send the body as {accepted}.")
+        if media == _MULTIPART:
+            return self._multipart(raw, str(content_type), schema_pointer)
+        if options.get("charset", "utf-8").lower() not in ("utf-8", "utf8"):
+            raise InvalidRequest("content_type.unsupported", "JSON bodies must be UTF-8.")
+        body = parse_json(raw)
+        self._check_body(route, body, schema_pointer)
+        return {"body": body}
+
+    def _check_body(self, route: Route, body: Any, schema_pointer: str) -> None:
+        failures = self.table.schemas.failures(body, schema_pointer)
+        if not failures:
+            return
+        refusal = seed_refusal(route.operation_id, body, failures, self.platform.config)
+        if refusal is not None:
+            raise refusal
+        raise _unprocessable(failures[0])
+
+    def _multipart(self, raw: bytes, content_type: str, schema_pointer: str) -> dict[str, Any]:
+        schema = self.table.schemas.resolve(self.table.schemas.at(schema_pointer))
+        fields = {
+            name: self.table.schemas.resolve(field)
+            for name, field in (schema.get("properties") or {}).items()
+        }
+        instance: dict[str, Any] = {}
+        params: dict[str, Any] = {}
+        for part in parse_multipart(raw, content_type):
+            field = fields.get(part.name, {})
+            if _is_binary(field):
+                params[part.name] = part.data
+                params[f"{part.name}_filename"] = part.filename
+                params[f"{part.name}_content_type"] = part.content_type
+                instance[part.name] = part.filename or "file"
+                continue
+            try:
+                text = part.data.decode("utf-8")
+            except UnicodeDecodeError:
+                raise InvalidRequest(
+                    "body.invalid_utf8", f"{part.name} is not valid UTF-8.", param=part.name
+                ) from None
+            value = coerce(text, field) if field.get("type") not in (None, "string") else text
+            instance[part.name] = value
+            params[part.name] = value
+        failures = self.table.schemas.failures(instance, schema_pointer)
+        if failures:
+            raise _unprocessable(failures[0])
+        return params
+
+    # -- response -----------------------------------------------------------------------------
+
+    def _respond(self, route: Route, outcome: Outcome, request_id: str) -> Response:
+        headers = {"X-Request-Id": request_id}
+        if outcome.rate is not None:
+            headers.update(rate_headers(outcome.rate, self.platform.clock.unix_seconds))
+        if outcome.replayed:
+            headers["Idempotent-Replayed"] = "true"
+        if isinstance(outcome.body, bytes):
+            return Response(
+                outcome.body,
+                status_code=route.success_status,
+                headers=headers,
+                media_type=outcome.media_type,
+            )
+        return json_response(outcome.body, route.success_status, headers)
+
+
+def _unprocessable(failure: Failure) -> DomainError:
+    return Unprocessable(failure.code, failure.message, param=failure.param)
+
+
+def _param_key(header: str) -> str:
+    """``Idempotency-Key`` → ``idempotency_key``: the name ``Platform.call`` expects."""
+    return header.lower().replace("-", "_")
+
+
+def _is_binary(field: Mapping[str, Any]) -> bool:
+    return field.get("format") == "binary" or any(hint in field for hint in _BINARY_HINTS)
+
+
+def retry_after_seconds(delay: float) -> str:
+    """Whole seconds, rounded up and at least one (``Retry-After``)."""
+    return str(max(math.ceil(delay), 1))
