@@ -1,0 +1,272 @@
+"""The worker pool, its FIFO wait queue and admission control (SIM-3, GAP-LIM-3).
+
+Why these shapes:
+
+- Placement happens in a zero-delay event, not inside ``create``: the create answers ``queued``
+  (SES-ST-1) and the job is placed when the clock next steps, at the same simulated instant.
+  One pending dispatch serves any number of creates and frees.
+- The start-up deadline is one shared timer for the whole queue, not one per job: the queue is
+  FIFO and every job waits at most ``startup_timeout_seconds``, so the head always has the
+  earliest deadline. A job placed in time never leaves a timer of its own behind.
+- Capacity changes keep busy workers until their session ends (they *retire*), and remove idle
+  workers first, so a capacity loss never kills a running session; queued jobs then time out.
+
+The scheduler knows nothing about sessions beyond their ids: the service gives it two callbacks,
+``place`` (a worker took the job) and ``expire`` (the job waited too long).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+import simpy
+
+from sim.config import SchedulerConfig
+from sim.errors import ServiceUnavailable
+
+__all__ = ["PoolStatus", "Scheduler", "Worker", "WorkerStatus"]
+
+WorkerStatus = Literal["idle", "busy", "restarting"]
+
+
+@dataclass(slots=True)
+class Worker:
+    id: str
+    status: WorkerStatus = "idle"
+    session_id: str | None = None
+    retiring: bool = False  # leaves the pool when its current job (or restart) is done
+    free_by: float | None = None  # latest moment the current job ends, when known
+    back_at: float | None = None  # when a restarting worker returns
+
+
+@dataclass(frozen=True, slots=True)
+class PoolStatus:
+    """A snapshot of the pool for collectors and the status endpoint."""
+
+    at: float
+    capacity: int  # workers the pool is meant to have (configured or set by a fault)
+    workers: int  # workers currently in the pool, retiring ones included
+    idle: int
+    busy: int
+    restarting: int
+    queued: int
+
+
+@dataclass(slots=True)
+class _Waiting:
+    session_id: str
+    deadline: float
+
+
+class Scheduler:
+    def __init__(
+        self,
+        env: simpy.Environment,
+        config: SchedulerConfig,
+        startup_timeout: float,
+        *,
+        place: Callable[[str, Worker], None],
+        expire: Callable[[str], None],
+    ) -> None:
+        self._env = env
+        self._config = config
+        self._startup_timeout = startup_timeout
+        self._place = place
+        self._expire = expire
+        self._workers: dict[str, Worker] = {}
+        self._next_worker = 0
+        self._queue: deque[_Waiting] = deque()
+        self._dispatch_pending = False
+        self._watch_at: float | None = None
+        self.capacity = config.workers
+        for _ in range(config.workers):
+            self._add_worker()
+
+    # -- views -----------------------------------------------------------------------------
+
+    @property
+    def queue_bound(self) -> int:
+        return 0 if self._config.admission_policy == "reject" else self._config.max_queue_length
+
+    def workers(self) -> list[Worker]:
+        return list(self._workers.values())
+
+    def worker(self, worker_id: str) -> Worker:
+        return self._workers[worker_id]
+
+    def find(self, worker_id: str) -> Worker | None:
+        return self._workers.get(worker_id)
+
+    def queued(self) -> list[str]:
+        return [w.session_id for w in self._queue]
+
+    def _count(self, status: WorkerStatus) -> int:
+        return sum(1 for w in self._workers.values() if w.status == status)
+
+    def status(self) -> PoolStatus:
+        return PoolStatus(at=float(self._env.now), capacity=self.capacity,
+                          workers=len(self._workers), idle=self._count("idle"),
+                          busy=self._count("busy"), restarting=self._count("restarting"),
+                          queued=len(self._queue))  # fmt: skip
+
+    # -- admission and queueing ------------------------------------------------------------
+
+    def admit(self) -> None:
+        """Refuse with 503 ``at_capacity`` when no worker is free and the queue is full."""
+        idle = self._count("idle")
+        waiting = len(self._queue) - idle  # jobs that will really wait once dispatch runs
+        if waiting < 0 or waiting < self.queue_bound:
+            return
+        raise ServiceUnavailable(
+            "at_capacity",
+            "No worker is free and the wait queue is full; retry later.",
+            retry_after=self._retry_after(max(idle, 0)),
+        )
+
+    def _retry_after(self, skip: int) -> int:
+        """Seconds until a slot frees at the latest, derived from the state (GAP-LIM-3)."""
+        now = float(self._env.now)
+        if len(self._queue) > skip:
+            # The oldest job that is really waiting leaves the queue by its deadline.
+            moment = self._queue[skip].deadline
+        else:
+            known = [w.free_by for w in self._workers.values()
+                     if w.status == "busy" and w.free_by is not None]
+            known += [w.back_at for w in self._workers.values()
+                      if w.status == "restarting" and w.back_at is not None]  # fmt: skip
+            moment = min(known) if known else now + self._startup_timeout
+        return max(1, math.ceil(moment - now - 1e-9))
+
+    def enqueue(self, session_id: str, created_at: float) -> None:
+        self._queue.append(_Waiting(session_id, created_at + self._startup_timeout))
+        self._request_dispatch()
+        self._arm_watch()
+
+    def withdraw(self, session_id: str) -> bool:
+        """Take a job out of the queue (it was canceled); ``False`` if it was not queued."""
+        for waiting in self._queue:
+            if waiting.session_id == session_id:
+                self._queue.remove(waiting)
+                return True
+        return False
+
+    # -- workers ---------------------------------------------------------------------------
+
+    def _add_worker(self) -> Worker:
+        self._next_worker += 1
+        worker = Worker(id=f"worker-{self._next_worker:04d}")
+        self._workers[worker.id] = worker
+        return worker
+
+    def _active(self) -> list[Worker]:
+        return [w for w in self._workers.values() if not w.retiring]
+
+    def release(self, worker_id: str, session_id: str) -> None:
+        """The worker's session is over: it takes the next job, or leaves if retiring.
+
+        A no-op unless the worker still hosts ``session_id`` (after a crash it hosts nothing,
+        and after its restart it may host another session).
+        """
+        worker = self._workers.get(worker_id)
+        if worker is None or worker.status != "busy" or worker.session_id != session_id:
+            return
+        worker.session_id = None
+        worker.free_by = None
+        if worker.retiring:
+            del self._workers[worker_id]
+            return
+        worker.status = "idle"
+        self._request_dispatch()
+
+    def crash(self, worker_id: str, restart_seconds: float) -> str | None:
+        """The worker dies; it returns after ``restart_seconds``. Returns the session it hosted."""
+        worker = self._workers[worker_id]
+        if worker.status == "restarting":
+            return None
+        hosted = worker.session_id
+        worker.status = "restarting"
+        worker.session_id = None
+        worker.free_by = None
+        worker.back_at = float(self._env.now) + restart_seconds
+        event = self._env.timeout(restart_seconds)
+        event.callbacks.append(lambda _e: self._restarted(worker_id))
+        return hosted
+
+    def _restarted(self, worker_id: str) -> None:
+        worker = self._workers.get(worker_id)
+        if worker is None or worker.status != "restarting":
+            return
+        worker.back_at = None
+        if worker.retiring:
+            del self._workers[worker_id]
+            return
+        worker.status = "idle"
+        self._request_dispatch()
+
+    def set_capacity(self, workers: int) -> None:
+        """Grow or shrink the pool; idle workers go first, busy ones retire when done."""
+        if workers < 0:
+            raise ValueError("capacity cannot be negative")
+        self.capacity = workers
+        active = self._active()
+        if workers > len(active):
+            missing = workers - len(active)
+            for worker in self._workers.values():  # bring back retiring workers first
+                if missing and worker.retiring:
+                    worker.retiring = False
+                    missing -= 1
+            for _ in range(missing):
+                self._add_worker()
+            self._request_dispatch()
+            return
+        excess = len(active) - workers
+        for worker in reversed(active):
+            if excess and worker.status == "idle":
+                del self._workers[worker.id]
+                excess -= 1
+        for worker in reversed(active):
+            if excess and worker.id in self._workers and not worker.retiring:
+                worker.retiring = True
+                excess -= 1
+
+    # -- events ----------------------------------------------------------------------------
+
+    def _request_dispatch(self) -> None:
+        if self._dispatch_pending or not self._queue:
+            return
+        self._dispatch_pending = True
+        self._env.timeout(0).callbacks.append(self._dispatch)
+
+    def _dispatch(self, _event: simpy.Event) -> None:
+        self._dispatch_pending = False
+        for worker in list(self._workers.values()):
+            if not self._queue:
+                break
+            if worker.status != "idle" or worker.id not in self._workers:
+                continue
+            waiting = self._queue.popleft()
+            worker.status = "busy"
+            worker.session_id = waiting.session_id
+            self._place(waiting.session_id, worker)
+
+    def _arm_watch(self) -> None:
+        if not self._queue:
+            return
+        deadline = self._queue[0].deadline
+        if self._watch_at is not None and self._watch_at <= deadline:
+            return
+        self._watch_at = deadline
+        event = self._env.timeout(max(0.0, deadline - float(self._env.now)))
+        event.callbacks.append(lambda _e: self._watch(deadline))
+
+    def _watch(self, armed_for: float) -> None:
+        if self._watch_at == armed_for:
+            self._watch_at = None
+        now = float(self._env.now)
+        while self._queue and self._queue[0].deadline <= now + 1e-9:
+            self._expire(self._queue.popleft().session_id)
+        self._arm_watch()

@@ -1,0 +1,235 @@
+"""Parsing and validating session create bodies (EP-SESS-1 … EP-SESS-3, EP-PIPE-1).
+
+The facade hands over the parsed JSON object; this module turns it into a typed request or
+raises the contract's error: 400 ``invalid_request`` only for what the seed names as 400
+(``transport.unsupported``, ``metadata.reserved_key``), 422 ``unprocessable`` for every other
+schema failure (GAP-ERR-1). Checks run in a fixed order so the same body always gives the same
+error. Every bound comes from the configuration.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from sim.config import LimitsConfig, SessionConfig
+from sim.errors import InvalidRequest, Unprocessable
+
+__all__ = [
+    "AUDIO_SOURCES",
+    "QUALITIES",
+    "PipecatRequest",
+    "SessionRequest",
+    "TransportRequest",
+    "parse_pipecat_request",
+    "parse_session_request",
+]
+
+QUALITIES: Final[tuple[str, ...]] = ("mock", "lite", "standard", "pro")
+AUDIO_SOURCES: Final[tuple[str, ...]] = ("track", "data_stream")
+RELAY_TYPES: Final[tuple[str, ...]] = ("websocket",)
+
+_SESSION_FIELDS: Final = (
+    "avatar_id", "transport", "idle_timeout_seconds", "max_duration_seconds", "metadata",
+    "quality",
+)  # fmt: skip
+_PIPECAT_FIELDS: Final = (
+    "avatar_id", "idle_timeout_seconds", "max_duration_seconds", "quality", "relay_type",
+)  # fmt: skip
+_LIVEKIT_FIELDS: Final = ("type", "url", "room_name", "worker_token", "audio_source")
+
+
+@dataclass(frozen=True, slots=True)
+class TransportRequest:
+    type: str
+    url: str
+    room_name: str
+    audio_source: str
+    worker_token: str | None = None
+
+    def rendered(self) -> dict[str, Any]:
+        """The transport as the API returns it: ``worker_token`` is never part of it."""
+        return {"type": self.type, "url": self.url, "room_name": self.room_name,
+                "audio_source": self.audio_source}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRequest:
+    avatar_id: str
+    transport: TransportRequest
+    idle_timeout_seconds: int
+    max_duration_seconds: int  # as requested; the service clamps it to the plan
+    metadata: dict[str, Any]
+    quality: str
+
+
+@dataclass(frozen=True, slots=True)
+class PipecatRequest:
+    avatar_id: str
+    idle_timeout_seconds: int
+    max_duration_seconds: int
+    quality: str
+    relay_type: str
+
+
+def _unknown_fields(body: Mapping[str, Any], allowed: tuple[str, ...], prefix: str = "") -> None:
+    for name in body:
+        if name not in allowed:
+            raise Unprocessable(
+                "validation.unknown_field", f"Unknown field `{prefix}{name}`.",
+                param=f"{prefix}{name}",
+            )  # fmt: skip
+
+
+def _required_string(body: Mapping[str, Any], name: str, param: str) -> str:
+    if name not in body:
+        raise Unprocessable("validation.required", f"`{param}` is required.", param=param)
+    value = body[name]
+    if not isinstance(value, str):
+        raise Unprocessable("validation.type", f"`{param}` must be a string.", param=param)
+    if not value:
+        raise Unprocessable("validation.range", f"`{param}` must not be empty.", param=param)
+    return value
+
+
+def _integer(body: Mapping[str, Any], name: str, default: int, low: int, high: int) -> int:
+    if name not in body:
+        return default
+    value = body[name]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise Unprocessable("validation.type", f"`{name}` must be an integer.", param=name)
+    if not low <= value <= high:
+        raise Unprocessable(
+            "validation.range", f"`{name}` must be from {low} to {high}.", param=name
+        )
+    return value
+
+
+def _enum(
+    body: Mapping[str, Any], name: str, default: str, allowed: tuple[str, ...], param: str
+) -> str:
+    if name not in body:
+        return default
+    value = body[name]
+    if not isinstance(value, str):
+        raise Unprocessable("validation.type", f"`{param}` must be a string.", param=param)
+    if value not in allowed:
+        raise Unprocessable(
+            "validation.enum", f"`{param}` must be one of: {', '.join(allowed)}.", param=param
+        )
+    return value
+
+
+def _object(body: Mapping[str, Any], name: str) -> dict[str, Any] | None:
+    if name not in body:
+        return None
+    value = body[name]
+    if not isinstance(value, dict):
+        raise Unprocessable("validation.type", f"`{name}` must be an object.", param=name)
+    return value
+
+
+def _transport(body: Mapping[str, Any], sessions: SessionConfig) -> TransportRequest:
+    raw = _object(body, "transport")
+    if raw is None:
+        raise Unprocessable("validation.required", "`transport` is required.", param="transport")
+    if "type" not in raw:
+        raise Unprocessable(
+            "validation.required", "`transport.type` is required.", param="transport.type"
+        )
+    kind = raw["type"]
+    if not isinstance(kind, str):
+        raise Unprocessable(
+            "validation.type", "`transport.type` must be a string.", param="transport.type"
+        )
+    if kind != "livekit":
+        raise InvalidRequest(
+            "transport.unsupported",
+            f"Transport `{kind}` is not available for this endpoint; use `livekit`.",
+            param="transport.type",
+        )
+    _unknown_fields(raw, _LIVEKIT_FIELDS, prefix="transport.")
+    url = _required_string(raw, "url", "transport.url")
+    if not url.startswith("wss://") or len(url) <= len("wss://"):
+        raise Unprocessable(
+            "validation.format", "`transport.url` must be a wss:// address.", param="transport.url"
+        )
+    room_name = _required_string(raw, "room_name", "transport.room_name")
+    worker_token: str | None = None
+    if "worker_token" in raw:
+        worker_token = _required_string(raw, "worker_token", "transport.worker_token")
+    audio_source = _enum(raw, "audio_source", sessions.default_audio_source, AUDIO_SOURCES,
+                         "transport.audio_source")  # fmt: skip
+    return TransportRequest(type=kind, url=url, room_name=room_name, audio_source=audio_source,
+                            worker_token=worker_token)  # fmt: skip
+
+
+def _metadata(body: Mapping[str, Any], limits: LimitsConfig) -> dict[str, Any]:
+    metadata = _object(body, "metadata")
+    if metadata is None:
+        return {}
+    prefix = limits.reserved_metadata_prefix
+    for key, value in metadata.items():
+        if not key.startswith(prefix):
+            continue
+        if key != limits.debug_record_metadata_key:
+            raise InvalidRequest(
+                "metadata.reserved_key",
+                f"Metadata keys starting with `{prefix}` are reserved; `{key}` is not allowed.",
+                param=f"metadata.{key}",
+            )
+        if not isinstance(value, bool):
+            raise Unprocessable(
+                "validation.type", f"`metadata.{key}` must be a boolean.", param=f"metadata.{key}"
+            )
+    size = len(json.dumps(metadata, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+    if size > limits.metadata_max_bytes:
+        raise Unprocessable(
+            "metadata.too_large",
+            f"`metadata` is {size} bytes serialized; the limit is {limits.metadata_max_bytes}.",
+            param="metadata",
+        )
+    return metadata
+
+
+def _common(body: Mapping[str, Any], limits: LimitsConfig, sessions: SessionConfig
+            ) -> tuple[str, int, int, str]:  # fmt: skip
+    avatar_id = _required_string(body, "avatar_id", "avatar_id")
+    idle = _integer(body, "idle_timeout_seconds", limits.idle_timeout_default_seconds,
+                    limits.idle_timeout_min_seconds, limits.idle_timeout_max_seconds)  # fmt: skip
+    max_duration = _integer(body, "max_duration_seconds", limits.max_duration_default_seconds,
+                            limits.max_duration_min_seconds,
+                            limits.max_duration_ceiling_seconds)  # fmt: skip
+    quality = _enum(body, "quality", sessions.default_quality, QUALITIES, "quality")
+    return avatar_id, idle, max_duration, quality
+
+
+def parse_session_request(
+    body: Mapping[str, Any], limits: LimitsConfig, sessions: SessionConfig
+) -> SessionRequest:
+    """Validate a ``POST /v1/sessions`` body; raise the contract's error for the first fault."""
+    if not isinstance(body, Mapping):
+        raise InvalidRequest("body.not_object", "The request body must be a JSON object.")
+    _unknown_fields(body, _SESSION_FIELDS)
+    avatar_id, idle, max_duration, quality = _common(body, limits, sessions)
+    transport = _transport(body, sessions)
+    metadata = _metadata(body, limits)
+    return SessionRequest(avatar_id=avatar_id, transport=transport, idle_timeout_seconds=idle,
+                          max_duration_seconds=max_duration, metadata=metadata,
+                          quality=quality)  # fmt: skip
+
+
+def parse_pipecat_request(
+    body: Mapping[str, Any], limits: LimitsConfig, sessions: SessionConfig
+) -> PipecatRequest:
+    """Validate a ``POST /v1/pipecat/sessions`` body (GAP-PIPE-1)."""
+    if not isinstance(body, Mapping):
+        raise InvalidRequest("body.not_object", "The request body must be a JSON object.")
+    _unknown_fields(body, _PIPECAT_FIELDS)
+    avatar_id, idle, max_duration, quality = _common(body, limits, sessions)
+    relay_type = _enum(body, "relay_type", RELAY_TYPES[0], RELAY_TYPES, "relay_type")
+    return PipecatRequest(avatar_id=avatar_id, idle_timeout_seconds=idle,
+                          max_duration_seconds=max_duration, quality=quality,
+                          relay_type=relay_type)  # fmt: skip

@@ -1,0 +1,123 @@
+"""The per-session timeline a worker runs: boot, first frame, deadlines and drain.
+
+Why callbacks on plain timeouts rather than one generator process per session: a process would
+need an interrupt (an extra event) for every end, crash or audio change, and a cancelled
+``yield timeout`` still sits in the event heap. Here each session has at most one pending
+deadline timer at a time, for the *earliest* of its deadlines (max duration, idle, heartbeat
+loss). When audio pushes the idle deadline later nothing is scheduled: the timer wakes at the old
+time, sees the new deadline and re-arms once. Every timer carries the session's ``generation``,
+so a timer that outlived a transition does nothing when it fires.
+
+The runtime decides *when*; the service (through ``fire``) decides *what happens*: it moves the
+session through the transition table and applies the effects (events, billing, caps, worker).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+import simpy
+
+from sim.config import SimConfig
+from sim.lifecycle import Trigger
+from sim.rng import sample
+from sim.sessions.faults import FaultState
+from sim.sessions.heartbeat import EPSILON
+from sim.sessions.records import SessionState
+
+__all__ = ["Fire", "SessionRuntime"]
+
+#: The service's transition-with-effects: ``fire(state, trigger)``.
+Fire = Callable[[SessionState, Trigger], None]
+
+
+class SessionRuntime:
+    def __init__(
+        self,
+        env: simpy.Environment,
+        config: SimConfig,
+        *,
+        boot_rng: random.Random,
+        first_frame_rng: random.Random,
+        faults: FaultState,
+        fire: Fire,
+    ) -> None:
+        self._env = env
+        self._config = config
+        self._boot_rng = boot_rng
+        self._first_frame_rng = first_frame_rng
+        self._faults = faults
+        self._fire = fire
+
+    @property
+    def now(self) -> float:
+        return float(self._env.now)
+
+    def _after(self, delay: float, state: SessionState, action: Callable[[], None]) -> None:
+        generation = state.generation
+        event = self._env.timeout(max(0.0, delay))
+
+        def run(_event: simpy.Event) -> None:
+            if state.generation == generation:
+                action()
+
+        event.callbacks.append(run)
+
+    # -- boot ------------------------------------------------------------------------------
+
+    def boot(self, state: SessionState) -> float:
+        """Schedule the first frame of a session just placed; returns the delay until it."""
+        scheduler = self._config.scheduler
+        boot = sample(scheduler.worker_boot, self._boot_rng) + self._faults.extra_boot(self.now)
+        first = sample(scheduler.first_frame_latency, self._first_frame_rng)
+        delay = boot + first
+        self._after(delay, state, lambda: self._fire(state, "first_frame"))
+        return delay
+
+    # -- deadlines while running -------------------------------------------------------------
+
+    def deadlines(self, state: SessionState) -> list[tuple[float, Trigger]]:
+        """Every deadline of a running session, in the order ties are broken."""
+        assert state.first_frame_at is not None
+        found: list[tuple[float, Trigger]] = [
+            (state.first_frame_at + state.max_duration_seconds, "max_duration")
+        ]
+        if state.observes_audio and state.audio is not None:
+            found.append((state.audio.idle_deadline(state.idle_timeout_seconds), "idle_timeout"))
+        if state.heartbeat_lost_at is not None:
+            found.append((state.heartbeat_lost_at, "heartbeat_lost"))
+        return found
+
+    def check(self, state: SessionState) -> None:
+        """Fire the earliest deadline if it is due; otherwise make sure a timer wakes for it."""
+        if state.status != "running":
+            return
+        moment, trigger = min(self.deadlines(state), key=lambda d: d[0])
+        if moment <= self.now + EPSILON:
+            self._fire(state, trigger)
+            return
+        if state.armed_at is not None and state.armed_at <= moment + EPSILON:
+            return  # an earlier timer is pending and will re-check
+        state.armed_at = moment
+
+        def wake() -> None:
+            if state.armed_at == moment:
+                state.armed_at = None
+            self.check(state)
+
+        self._after(moment - self.now, state, wake)
+
+    # -- drain -----------------------------------------------------------------------------
+
+    def drain(self, state: SessionState) -> float:
+        """Schedule the end of the graceful drain after ``end`` (GAP-SES-5); returns its length."""
+        sessions = self._config.sessions
+        buffered = state.audio.buffered(self.now) if state.audio is not None else 0.0
+        seconds = min(sessions.drain_base_seconds + buffered, sessions.drain_max_seconds)
+        if state.heartbeat_lost_at is not None and state.heartbeat_lost_at < self.now + seconds:
+            lost_in = state.heartbeat_lost_at - self.now
+            self._after(lost_in, state, lambda: self._fire(state, "heartbeat_lost"))
+        else:
+            self._after(seconds, state, lambda: self._fire(state, "drain_complete"))
+        return seconds

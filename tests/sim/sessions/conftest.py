@@ -1,0 +1,107 @@
+"""Fixtures for the session service: a kernel, accounts, and small recording fakes of the
+billing and avatar ports (the real services are built elsewhere and wired by sim.platform)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from sim.accounts import AccountRegistry, Caller
+from sim.config import SimConfig
+from sim.errors import Conflict, NotFound, QuotaExceeded
+from sim.kernel import Kernel
+from sim.ports import RunCharge, SessionUsage
+from sim.sessions import SessionService
+
+STOCK = "av_stock_anna"
+PROCESSING = "av_processing"
+
+
+@dataclass
+class RecordingBilling:
+    """Implements ``BillingPort``; records every charge and can refuse session starts."""
+
+    charges: list[SessionUsage] = field(default_factory=list)
+    broke: set[str] = field(default_factory=set)
+
+    def open_account(self, org_id: str, plan_key: str) -> None:
+        return None
+
+    def ensure_can_start_session(self, org_id: str) -> None:
+        if org_id in self.broke:
+            raise QuotaExceeded("insufficient_credits", "Not enough credits.")
+
+    def charge_session(self, usage: SessionUsage) -> None:
+        self.charges.append(usage)
+
+    def reserve_run(self, charge: RunCharge, credits: int) -> None:
+        raise NotImplementedError
+
+    def settle_run(self, run_id: str, credits: int) -> None:
+        raise NotImplementedError
+
+    def release_run(self, run_id: str) -> None:
+        raise NotImplementedError
+
+
+@dataclass
+class FakeAvatars:
+    """Implements ``AvatarLookup``: one stock avatar, one still processing."""
+
+    def require_usable(self, org_id: str, avatar_id: str) -> None:
+        if avatar_id == PROCESSING:
+            raise Conflict("avatar.not_ready", "Still processing.", param="avatar_id")
+        if avatar_id != STOCK:
+            raise NotFound("avatar.not_found", "No such avatar.", param="avatar_id")
+
+
+@dataclass
+class World:
+    kernel: Kernel
+    accounts: AccountRegistry
+    billing: RecordingBilling
+    service: SessionService
+
+    def caller(self, org_id: str | None = None, plan: str = "free") -> Caller:
+        if org_id is None:
+            org_id = self.accounts.create_organization("Org", plan_key=plan).id
+        key = self.accounts.create_key(org_id)
+        return Caller(org_id=org_id, key=key)
+
+    def advance(self, seconds: float) -> None:
+        self.kernel.clock.advance(seconds)
+
+    @property
+    def now(self) -> float:
+        return self.kernel.clock.now
+
+
+def body(**overrides: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "avatar_id": STOCK,
+        "transport": {"type": "livekit", "url": "wss://rooms.example.com", "room_name": "r1",
+                      "worker_token": "secret-token-xyz"},
+    }
+    base.update(overrides)
+    return base
+
+
+def make_world(config: SimConfig | None = None) -> World:
+    kernel = Kernel.create(config)
+    accounts = AccountRegistry(kernel.config, kernel.clock, kernel.ids)
+    billing = RecordingBilling()
+    service = SessionService(kernel, accounts, billing, FakeAvatars())
+    return World(kernel, accounts, billing, service)
+
+
+@pytest.fixture
+def world_factory() -> Callable[..., World]:
+    return make_world
+
+
+@pytest.fixture
+def world() -> World:
+    return make_world()
