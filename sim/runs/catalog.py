@@ -20,6 +20,7 @@ from sim.runs.assets import Modality
 __all__ = [
     "CATALOG",
     "CONTRACT_REVISION",
+    "UNPRICED",
     "EchoTextInput",
     "ModelSpec",
     "OperationSpec",
@@ -35,6 +36,9 @@ __all__ = [
 CONTRACT_REVISION = "2026-01-01"
 
 PricingUnit = Literal["run", "second", "character"]
+
+#: ``pricing.pricing_version`` of an entry the configuration gives no price (it is unavailable).
+UNPRICED = "unpriced"
 
 
 class _Input(BaseModel):
@@ -208,9 +212,9 @@ def render_model(spec: ModelSpec, config: ModelConfig | None) -> dict[str, Any]:
         "output_modalities": spec.output_modalities,
         "operations": {op.name: op.to_resource() for op in spec.operations},
         "pricing": {
-            "pricing_version": config.pricing_version if config is not None else None,
+            "pricing_version": UNPRICED if config is None else config.pricing_version,
             "unit": spec.pricing_unit,
-            "credits_per_unit": config.credits_per_unit if config is not None else None,
+            "credits_per_unit": 0 if config is None else config.credits_per_unit,
         },
         "aliases": list(spec.aliases),
         "tags": list(spec.tags),
