@@ -1,5 +1,10 @@
 """Fixtures for the session service: a kernel, accounts, and small recording fakes of the
-billing and avatar ports (the real services are built elsewhere and wired by sim.platform)."""
+billing and avatar ports (the real services are built elsewhere and wired by sim.platform).
+
+Tests run in importlib mode, where a test module cannot import helpers by name, so the builders
+are handed out as fixtures: ``world`` (a fresh service) and ``kit`` (builders and constants, for
+hypothesis tests that need several worlds). Test modules import the types for annotations only.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from typing import Any
 import pytest
 
 from sim.accounts import AccountRegistry, Caller
-from sim.config import SimConfig
+from sim.config import Constant, SchedulerConfig, SimConfig
 from sim.errors import Conflict, NotFound, QuotaExceeded
 from sim.kernel import Kernel
 from sim.ports import RunCharge, SessionUsage
@@ -74,6 +79,10 @@ class World:
     def advance(self, seconds: float) -> None:
         self.kernel.clock.advance(seconds)
 
+    def at(self, moment: float) -> None:
+        """Advance to the exact simulated second ``moment`` (no float drift from steps)."""
+        self.kernel.clock.advance_to(moment)
+
     @property
     def now(self) -> float:
         return self.kernel.clock.now
@@ -97,11 +106,29 @@ def make_world(config: SimConfig | None = None) -> World:
     return World(kernel, accounts, billing, service)
 
 
-@pytest.fixture
-def world_factory() -> Callable[..., World]:
-    return make_world
+@dataclass(frozen=True)
+class Kit:
+    stock: str = STOCK
+    processing: str = PROCESSING
+    world: Callable[..., World] = make_world
+    body: Callable[..., dict[str, Any]] = body
+
+
+@pytest.fixture(scope="session")
+def kit() -> Kit:
+    return Kit()
 
 
 @pytest.fixture
 def world() -> World:
     return make_world()
+
+
+FIXED_LATENCIES = SimConfig(scheduler=SchedulerConfig(worker_boot=Constant(value=2.0),
+                                                      first_frame_latency=Constant(value=0.5)))
+
+
+@pytest.fixture
+def world_fixed() -> World:
+    """A service whose worker boots in exactly 2 s and shows its first frame 0.5 s later."""
+    return make_world(FIXED_LATENCIES)

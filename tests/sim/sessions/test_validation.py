@@ -1,0 +1,137 @@
+"""Create-body validation (EP-SESS-1 … EP-SESS-3, EP-PIPE-1), through the service."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from sim.config import SimConfig
+from sim.errors import Conflict, DomainError, InvalidRequest, NotFound, Unprocessable
+from sim.sessions.validation import parse_session_request
+
+if TYPE_CHECKING:
+    from conftest import World
+
+STOCK = "av_stock_anna"
+PROCESSING = "av_processing"
+TRANSPORT = {"type": "livekit", "url": "wss://rooms.example.com", "room_name": "r1"}
+
+
+def body(**overrides: Any) -> dict[str, Any]:
+    return {"avatar_id": STOCK, "transport": dict(TRANSPORT), **overrides}
+
+
+def _refusal(world: World, payload: dict[str, Any]) -> DomainError:
+    with pytest.raises(DomainError) as info:
+        world.service.create(world.caller(), payload)
+    return info.value
+
+
+@pytest.mark.req("EP-SESS-2", "RES-TRN-1")
+@pytest.mark.parametrize("kind", ["websocket", "pipecat", "carrier-pigeon"])
+def test_unsupported_transport(world: World, kind: str) -> None:
+    error = _refusal(world, body(transport={"type": kind}))
+    assert isinstance(error, InvalidRequest)
+    assert (error.code, error.param) == ("transport.unsupported", "transport.type")
+
+
+@pytest.mark.req("EP-SESS-3")
+def test_reserved_metadata_keys(world: World) -> None:
+    error = _refusal(world, body(metadata={"_avatar.other": 1}))
+    assert isinstance(error, InvalidRequest)
+    assert (error.code, error.param) == ("metadata.reserved_key", "metadata._avatar.other")
+    error = _refusal(world, body(metadata={"_avatar.debug_record": "yes"}))
+    assert isinstance(error, Unprocessable) and error.code == "validation.type"
+    caller = world.caller()
+    made = world.service.create(caller, body(metadata={"_avatar.debug_record": True, "k": "v"}))
+    assert made["metadata"] == {"_avatar.debug_record": True, "k": "v"}
+
+
+@pytest.mark.req("EP-SESS-1")
+def test_metadata_size_counts_utf8_bytes(world: World) -> None:
+    limit = world.kernel.config.limits.metadata_max_bytes
+    overhead = len('{"k":""}')
+    fits = {"k": "x" * (limit - overhead)}
+    world.service.create(world.caller(), body(metadata=fits))
+    # Two-byte characters: the same count of characters no longer fits.
+    too_big = {"k": "é" * (limit - overhead)}
+    error = _refusal(world, body(metadata=too_big))
+    assert isinstance(error, Unprocessable)
+    assert (error.code, error.param) == ("metadata.too_large", "metadata")
+
+
+@pytest.mark.req("EP-SESS-1")
+@pytest.mark.parametrize(
+    ("payload", "code", "param"),
+    [
+        ({"transport": body()["transport"]}, "validation.required", "avatar_id"),
+        ({"avatar_id": 5, "transport": body()["transport"]}, "validation.type", "avatar_id"),
+        ({"avatar_id": "av_stock_anna"}, "validation.required", "transport"),
+        (body(transport="livekit"), "validation.type", "transport"),
+        (body(transport={"url": "wss://x"}), "validation.required", "transport.type"),
+        (body(transport={"type": "livekit", "url": "https://x", "room_name": "r"}),
+         "validation.format", "transport.url"),
+        (body(transport={"type": "livekit", "url": "wss://x"}),
+         "validation.required", "transport.room_name"),
+        (body(transport={"type": "livekit", "url": "wss://x", "room_name": "r",
+                         "audio_source": "mic"}), "validation.enum", "transport.audio_source"),
+        (body(transport={"type": "livekit", "url": "wss://x", "room_name": "r", "x": 1}),
+         "validation.unknown_field", "transport.x"),
+        (body(idle_timeout_seconds=0), "validation.range", "idle_timeout_seconds"),
+        (body(idle_timeout_seconds=601), "validation.range", "idle_timeout_seconds"),
+        (body(idle_timeout_seconds=True), "validation.type", "idle_timeout_seconds"),
+        (body(idle_timeout_seconds=30.5), "validation.type", "idle_timeout_seconds"),
+        (body(max_duration_seconds=0), "validation.range", "max_duration_seconds"),
+        (body(max_duration_seconds=3601), "validation.range", "max_duration_seconds"),
+        (body(quality="ultra"), "validation.enum", "quality"),
+        (body(metadata=[1]), "validation.type", "metadata"),
+        (body(colour="red"), "validation.unknown_field", "colour"),
+    ],
+)
+def test_schema_failures_are_422(world: World, payload: dict[str, Any], code: str,
+                                 param: str) -> None:  # fmt: skip
+    error = _refusal(world, payload)
+    assert isinstance(error, Unprocessable)
+    assert (error.code, error.param) == (code, param)
+    assert world.service.sessions() == []  # nothing was created
+
+
+@pytest.mark.req("EP-SESS-1", "RES-SESS-3")
+def test_defaults_and_bounds_are_accepted() -> None:
+    config = SimConfig()
+    parsed = parse_session_request(body(), config.limits, config.sessions)
+    assert parsed.idle_timeout_seconds == 30
+    assert parsed.max_duration_seconds == 600
+    assert parsed.quality == "standard"
+    assert parsed.transport.audio_source == "track"
+    assert parsed.metadata == {}
+    edge = parse_session_request(
+        body(idle_timeout_seconds=600, max_duration_seconds=3600, quality="mock"),
+        config.limits, config.sessions,
+    )
+    assert (edge.idle_timeout_seconds, edge.max_duration_seconds) == (600, 3600)
+
+
+@pytest.mark.req("EP-SESS-1")
+def test_avatar_must_exist_and_be_ready(world: World) -> None:
+    error = _refusal(world, body(avatar_id="av_nope"))
+    assert isinstance(error, NotFound) and error.param == "avatar_id"
+    error = _refusal(world, body(avatar_id=PROCESSING))
+    assert isinstance(error, Conflict) and error.code == "avatar.not_ready"
+
+
+@pytest.mark.req("EP-PIPE-1")
+def test_pipecat_body(world: World) -> None:
+    caller = world.caller()
+    with pytest.raises(Unprocessable) as info:
+        world.service.create_pipecat(caller, {"avatar_id": "av_stock_anna", "relay_type": "sse"})
+    assert (info.value.code, info.value.param) == ("validation.enum", "relay_type")
+    with pytest.raises(Unprocessable) as info:
+        world.service.create_pipecat(caller, {"avatar_id": "av_stock_anna",
+                                              "transport": {"type": "livekit"}})
+    assert info.value.code == "validation.unknown_field"
+    with pytest.raises(Unprocessable) as info:
+        world.service.create_pipecat(caller, {"avatar_id": "av_stock_anna",
+                                              "max_duration_seconds": 4000})
+    assert info.value.code == "validation.range"
