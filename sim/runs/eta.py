@@ -35,12 +35,12 @@ class Eta:
                 "source": self.source}  # fmt: skip
 
 
-def _lognormal_cdf(dist: LogNormal, x: float) -> float:
+def _lognormal_survival(dist: LogNormal, x: float) -> float:
+    """P(X > x) of the uncapped log-normal."""
     if x <= 0:
-        return 0.0
-    if dist.cap is not None and x >= dist.cap:
         return 1.0
-    return _STANDARD_NORMAL.cdf((math.log(x) - math.log(dist.median)) / dist.sigma)
+    z = (math.log(x) - math.log(dist.median)) / dist.sigma
+    return 0.5 * math.erfc(z / math.sqrt(2.0))  # erfc keeps the far tail (cdf would round to 0)
 
 
 def remaining_quantile(dist: Distribution, elapsed: float, q: float) -> float | None:
@@ -64,13 +64,13 @@ def remaining_quantile(dist: Distribution, elapsed: float, q: float) -> float | 
                 return max(0.0, value - elapsed)
             if dist.cap is not None and elapsed >= dist.cap:
                 return 0.0
-            survived = 1.0 - _lognormal_cdf(dist, elapsed)
+            # Work in the upper tail (survival = cdf(-z)) so a long-running run keeps an exact
+            # figure instead of losing it to 1 - cdf(z) rounding to zero.
+            survived = _lognormal_survival(dist, elapsed)
             if survived <= 0.0:
-                return None  # numerically beyond the distribution: no honest figure
-            target = 1.0 - survived * (1.0 - q)
-            if target >= 1.0:
-                return None if dist.cap is None else dist.cap - elapsed
-            x = dist.median * math.exp(dist.sigma * _STANDARD_NORMAL.inv_cdf(target))
+                return None  # beyond the distribution's numerical range: no honest figure
+            z = -_STANDARD_NORMAL.inv_cdf(survived * (1.0 - q))
+            x = dist.median * math.exp(dist.sigma * z)
             if dist.cap is not None:
                 x = min(x, dist.cap)
             return max(0.0, x - elapsed)
