@@ -69,10 +69,12 @@ class Clock:
     def advance_to(self, target: float) -> None:
         if target < self.now:
             raise ValueError("the clock only moves forward")
-        # simpy.run(until=t) stops *before* events at exactly t; we want them processed, so step
-        # through everything due at or before the target, then move the clock to the target.
+        # Step through everything due at or before the target (simpy's run(until=t) would stop
+        # *before* events at exactly t and leave its own marker event in the queue), then move
+        # the clock to the target. Nothing else is due in between, so moving ``now`` directly is
+        # exactly what run(until=...) would do, minus the marker.
         env = self.env
         while env.peek() <= target:
             env.step()
         if target > env.now:
-            env.run(until=target)
+            env._now = target  # simpy exposes no public setter

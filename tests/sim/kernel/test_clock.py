@@ -58,3 +58,11 @@ def test_next_event_at_reports_the_heap_head() -> None:
     assert clock.next_event_at() is None
     clock.env.timeout(7.5)
     assert clock.next_event_at() == 7.5
+
+
+@pytest.mark.req("SIM-1")
+def test_advancing_leaves_nothing_behind_in_the_queue() -> None:
+    clock = Clock(EPOCH)
+    clock.advance(5)
+    assert clock.next_event_at() is None
+    assert clock.now == 5.0
