@@ -62,8 +62,8 @@ def create_app(
         return error_response(error, request_id_of(request.scope), unix_seconds, extra)
 
     routes: list[BaseRoute] = []
-    if admin_token is not None:
-        admin: SimAdmin = platform.admin
+    admin: SimAdmin | None = getattr(platform, "admin", None)
+    if admin_token is not None and admin is not None:
         sim_routes = admin_routes(
             admin,
             platform.clock,

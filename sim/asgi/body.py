@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
-from email.message import Message
 from email.parser import BytesParser
 from email.policy import HTTP
 from typing import Any
@@ -113,10 +112,7 @@ def parse_multipart(raw: bytes, content_type: str) -> list[Part]:
     if not message.is_multipart() or message.defects:
         raise InvalidRequest("body.malformed_multipart", "The multipart body is malformed.")
     parts: list[Part] = []
-    for item in message.iter_parts():
-        part = item if isinstance(item, Message) else None
-        if part is None:
-            continue
+    for part in message.iter_parts():
         name = part.get_param("name", header="content-disposition")
         if not isinstance(name, str):
             continue

@@ -213,8 +213,8 @@ class SpecSchemas:
             index = sub.schema_path[0] if sub.schema_path else 0
             by_branch.setdefault(int(index), []).append(sub)
         if not by_branch:
-            where = _join(path) or None
-            yield Failure("validation.type", where, _message(where, error), "oneOf", schema, path)
+            place = _join(path) or None
+            yield Failure("validation.type", place, _message(place, error), "oneOf", schema, path)
             return
         best = min(
             by_branch.values(), key=lambda errs: (len(errs), -max(len(e.path) for e in errs))

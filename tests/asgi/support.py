@@ -1,0 +1,112 @@
+"""Helpers shared by the facade's tests: an in-process HTTP transport, seeded keys, bodies.
+
+Every test gets a fresh platform (seed 0) so no test leaks state into another. Requests go
+through a plain ``httpx.Client`` whose transport hands each request to the app over ASGI
+(httpx's own ``ASGITransport``, driven synchronously), in-process, with the manual virtual clock:
+time moves only when a test advances it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from sim.platform import Platform
+
+ADMIN_TOKEN = "simadmin_test-token"
+
+LIVEKIT = {
+    "type": "livekit",
+    "url": "wss://rooms.example.test",
+    "room_name": "room-1",
+    "worker_token": "worker-token",
+}
+
+
+def session_body(**overrides: Any) -> dict[str, Any]:
+    """A valid ``POST /v1/sessions`` body; keyword arguments replace or add fields."""
+    body: dict[str, Any] = {"avatar_id": "av_stock_mock", "transport": dict(LIVEKIT)}
+    body.update(overrides)
+    return body
+
+
+@dataclass(frozen=True)
+class Org:
+    id: str
+    plan: str
+    keys: dict[str, str]
+
+    def auth(self, kind: str = "unrestricted") -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.keys[kind]}"}
+
+
+class SyncASGITransport(httpx.BaseTransport):
+    """httpx's ASGI transport for a synchronous client: one event loop run per request.
+
+    A request without ``Content-Length`` (a generator body) is streamed to the app chunk by
+    chunk, so the facade's size limit can be seen to stop reading early.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self._inner = httpx.ASGITransport(app=app)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        streamed = "content-length" not in request.headers
+        chunks = list(request.stream) if streamed else [request.read()]  # type: ignore[arg-type]
+
+        async def body() -> AsyncIterator[bytes]:
+            for chunk in chunks:
+                yield chunk
+
+        async def go() -> tuple[int, httpx.Headers, bytes]:
+            inner = httpx.Request(request.method, request.url, headers=request.headers,
+                                  content=body() if streamed else chunks[0])  # fmt: skip
+            response = await self._inner.handle_async_request(inner)
+            return response.status_code, response.headers, await response.aread()
+
+        status, headers, content = asyncio.run(go())
+        return httpx.Response(status, headers=headers, content=content, request=request)
+
+
+def make_org(platform: Platform, name: str, plan: str) -> Org:
+    admin = getattr(platform, "admin", None)
+    if admin is not None:
+        created = admin.create_organization(name, plan)
+        return Org(id=created["id"], plan=created["plan"], keys=dict(created["keys"]))
+    accounts = platform.accounts
+    organization = accounts.create_organization(name, plan)
+    platform.billing.open_account(organization.id, plan)
+    keys = {
+        "unrestricted": accounts.create_key(organization.id).secret,
+        "runs_read": accounts.create_key(organization.id, scopes=frozenset({"runs:read"})).secret,
+        "runs_write": accounts.create_key(organization.id, scopes=frozenset({"runs:write"})).secret,
+        "revoked": accounts.create_key(organization.id).secret,
+    }
+    accounts.revoke_key(keys["revoked"])
+    return Org(id=organization.id, plan=plan, keys=keys)
+
+
+ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+
+
+ENVELOPE_KEYS = {"type", "code", "message", "param", "request_id"}
+
+
+def assert_envelope(
+    response: httpx.Response, status: int, type_: str, code: str, param: str | None = None
+) -> None:
+    """``response`` is exactly the error envelope with these values, echoing its request id."""
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == {"error"}
+    error = body["error"]
+    assert set(error) == ENVELOPE_KEYS
+    assert (error["type"], error["code"], error["param"]) == (type_, code, param)
+    assert error["request_id"] == response.headers["x-request-id"]
+    assert error["request_id"].startswith("req_")
+    assert response.headers["content-type"] == "application/json"
