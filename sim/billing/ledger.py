@@ -107,13 +107,14 @@ class LedgerEntry:
             raise ValueError("ledger amounts are non-negative; the kind gives the direction")
         deltas = (self.rollover_delta, self.included_delta, self.granted_delta)
         effect = KIND_RULES[self.kind].effect
-        ok = {
-            "credit": all(d >= 0 for d in deltas) and sum(deltas) == self.credits,
-            "debit": all(d <= 0 for d in deltas) and -sum(deltas) <= self.credits,
-            "transfer": sum(deltas) == 0,
-            "hold": deltas == (0, 0, 0),
-            "unhold": deltas == (0, 0, 0),
-        }[effect]
+        if effect == "credit":
+            ok = min(deltas) >= 0 and sum(deltas) == self.credits
+        elif effect == "debit":
+            ok = max(deltas) <= 0 and -sum(deltas) <= self.credits
+        elif effect == "transfer":
+            ok = sum(deltas) == 0
+        else:  # hold / unhold: the pools are untouched
+            ok = deltas == (0, 0, 0)
         if not ok:
             raise ValueError(f"pool deltas {deltas} do not fit a {self.kind} of {self.credits}")
 
