@@ -294,6 +294,10 @@ class SessionService:
         except KeyError:
             raise NotFound("session.not_found", f"No pipecat session {session_id}.") from None
 
+    def queued(self) -> builtins.list[str]:
+        """Ids of the sessions waiting for a worker, oldest first."""
+        return self._scheduler.queued()
+
     def pool_status(self) -> PoolStatus:
         return self._scheduler.status()
 

@@ -1,0 +1,141 @@
+"""The worker pool, FIFO queue, admission control and the start-up timeout (SIM-3)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from sim.config import Constant, SchedulerConfig, SimConfig
+from sim.errors import ServiceUnavailable
+
+if TYPE_CHECKING:
+    from conftest import Kit, World
+
+
+def config(**scheduler: Any) -> SimConfig:
+    base: dict[str, Any] = {"worker_boot": Constant(value=2.0),
+                            "first_frame_latency": Constant(value=0.5)}
+    base.update(scheduler)
+    return SimConfig(scheduler=SchedulerConfig(**base))
+
+
+def create(world: World, kit: Kit) -> tuple[Any, str]:
+    caller = world.caller()  # one organization per session: caps stay out of the way
+    return caller, world.service.create(caller, kit.body())["id"]
+
+
+@pytest.mark.req("SES-ST-2", "RES-SESS-6", "SIM-3")
+def test_a_job_not_placed_in_time_fails_no_capacity(kit: Kit) -> None:
+    world = kit.world(config(workers=0))
+    caller, session_id = create(world, kit)
+    world.at(15 - 0.001)
+    assert world.service.retrieve(caller, session_id)["status"] == "queued"
+    world.at(15)
+    failed = world.service.retrieve(caller, session_id)
+    assert failed["status"] == "failed"
+    assert failed["error"]["code"] == "no_capacity" and failed["error"]["message"]
+    assert failed["started_at"] is None
+    event = world.kernel.events.of_type("session.failed")[0]
+    assert event.data["code"] == "no_capacity"
+    assert world.billing.charges == []
+
+
+@pytest.mark.req("SIM-3")
+def test_fifo_placement_when_a_worker_frees(kit: Kit) -> None:
+    world = kit.world(config(workers=1))
+    first_caller, first = create(world, kit)
+    waiting = []
+    for _ in range(3):
+        world.advance(1)
+        waiting.append(create(world, kit))
+    world.advance(2)
+    assert world.service.retrieve(first_caller, first)["status"] == "running"
+    world.service.end(first_caller, first)
+    world.advance(1.0)  # drain done: the worker takes the oldest waiting job
+    statuses = [world.service.retrieve(c, s)["status"] for c, s in waiting]
+    assert statuses == ["starting", "queued", "queued"]
+    placed = world.kernel.events.of_type("session.starting")
+    assert [e.data["object"]["id"] for e in placed] == [first, waiting[0][1]]
+
+
+@pytest.mark.req("EP-SESS-6", "SIM-3")
+def test_admission_refuses_with_a_derived_retry_after(kit: Kit) -> None:
+    world = kit.world(config(workers=1, max_queue_length=2))
+    create(world, kit)  # placed
+    world.advance(3)
+    create(world, kit)  # waits; deadline 3 + 15 = 18
+    world.advance(4)
+    create(world, kit)  # waits; the queue is now full
+    world.advance(2)  # t = 9
+    with pytest.raises(ServiceUnavailable) as info:
+        create(world, kit)
+    assert info.value.code == "at_capacity"
+    assert info.value.retry_after == 18 - 9
+    world.advance(5.5)  # t = 14.5: the same state, less to wait
+    with pytest.raises(ServiceUnavailable) as info:
+        create(world, kit)
+    assert info.value.retry_after == 4  # ceil(18 - 14.5)
+    # A refused create leaves no session behind.
+    assert len(world.service.sessions()) == 3
+
+
+@pytest.mark.req("EP-SESS-6", "SIM-3")
+def test_reject_policy_has_no_queue(kit: Kit) -> None:
+    world = kit.world(config(workers=1, admission_policy="reject", max_queue_length=10))
+    caller, first = create(world, kit)
+    with pytest.raises(ServiceUnavailable) as info:
+        create(world, kit)  # the only worker is claimed by the first job
+    assert info.value.retry_after is not None and info.value.retry_after >= 1
+    world.advance(3)  # running: the worker is busy until its max duration at the latest
+    with pytest.raises(ServiceUnavailable) as info:
+        create(world, kit)
+    assert info.value.retry_after == 605  # ceil(2.5 + 600 + 5 - 3): max duration + drain cap
+    world.service.end(caller, first)
+    world.advance(1)
+    create(world, kit)
+
+
+@pytest.mark.req("SIM-3", "SIM-6")
+def test_latencies_come_from_the_configured_distributions(kit: Kit) -> None:
+    world = kit.world(config(workers=2, worker_boot=Constant(value=7.0),
+                             first_frame_latency=Constant(value=1.25)))
+    caller, session_id = create(world, kit)
+    world.at(8.25)
+    assert world.service.retrieve(caller, session_id)["first_frame_at"] == (
+        "2026-01-01T00:00:08.250Z")
+
+
+@pytest.mark.req("SIM-9", "SES-ST-2")
+def test_capacity_loss_retires_idle_workers_first(kit: Kit) -> None:
+    world = kit.world(config(workers=3))
+    busy_caller, busy = create(world, kit)
+    world.advance(3)
+    world.service.set_capacity(0)
+    pool = world.service.pool_status()
+    assert (pool.capacity, pool.workers, pool.busy, pool.idle) == (0, 1, 1, 0)
+    assert world.service.retrieve(busy_caller, busy)["status"] == "running"  # not killed
+    caller, queued = create(world, kit)
+    world.service.end(busy_caller, busy)
+    world.advance(2)
+    assert world.service.pool_status().workers == 0  # the busy one retired after its session
+    world.advance(15)
+    assert world.service.retrieve(caller, queued)["status"] == "failed"
+    assert world.service.platform_status()["status"] == "major_outage"
+
+
+@pytest.mark.req("SIM-9", "SIM-3")
+def test_capacity_gain_places_queued_jobs(kit: Kit) -> None:
+    world = kit.world(config(workers=0))
+    caller, session_id = create(world, kit)
+    world.advance(5)
+    world.service.set_capacity(2)
+    world.advance(0)
+    assert world.service.retrieve(caller, session_id)["status"] == "starting"
+    assert world.service.pool_status().workers == 2
+    # Shrinking and growing again brings a retiring worker back instead of adding one.
+    world.service.set_capacity(0)
+    world.service.set_capacity(1)
+    pool = world.service.pool_status()
+    assert (pool.workers, pool.busy) == (1, 1)
+    assert [w.retiring for w in world.service.workers()] == [False]
