@@ -296,3 +296,29 @@ def test_same_seed_same_runs_byte_for_byte(make_world: Callable[..., World]) -> 
         return [(world.runs.retrieve(world.alice, i), _events(world, i)) for i in ids]
 
     assert scenario() == scenario()
+
+
+def _steps_to_drain(world: World) -> int:
+    env, steps = world.kernel.clock.env, 0
+    while world.kernel.clock.next_event_at() is not None:
+        env.step()
+        steps += 1
+    return steps
+
+
+@pytest.mark.req("RES-RUN-4", "RES-RUN-7")
+@pytest.mark.parametrize("kind", ["run", "capacity_timeout"])
+def test_simulated_cost_does_not_grow_with_simulated_duration(
+    make_world: Callable[..., World], models: Callable[..., dict[str, ModelConfig]], kind: str
+) -> None:
+    def cost(seconds: float) -> tuple[int, int]:
+        if kind == "run":
+            world = make_world(models=models(seconds))
+        else:
+            world = make_world(run_workers=0, capacity_wait_seconds=seconds)
+        run_id = world.speech()["id"]
+        steps = _steps_to_drain(world)
+        events = world.runs.events(world.alice, run_id, starting_after=None, limit=500)
+        return steps, len(events["data"])
+
+    assert cost(10.0) == cost(100_000.0)
