@@ -284,6 +284,10 @@ class SessionService:
         fps = self._config.sessions.frames_per_second
         return [snapshot(s, now, fps, self.published_tracks) for s in self._states.values()]
 
+    def render(self, session_id: str) -> dict[str, Any]:
+        """The contract shape of any session, without a caller (admin API, scenarios)."""
+        return self._render(self._get(session_id))
+
     def session(self, session_id: str) -> Session:
         return snapshot(self._get(session_id), self._clock.now,
                         self._config.sessions.frames_per_second, self.published_tracks)  # fmt: skip

@@ -61,8 +61,9 @@ def test_worker_token_is_never_exposed(world_fixed: World, kit: Kit) -> None:
     world.service.end(caller, session_id)
     world.advance(10)
     token = kit.body()["transport"]["worker_token"]
+    assert world.service.render(session_id) == world.service.retrieve(caller, session_id)
     seen = [
-        world.service.retrieve(caller, session_id),
+        world.service.render(session_id),
         world.service.list(caller, limit=10, starting_after=None, status=None),
         [e.to_payload() for e in world.kernel.events],
         repr(world.service.sessions()),
