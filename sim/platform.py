@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sim.accounts import AccountRegistry, Caller
+from sim.admin import PlatformAdmin
 from sim.avatars.service import AvatarService
 from sim.billing.service import Billing
 from sim.config import SimConfig
@@ -118,6 +119,7 @@ class Platform:
         self._request_ids = IdFactory(kernel.clock, kernel.streams.stream("request_ids"))
         self._limiters = self._build_limiters()
         self.api_log: list[ApiCall] = []
+        self.admin = PlatformAdmin(self)
 
     @classmethod
     def create(cls, config: SimConfig | None = None) -> Platform:

@@ -1,0 +1,160 @@
+"""The simulator's own controls: accounts, audio, faults and webhooks (SIM-8, SIM-9).
+
+These are not part of the contract. The facade serves them under ``/_sim/`` behind an admin
+token; scenarios and tests call them directly. Each returns a JSON-ready dict so both paths show
+the same thing. Time is not here: it is ``platform.clock``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from sim.accounts import Environment, Scope
+from sim.errors import Unprocessable
+
+if TYPE_CHECKING:
+    from sim.platform import Platform
+
+__all__ = ["PlatformAdmin"]
+
+#: The keys every organization created through the admin API gets, by kind.
+KEY_SCOPES: dict[str, frozenset[Scope] | None] = {
+    "unrestricted": None,
+    "runs_read": frozenset({"runs:read"}),
+    "runs_write": frozenset({"runs:write"}),
+    "revoked": None,
+}
+
+
+class PlatformAdmin:
+    def __init__(self, platform: Platform) -> None:
+        self._platform = platform
+
+    # -- accounts ------------------------------------------------------------------------------
+
+    def create_organization(
+        self,
+        name: str,
+        plan: str = "free",
+        *,
+        environment: Environment = "production",
+        concurrency_override: int | None = None,
+    ) -> dict[str, Any]:
+        """An organization with its billing opened and one key of each kind (``revoked`` is
+        revoked at once, so clients can exercise the 401 path)."""
+        platform = self._platform
+        try:
+            platform.config.billing.plan(plan)
+        except KeyError:
+            raise Unprocessable(
+                "validation.enum", f"Unknown plan {plan!r}.", param="plan"
+            ) from None
+        org = platform.accounts.create_organization(name, plan)
+        if concurrency_override is not None:
+            platform.accounts.set_concurrency_override(org.id, concurrency_override)
+        platform.billing.open_account(org.id, plan)
+        keys: dict[str, str] = {}
+        for kind, scopes in KEY_SCOPES.items():
+            key = platform.accounts.create_key(org.id, environment=environment, scopes=scopes)
+            if kind == "revoked":
+                platform.accounts.revoke_key(key.secret)
+            keys[kind] = key.secret
+        return {"id": org.id, "name": org.name, "plan": plan, "keys": keys}
+
+    def create_key(
+        self,
+        org_id: str,
+        scopes: Sequence[Scope] | None = None,
+        environment: Environment = "production",
+    ) -> dict[str, Any]:
+        key = self._platform.accounts.create_key(
+            org_id, environment=environment, scopes=None if scopes is None else frozenset(scopes)
+        )
+        return {
+            "key": key.secret,
+            "org_id": org_id,
+            "environment": environment,
+            "scopes": None if key.scopes is None else sorted(key.scopes),
+        }
+
+    def revoke_key(self, secret: str) -> dict[str, Any]:
+        key = self._platform.accounts.revoke_key(secret)
+        return {"key": key.secret, "revoked": True}
+
+    def set_concurrency_override(self, org_id: str, limit: int | None) -> dict[str, Any]:
+        org = self._platform.accounts.set_concurrency_override(org_id, limit)
+        return {"id": org.id, "concurrency_override": org.concurrency_override}
+
+    # -- sessions: audio and worker RPCs -------------------------------------------------------
+
+    def inject_audio(
+        self, session_id: str, kind: Literal["speech", "silence"], duration: float
+    ) -> dict[str, Any]:
+        self._platform.sessions.inject_audio(session_id, kind=kind, duration=duration)
+        return self._session(session_id)
+
+    def clear_buffer(self, session_id: str) -> dict[str, Any]:
+        self._platform.sessions.clear_buffer(session_id)
+        return self._session(session_id)
+
+    # -- faults --------------------------------------------------------------------------------
+
+    def crash_worker(self, session_id: str) -> dict[str, Any]:
+        worker_id = self._platform.sessions.crash_worker(session_id=session_id)
+        return {"worker_id": worker_id, "session": self._session(session_id)}
+
+    def set_capacity(self, workers: int) -> dict[str, Any]:
+        self._platform.sessions.set_capacity(workers)
+        return self._pool()
+
+    def slow_startup(self, extra_seconds: float, duration: float | None) -> dict[str, Any]:
+        self._platform.sessions.slow_startup(extra_seconds, duration=duration)
+        return self._pool()
+
+    def lose_heartbeats(self, session_id: str, duration: float) -> dict[str, Any]:
+        lost_at = self._platform.sessions.lose_heartbeats(session_id, duration)
+        clock = self._platform.clock
+        return {
+            "session": self._session(session_id),
+            "lost_at": None if lost_at is None else clock.timestamp(lost_at),
+        }
+
+    def fail_purges(self, enabled: bool) -> dict[str, Any]:
+        self._platform.runs.set_purge_failure(enabled)
+        return {"purge_failure": enabled}
+
+    # -- webhooks ------------------------------------------------------------------------------
+
+    def register_webhook(
+        self, org_id: str, url: str, event_types: Sequence[str] | None = None
+    ) -> dict[str, Any]:
+        self._platform.accounts.organization(org_id)
+        endpoint = self._platform.webhooks.register_endpoint(org_id, url, event_types)
+        return endpoint.to_resource(self._platform.clock)
+
+    def webhook_deliveries(self, org_id: str) -> dict[str, Any]:
+        clock = self._platform.clock
+        webhooks = self._platform.webhooks
+        deliveries = []
+        for delivery in webhooks.deliveries(org_id):
+            rendered = delivery.to_resource(clock)
+            rendered["attempts"] = [a.to_resource(clock) for a in webhooks.attempts(delivery.id)]
+            deliveries.append(rendered)
+        return {"object": "list", "data": deliveries}
+
+    # -- views ---------------------------------------------------------------------------------
+
+    def _session(self, session_id: str) -> dict[str, Any]:
+        return self._platform.sessions.render(session_id)
+
+    def _pool(self) -> dict[str, Any]:
+        pool = self._platform.sessions.pool_status()
+        return {
+            "capacity": pool.capacity,
+            "workers": pool.workers,
+            "idle": pool.idle,
+            "busy": pool.busy,
+            "restarting": pool.restarting,
+            "queued": pool.queued,
+        }
