@@ -1,0 +1,64 @@
+"""Every gap mark in the contract is decided in DECISIONS.md, and every decision is either used
+by a mark or listed as having none (n/a)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.contract import gap_ids
+
+ENTRY = re.compile(r"^\*\*(GAP-[A-Z]+-[0-9]+)\*\*", re.MULTILINE)
+UNMARKED = re.compile(r"\*\*Entries without a mark in `openapi.yaml`\.\*\*(.*?)(?:\n\n|\Z)", re.S)
+
+
+def decisions(spec_dir: Path) -> str:
+    return (spec_dir / "DECISIONS.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.req("HAR-5", "VER-2")
+def test_every_mark_has_a_decision(spec_dir: Path, spec_document: dict[str, Any]) -> None:
+    entries = set(ENTRY.findall(decisions(spec_dir)))
+    assert sorted(gap_ids(spec_document) - entries) == []
+
+
+@pytest.mark.req("HAR-5")
+def test_every_decision_is_used_or_noted_na(spec_dir: Path, spec_document: dict[str, Any]) -> None:
+    text = decisions(spec_dir)
+    entries = set(ENTRY.findall(text))
+    noted = UNMARKED.search(text)
+    assert noted is not None, "DECISIONS.md lacks the list of entries without a mark"
+    unmarked = set(re.findall(r"GAP-[A-Z]+-[0-9]+", noted.group(1)))
+    used = gap_ids(spec_document)
+    unused = sorted(entries - used - unmarked)
+    assert unused == [], (
+        "mark the spec elements these decisions shape with x-gap, or add the ids to the "
+        "'Entries without a mark in `openapi.yaml`' list of DECISIONS.md"
+    )
+    assert sorted(unmarked - entries) == []  # the n/a list names real entries only
+    assert sorted(unmarked & used) == []  # and none that is in fact used
+
+
+@pytest.mark.req("HAR-5")
+def test_every_mark_says_how_the_profile_treats_it(spec_document: dict[str, Any]) -> None:
+    problems: list[str] = []
+
+    def visit(node: Any, where: str) -> None:
+        if isinstance(node, dict):
+            override = node.get("x-gap-profile")
+            if override is not None:
+                if "x-gap" not in node:
+                    problems.append(f"{where}: x-gap-profile without x-gap")
+                if not isinstance(override, dict) and override not in ("drop", "relax", "keep"):
+                    problems.append(f"{where}: unknown x-gap-profile {override!r}")
+            for key, value in node.items():
+                visit(value, f"{where}/{key}")
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                visit(value, f"{where}/{index}")
+
+    visit(spec_document, "#")
+    assert problems == []
