@@ -1,0 +1,176 @@
+"""Run the simulated platform on a real port with uvicorn (``avatar-sim serve``, SIM-8).
+
+Why it is put together this way:
+
+* The socket is bound before the platform is built, so ``--port 0`` yields a known free port and
+  the platform's ``public_base_url`` (used in ``download_url``) names the real address.
+* The keys document is printed and written only once uvicorn reports it is listening, so a parent
+  process can wait for the file and then connect without racing the server.
+* Everything (requests, the clock driver, webhook deliveries) runs on one asyncio loop; the
+  platform is never touched from another thread.
+* Shutdown is uvicorn's own signal handling; the lifespan cancels the background tasks. Uvicorn
+  re-raises the captured signal once it has shut down; the handlers installed here swallow that
+  re-raise, so a SIGTERM or SIGINT ends the process with exit code 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import socket
+import sys
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+
+import uvicorn
+
+from harness.serve.app import ServedApp
+from harness.serve.clock_driver import WallClockDriver
+from harness.serve.seeding import (
+    format_keys,
+    keys_document,
+    new_admin_token,
+    seed_organizations,
+    write_keys_file,
+)
+from harness.serve.webhook_sender import HttpWebhookSender
+from sim.asgi.app import create_app
+from sim.config import SimConfig
+from sim.platform import Platform
+
+__all__ = ["ServeOptions", "ServedSimulator", "build", "serve"]
+
+STARTUP_WAIT_SECONDS = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class ServeOptions:
+    host: str = "127.0.0.1"
+    port: int = 0
+    time_factor: float | None = 1.0  # None: manual clock
+    keys_out: Path | None = None
+    seed: int = 0
+    log_level: str = "warning"
+    epoch: datetime | None = None  # None: the wall-clock start
+
+
+@dataclass(frozen=True, slots=True)
+class ServedSimulator:
+    """Everything ``serve`` runs: the platform, the wrapped app and what to print."""
+
+    platform: Platform
+    app: ServedApp
+    document: dict[str, object]
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.set_inheritable(True)
+    return sock
+
+
+def _base_url(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    if host in ("0.0.0.0", "::"):
+        host = "127.0.0.1" if host == "0.0.0.0" else "::1"
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def build(options: ServeOptions, base_url: str) -> ServedSimulator:
+    """Build the platform, seed it and wrap the facade for serving (no I/O, no loop needed).
+
+    The simulated epoch is the wall-clock start (whole seconds, UTC) unless ``options.epoch``
+    fixes it, so that at factor 1 the timestamps, ``X-RateLimit-Reset`` and the signed
+    ``webhook-timestamp`` match real time and webhook receivers can check their tolerance.
+    """
+    epoch = options.epoch or datetime.now(UTC).replace(microsecond=0)
+    config = SimConfig(seed=options.seed, public_base_url=base_url, epoch=epoch)
+    platform = Platform.create(config)
+    organizations = seed_organizations(platform.admin)
+    admin_token = new_admin_token()
+    facade = create_app(platform, admin_token=admin_token)
+    driver = (
+        WallClockDriver(platform.clock, options.time_factor)
+        if options.time_factor is not None
+        else None
+    )
+
+    def settle() -> None:
+        # A reported webhook attempt resumes its delivery "now": process it at once (either
+        # clock mode) and let the driver see any retry it scheduled.
+        platform.clock.advance(0)
+        if driver is not None:
+            driver.poke()
+
+    sender = HttpWebhookSender()
+    sender.attach(platform.webhooks, on_reported=settle)
+    app = ServedApp(facade, driver, background=(sender.run,), closers=(sender.aclose,))
+    document = keys_document(admin_token, base_url, organizations)
+    return ServedSimulator(platform=platform, app=app, document=dict(document))
+
+
+class _StopRequests:
+    """Signal handlers that stand in for the defaults while (and after) uvicorn serves."""
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+        self.server: uvicorn.Server | None = None
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.received.append(signum)
+        if self.server is not None:  # a signal before uvicorn installed its own handlers
+            self.server.should_exit = True
+
+    def install(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self)
+
+
+async def _serve(
+    server: uvicorn.Server, sock: socket.socket, simulator: ServedSimulator, keys_out: Path | None
+) -> None:
+    serving = asyncio.create_task(server.serve(sockets=[sock]))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + STARTUP_WAIT_SECONDS
+    while not server.started:
+        if serving.done() or loop.time() > deadline:
+            break
+        await asyncio.sleep(0.01)
+    if server.started:
+        document = simulator.document
+        print(format_keys(document), flush=True)
+        if keys_out is not None:
+            write_keys_file(keys_out, document)
+    await serving
+
+
+def serve(options: ServeOptions) -> int:
+    """Serve until SIGINT/SIGTERM; 0 on a clean shutdown, 1 if the server failed to start."""
+    sock = _bind(options.host, options.port)
+    base_url = _base_url(sock)
+    simulator = build(options, base_url)
+    stop = _StopRequests()
+    stop.install()
+    config = uvicorn.Config(
+        simulator.app,
+        lifespan="on",
+        log_level=options.log_level,
+        access_log=False,
+        server_header=False,
+        date_header=False,
+    )
+    server = uvicorn.Server(config)
+    stop.server = server
+    try:
+        asyncio.run(_serve(server, sock, simulator, options.keys_out))
+    except SystemExit as exc:  # uvicorn exits when the lifespan startup fails
+        print(f"avatar-sim serve: the server did not start ({exc.code})", file=sys.stderr)
+        return 1
+    finally:
+        sock.close()
+    return 0 if server.started else 1
