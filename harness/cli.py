@@ -44,6 +44,8 @@ class Command:
 
 COMMANDS: list[Command] = [
     # Planned, each added here when its module exists: demo, run, sweep, serve, conformance.
+    Command("demo", "harness.demo", "play a scripted day through the facade and summarise it"),
+    Command("serve", "harness.serve.command", "serve the simulated API on a real HTTP port"),
     Command("spec", "harness.spec_cli", "build, check or diff the contract in spec/"),
     Command(
         "trace", "harness.trace", "list every requirement id with the passing tests that prove it"
