@@ -26,6 +26,8 @@ class Clock:
     def __init__(self, epoch: datetime, env: simpy.Environment | None = None) -> None:
         self.epoch = epoch
         self.env = env if env is not None else simpy.Environment()
+        # Every event renders a few timestamps of the same few instants; formatting dominates.
+        self._formatted: dict[float, str] = {}
 
     @property
     def now(self) -> float:
@@ -44,7 +46,13 @@ class Clock:
 
     def timestamp(self, seconds: float | None = None) -> str:
         """The ISO-8601 form of ``seconds`` (default: now)."""
-        return format_timestamp(self.datetime_at(self.now if seconds is None else seconds))
+        at = self.now if seconds is None else seconds
+        text = self._formatted.get(at)
+        if text is None:
+            if len(self._formatted) >= 4096:  # bounded: old instants are rarely rendered again
+                self._formatted.clear()
+            text = self._formatted[at] = format_timestamp(self.datetime_at(at))
+        return text
 
     def epoch_ms(self, seconds: float | None = None) -> int:
         """Unix milliseconds of ``seconds`` (default: now); the time part of ULIDs."""

@@ -81,12 +81,17 @@ class DomainError(Exception):
         retry_after: float | None = None,
         rate: RateSnapshot | None = None,
     ) -> None:
-        super().__init__(message)
+        # args are (code, message) so that ``type(e)(*e.args)`` rebuilds the error: SimPy does
+        # exactly that when an exception crosses a process boundary.
+        super().__init__(code, message)
         self.code = code
         self.message = message
         self.param = param
         self.retry_after = retry_after
         self.rate = rate
+
+    def __str__(self) -> str:
+        return self.message
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(code={self.code!r}, param={self.param!r})"

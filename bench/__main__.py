@@ -1,0 +1,51 @@
+"""``make bench`` / ``python -m bench [--scale S] [--only NAME] [--json PATH]``.
+
+Runs every ``bench_*`` module of this package (or the named ones) and prints one JSON object per
+benchmark; with ``--json`` the whole report is also written to a file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import pkgutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import bench
+
+
+def discover() -> list[str]:
+    return sorted(
+        m.name for m in pkgutil.iter_modules(bench.__path__) if m.name.startswith("bench_")
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--scale", type=float, default=1.0, help="work multiplier (default 1.0)")
+    parser.add_argument("--only", action="append", default=[], help="run only this benchmark")
+    parser.add_argument("--json", type=Path, help="also write the report here")
+    args = parser.parse_args(argv)
+    names = args.only or discover()
+    unknown = sorted(set(names) - set(discover()))
+    if unknown:
+        parser.error(f"unknown benchmark(s): {', '.join(unknown)}; have {', '.join(discover())}")
+    report: dict[str, Any] = {}
+    for name in names:
+        module = importlib.import_module(f"bench.{name}")
+        started = time.perf_counter()
+        result = module.run(args.scale)
+        result["wall_seconds"] = round(time.perf_counter() - started, 3)
+        report[name] = result
+        print(json.dumps({name: result}), flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
