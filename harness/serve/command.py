@@ -64,7 +64,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="write the admin token, base URL and keys as JSON once the server is listening",
     )
     parser.add_argument(
-        "--seed", type=int, default=0, help="seed of the simulation (same seed, same keys and ids)"
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the simulation: the same seed gives the same API keys and random draws",
     )
     parser.add_argument(
         "--log-level",

@@ -150,8 +150,14 @@ async def _serve(
 
 
 def serve(options: ServeOptions) -> int:
-    """Serve until SIGINT/SIGTERM; 0 on a clean shutdown, 1 if the server failed to start."""
-    sock = _bind(options.host, options.port)
+    """Serve until SIGINT/SIGTERM: 0 on a clean shutdown, 1 if the server failed to start,
+    2 if the address cannot be bound (a usage error: the port is taken or the host unknown)."""
+    try:
+        sock = _bind(options.host, options.port)
+    except OSError as exc:
+        print(f"avatar-sim serve: cannot listen on {options.host}:{options.port}: {exc}",
+              file=sys.stderr)  # fmt: skip
+        return 2
     base_url = _base_url(sock)
     simulator = build(options, base_url)
     stop = _StopRequests()
