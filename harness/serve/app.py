@@ -62,7 +62,7 @@ class ServedApp:
         if self.driver is None or scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        self.driver.sync()
+        self.driver.sync_safely()
         try:
             await self.app(scope, receive, send)
         finally:

@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import time
+import traceback
 from collections.abc import Callable
 
 from sim.clock import Clock
@@ -37,16 +39,29 @@ from sim.clock import Clock
 __all__ = ["WallClockDriver"]
 
 WallClock = Callable[[], float]
+ErrorReporter = Callable[[Exception], None]
+
+
+def _print_error(error: Exception) -> None:
+    print("avatar-sim serve: a simulated event failed while the clock advanced:", file=sys.stderr)
+    traceback.print_exception(error, file=sys.stderr)
 
 
 class WallClockDriver:
     """Maps a monotonic wall clock onto a ``sim.clock.Clock`` with ``sim = (wall - t0) / factor``.
 
     ``wall`` is injectable so the mapping can be tested without real waiting; it defaults to
-    ``time.monotonic``, the clock asyncio's timers use as well.
+    ``time.monotonic``, the clock asyncio's timers use as well. ``on_error`` receives an exception
+    raised by a simulated event during ``sync_safely`` (default: a traceback on stderr).
     """
 
-    def __init__(self, clock: Clock, factor: float, wall: WallClock = time.monotonic) -> None:
+    def __init__(
+        self,
+        clock: Clock,
+        factor: float,
+        wall: WallClock = time.monotonic,
+        on_error: ErrorReporter = _print_error,
+    ) -> None:
         if not factor > 0:
             raise ValueError("the time factor must be a positive number of wall seconds")
         self.clock = clock
@@ -56,6 +71,7 @@ class WallClockDriver:
         self._sim_anchor = clock.now
         self._last_seen = clock.now
         self._wake: asyncio.Event | None = None
+        self._on_error = on_error
 
     # -- the mapping -----------------------------------------------------------------------------
 
@@ -74,10 +90,22 @@ class WallClockDriver:
         """
         self._absorb_external_jump()
         target = self.sim_time_at(self._wall())
-        if target > self.clock.now:
-            self.clock.advance_to(target)
-        self._last_seen = self.clock.now
+        try:
+            if target > self.clock.now:
+                self.clock.advance_to(target)
+        finally:
+            # Even when an event fails part-way, the distance covered was ours, not a jump.
+            self._last_seen = self.clock.now
         return self.clock.now
+
+    def sync_safely(self) -> None:
+        """``sync``, but a failing simulated event (a bug in the domain) is reported instead of
+        raised: the event is consumed, so the next sync carries on, and one bad timer neither
+        stops the clock nor turns every later request into a bare 500."""
+        try:
+            self.sync()
+        except Exception as error:
+            self._on_error(error)
 
     def _absorb_external_jump(self) -> None:
         jump = self.clock.now - self._last_seen
@@ -118,7 +146,7 @@ class WallClockDriver:
         wake = self._wake
         try:
             while True:
-                self.sync()
+                self.sync_safely()
                 delay = self.seconds_until_next_event()
                 wake.clear()
                 if delay is None:

@@ -72,6 +72,27 @@ def test_an_admin_jump_moves_the_anchor_instead_of_stalling_the_clock() -> None:
 
 
 @pytest.mark.req("SIM-8")
+def test_a_failing_event_is_reported_and_the_clock_carries_on() -> None:
+    clock, wall = Clock(EPOCH), FakeWall()
+    errors: list[Exception] = []
+    fired: list[float] = []
+
+    def broken(env: simpy.Environment) -> simpy.events.ProcessGenerator:
+        yield env.timeout(1.0)
+        raise RuntimeError("a bug in a timer")
+
+    clock.env.process(broken(clock.env))
+    _timer(clock, 2.0, fired)
+    driver = WallClockDriver(clock, factor=1.0, wall=wall, on_error=errors.append)
+    wall.now += 3.0
+    driver.sync_safely()
+    assert [str(e) for e in errors] == ["a bug in a timer"]
+    driver.sync_safely()
+    assert fired == [2.0]
+    assert clock.now == pytest.approx(3.0)  # the failure did not shift the mapping
+
+
+@pytest.mark.req("SIM-8")
 def test_no_scheduled_event_means_no_wake_up_time() -> None:
     driver = WallClockDriver(Clock(EPOCH), factor=1.0, wall=FakeWall())
     assert driver.seconds_until_next_event() is None
