@@ -101,11 +101,13 @@ def build(options: ServeOptions, base_url: str) -> ServedSimulator:
     )
 
     def settle() -> None:
-        # A reported webhook attempt resumes its delivery "now": process it at once (either
-        # clock mode) and let the driver see any retry it scheduled.
-        platform.clock.advance(0)
-        if driver is not None:
-            driver.poke()
+        # A reported webhook attempt resumes its delivery "now": process it at once (at the
+        # wall-mapped time when the clock is driven) and let the driver see any retry it set.
+        if driver is None:
+            platform.clock.advance(0)
+            return
+        driver.sync_safely()
+        driver.poke()
 
     sender = HttpWebhookSender()
     sender.attach(platform.webhooks, on_reported=settle)
