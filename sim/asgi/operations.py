@@ -190,7 +190,7 @@ class OperationsApp:
             raise InvalidRequest("content_type.unsupported", "JSON bodies must be UTF-8.")
         body = parse_json(raw)
         self._check_body(route, body, schema_pointer)
-        return {"body": body}
+        return {"body": self.table.schemas.normalise(body, schema_pointer)}
 
     def _check_body(self, route: Route, body: Any, schema_pointer: str) -> None:
         failures = self.table.schemas.failures(body, schema_pointer)
