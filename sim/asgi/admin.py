@@ -20,29 +20,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from sim.admin import PlatformAdmin
 from sim.asgi.body import media_type_of, parse_json, read_body
 from sim.asgi.context import request_id_of
 from sim.asgi.envelope import json_response
-from sim.errors import AuthenticationFailed, InvalidRequest, Unprocessable
+from sim.errors import AuthenticationFailed, InvalidRequest, NotFound, Unprocessable
 
-__all__ = ["SimAdmin", "admin_routes"]
-
-
-class SimAdmin(Protocol):
-    """What the admin endpoints drive: the platform's simulator controls."""
-
-    def create_organization(self, name: str, plan: str) -> dict[str, Any]: ...
-    def inject_audio(self, session_id: str, kind: str, duration: float) -> dict[str, Any]: ...
-    def clear_buffer(self, session_id: str) -> dict[str, Any]: ...
-    def crash_worker(self, session_id: str) -> dict[str, Any]: ...
-    def set_capacity(self, workers: int) -> dict[str, Any]: ...
-    def slow_startup(self, extra_seconds: float, duration: float) -> dict[str, Any]: ...
-    def lose_heartbeats(self, session_id: str, duration: float) -> dict[str, Any]: ...
-    def fail_purges(self, enabled: bool) -> dict[str, Any]: ...
-    def register_webhook(
-        self, org_id: str, url: str, event_types: list[str] | None
-    ) -> dict[str, Any]: ...
-    def webhook_deliveries(self, org_id: str) -> dict[str, Any]: ...
+__all__ = ["admin_routes"]
 
 
 class ClockLike(Protocol):
@@ -62,7 +46,23 @@ class Advance(_Body):
 
 class NewOrganization(_Body):
     name: str = Field(min_length=1, max_length=200)
-    plan: str = Field(min_length=1)
+    plan: str = Field(default="free", min_length=1)
+    environment: Literal["staging", "production"] = "production"
+    concurrency_override: int | None = None
+
+
+class NewKey(_Body):
+    org_id: str
+    scopes: list[Literal["runs:read", "runs:write"]] | None = None
+    environment: Literal["staging", "production"] = "production"
+
+
+class RevokeKey(_Body):
+    key: str
+
+
+class ConcurrencyOverride(_Body):
+    limit: int | None
 
 
 class Audio(_Body):
@@ -80,7 +80,7 @@ class Capacity(_Body):
 
 class SlowStartup(_Body):
     extra_seconds: float = Field(ge=0, allow_inf_nan=False)
-    duration: float = Field(gt=0, allow_inf_nan=False)
+    duration: float | None = Field(default=None, gt=0, allow_inf_nan=False)
 
 
 class HeartbeatLoss(_Body):
@@ -103,7 +103,7 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 def admin_routes(
-    admin: SimAdmin, clock: ClockLike, *, token: str, body_limit: int
+    admin: PlatformAdmin, clock: ClockLike, *, token: str, body_limit: int
 ) -> list[BaseRoute]:
     """The ``/_sim`` routes (paths relative to the mount), each behind the admin token."""
 
@@ -145,7 +145,29 @@ def admin_routes(
 
     async def organizations(request: Request) -> Response:
         body = await body_of(request, NewOrganization)
-        return ok(request, admin.create_organization(body.name, body.plan), 201)
+        created = admin.create_organization(
+            body.name,
+            body.plan,
+            environment=body.environment,
+            concurrency_override=body.concurrency_override,
+        )
+        return ok(request, created, 201)
+
+    async def keys(request: Request) -> Response:
+        body = await body_of(request, NewKey)
+        return ok(request, admin.create_key(body.org_id, body.scopes, body.environment), 201)
+
+    async def revoke(request: Request) -> Response:
+        body = await body_of(request, RevokeKey)
+        try:
+            return ok(request, admin.revoke_key(body.key))
+        except KeyError:
+            raise NotFound("api_key.not_found", "No such API key.", param="key") from None
+
+    async def concurrency(request: Request) -> Response:
+        body = await body_of(request, ConcurrencyOverride)
+        org_id = str(request.path_params["org_id"])
+        return ok(request, admin.set_concurrency_override(org_id, body.limit))
 
     async def audio(request: Request) -> Response:
         body = await body_of(request, Audio)
@@ -195,6 +217,9 @@ def admin_routes(
         ("/clock", "GET", get_clock),
         ("/clock/advance", "POST", advance),
         ("/organizations", "POST", organizations),
+        ("/organizations/{org_id}/concurrency", "POST", concurrency),
+        ("/keys", "POST", keys),
+        ("/keys/revoke", "POST", revoke),
         ("/sessions/{session_id}/audio", "POST", audio),
         ("/sessions/{session_id}/clear_buffer", "POST", clear_buffer),
         ("/faults/worker_crash", "POST", worker_crash),

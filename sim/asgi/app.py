@@ -20,9 +20,9 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Mount
+from starlette.routing import BaseRoute, Mount, Router
 
-from sim.asgi.admin import SimAdmin, admin_routes
+from sim.asgi.admin import admin_routes
 from sim.asgi.context import RequestContext, request_id_of
 from sim.asgi.envelope import error_response
 from sim.asgi.openapi import load_openapi
@@ -62,15 +62,14 @@ def create_app(
         return error_response(error, request_id_of(request.scope), unix_seconds, extra)
 
     routes: list[BaseRoute] = []
-    admin: SimAdmin | None = getattr(platform, "admin", None)
-    if admin_token is not None and admin is not None:
+    if admin_token is not None:
         sim_routes = admin_routes(
-            admin,
+            platform.admin,
             platform.clock,
             token=admin_token,
             body_limit=platform.config.limits.request_body_max_bytes,
         )
-        routes.append(Mount("/_sim", routes=sim_routes))
+        routes.append(Mount("/_sim", app=Router(sim_routes, redirect_slashes=False)))
     routes.append(Mount("", app=OperationsApp(platform, table)))
     middleware = [
         Middleware(

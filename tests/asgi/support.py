@@ -74,21 +74,9 @@ class SyncASGITransport(httpx.BaseTransport):
 
 
 def make_org(platform: Platform, name: str, plan: str) -> Org:
-    admin = getattr(platform, "admin", None)
-    if admin is not None:
-        created = admin.create_organization(name, plan)
-        return Org(id=created["id"], plan=created["plan"], keys=dict(created["keys"]))
-    accounts = platform.accounts
-    organization = accounts.create_organization(name, plan)
-    platform.billing.open_account(organization.id, plan)
-    keys = {
-        "unrestricted": accounts.create_key(organization.id).secret,
-        "runs_read": accounts.create_key(organization.id, scopes=frozenset({"runs:read"})).secret,
-        "runs_write": accounts.create_key(organization.id, scopes=frozenset({"runs:write"})).secret,
-        "revoked": accounts.create_key(organization.id).secret,
-    }
-    accounts.revoke_key(keys["revoked"])
-    return Org(id=organization.id, plan=plan, keys=keys)
+    """An organization created through the simulator's admin controls, with its four keys."""
+    created = platform.admin.create_organization(name, plan)
+    return Org(id=created["id"], plan=created["plan"], keys=dict(created["keys"]))
 
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
