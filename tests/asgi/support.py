@@ -64,8 +64,12 @@ class SyncASGITransport(httpx.BaseTransport):
                 yield chunk
 
         async def go() -> tuple[int, httpx.Headers, bytes]:
-            inner = httpx.Request(request.method, request.url, headers=request.headers,
-                                  content=body() if streamed else chunks[0])  # fmt: skip
+            inner = httpx.Request(
+                request.method,
+                request.url,
+                headers=request.headers,
+                content=body() if streamed else chunks[0],
+            )
             response = await self._inner.handle_async_request(inner)
             return response.status_code, response.headers, await response.aread()
 

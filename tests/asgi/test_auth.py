@@ -74,8 +74,9 @@ def test_public_operations_need_no_key_and_ignore_a_bad_one(client: Client, path
 
 @pytest.mark.req("AUTH-4", "AUTH-5")
 def test_scoped_keys_reach_only_their_scopes(client: Client, org: Org) -> None:
-    write_only = client.post("/v1/run/sim/echo-text", json={"input": {"prompt": "hi"}},
-                             headers=org.auth("runs_write"))  # fmt: skip
+    write_only = client.post(
+        "/v1/run/sim/echo-text", json={"input": {"prompt": "hi"}}, headers=org.auth("runs_write")
+    )
     assert_envelope(write_only, 403, "permission", "api_key.scope_required")
     read_only = client.get("/v1/runs", headers=org.auth("runs_read"))
     assert read_only.status_code == 200
@@ -83,8 +84,9 @@ def test_scoped_keys_reach_only_their_scopes(client: Client, org: Org) -> None:
         sessions = client.get("/v1/sessions", headers=org.auth(kind))
         assert_envelope(sessions, 403, "permission", "api_key.scope_required")
         assert client.get("/v1/models", headers=org.auth(kind)).status_code == 200
-    created = client.post("/v1/run/sim/echo-text", json={"input": {"prompt": "hi"}},
-                          headers=org.auth()).json()  # fmt: skip
+    created = client.post(
+        "/v1/run/sim/echo-text", json={"input": {"prompt": "hi"}}, headers=org.auth()
+    ).json()
     cancel_read = client.post(f"/v1/runs/{created['id']}/cancel", headers=org.auth("runs_read"))
     assert_envelope(cancel_read, 403, "permission", "api_key.scope_required")
     cancel_write = client.post(f"/v1/runs/{created['id']}/cancel", headers=org.auth("runs_write"))
@@ -96,8 +98,9 @@ def test_another_organizations_objects_are_not_found_and_never_listed(
     client: Client, org: Org, other_org: Org
 ) -> None:
     session = client.post("/v1/sessions", json=session_body(), headers=org.auth()).json()
-    run = client.post("/v1/run/sim/echo-text", json={"input": {"prompt": "hi"}},
-                      headers=org.auth()).json()  # fmt: skip
+    run = client.post(
+        "/v1/run/sim/echo-text", json={"input": {"prompt": "hi"}}, headers=org.auth()
+    ).json()
     foreign = other_org.auth()
     for method, path, code in [
         ("GET", f"/v1/sessions/{session['id']}", "session.not_found"),

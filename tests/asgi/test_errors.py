@@ -26,17 +26,24 @@ def _sessions(platform: Platform) -> int:
         (b"[1, 2]", "application/json", "body.not_object"),
         (b'"text"', "application/json", "body.not_object"),
         (b'{"avatar_id": "\xff\xfe"}', "application/json", "body.invalid_utf8"),
-        (b"avatar_id=av_stock_mock", "application/x-www-form-urlencoded",
-         "content_type.unsupported"),
+        (
+            b"avatar_id=av_stock_mock",
+            "application/x-www-form-urlencoded",
+            "content_type.unsupported",
+        ),
         (b"{}", "text/plain", "content_type.unsupported"),
         (b"{}", "application/json; charset=latin-1", "content_type.unsupported"),
         (b"{}", None, "content_type.unsupported"),
     ],
-)  # fmt: skip
+)
 def test_unreadable_bodies_answer_400(
-    client: Client, platform: Platform, org: Org, content: bytes,
-    content_type: str | None, code: str,
-) -> None:  # fmt: skip
+    client: Client,
+    platform: Platform,
+    org: Org,
+    content: bytes,
+    content_type: str | None,
+    code: str,
+) -> None:
     headers = org.auth()
     if content_type is not None:
         headers["Content-Type"] = content_type
@@ -89,14 +96,30 @@ def test_a_missing_body_answers_422_required(client: Client, org: Org) -> None:
         (session_body(colour="red"), "validation.unknown_field", "colour"),
         (session_body(metadata=[1]), "validation.type", "metadata"),
         (session_body(metadata={"big": "x" * 9000}), "metadata.too_large", "metadata"),
-        (session_body(metadata={"_avatar.debug_record": "yes"}), "validation.type",
-         "metadata._avatar.debug_record"),
-        (session_body(transport={"type": "livekit", "url": "https://x", "room_name": "r",
-                                 "worker_token": "t"}), "validation.format", "transport.url"),
-        (session_body(transport={"type": "livekit", "url": "wss://x"}),
-         "validation.required", "transport.room_name"),
+        (
+            session_body(metadata={"_avatar.debug_record": "yes"}),
+            "validation.type",
+            "metadata._avatar.debug_record",
+        ),
+        (
+            session_body(
+                transport={
+                    "type": "livekit",
+                    "url": "https://x",
+                    "room_name": "r",
+                    "worker_token": "t",
+                }
+            ),
+            "validation.format",
+            "transport.url",
+        ),
+        (
+            session_body(transport={"type": "livekit", "url": "wss://x"}),
+            "validation.required",
+            "transport.room_name",
+        ),
     ],
-)  # fmt: skip
+)
 def test_schema_failures_answer_422_with_the_dot_path(
     client: Client, platform: Platform, org: Org, body: dict[str, Any], code: str, param: str
 ) -> None:
@@ -151,8 +174,9 @@ def test_query_parameters_are_checked_against_the_spec(
 
 @pytest.mark.req("LIM-7")
 def test_run_event_limits_come_from_their_own_parameter(client: Client, org: Org) -> None:
-    run = client.post("/v1/run/sim/echo-text", json={"input": {"prompt": "hi"}},
-                      headers=org.auth()).json()  # fmt: skip
+    run = client.post(
+        "/v1/run/sim/echo-text", json={"input": {"prompt": "hi"}}, headers=org.auth()
+    ).json()
     ok = client.get(f"/v1/runs/{run['id']}/events?limit=500", headers=org.auth())
     assert ok.status_code == 200
     over = client.get(f"/v1/runs/{run['id']}/events?limit=501", headers=org.auth())

@@ -47,11 +47,23 @@ def test_every_platform_operation_is_routed(platform: Platform) -> None:
 def test_a_route_table_built_from_a_changed_spec_follows_it() -> None:
     doc = {
         "openapi": "3.1.0",
-        "paths": {"/v1/things/{thing_id}": {"get": {"operationId": "getThing", "parameters": [
-            {"name": "thing_id", "in": "path", "required": True,
-             "schema": {"type": "string", "pattern": "^th_"}}],
-            "responses": {"204": {"description": "x"}}}}},
-    }  # fmt: skip
+        "paths": {
+            "/v1/things/{thing_id}": {
+                "get": {
+                    "operationId": "getThing",
+                    "parameters": [
+                        {
+                            "name": "thing_id",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"type": "string", "pattern": "^th_"},
+                        }
+                    ],
+                    "responses": {"204": {"description": "x"}},
+                }
+            }
+        },
+    }
     table = RouteTable(SpecSchemas(doc))
     assert [(r.method, r.operation_id, r.success_status) for r in table.routes] == [
         ("GET", "getThing", 204)
