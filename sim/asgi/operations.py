@@ -99,9 +99,7 @@ class OperationsApp:
             value = coerce(raw, parameter.schema)
             if self.table.schemas.failures(value, parameter.schema_pointer):
                 resource = parameter.name.removesuffix("_id")
-                raise NotFound(
-                    f"{resource}.not_found", f"No {resource} {raw}.", param=parameter.name
-                )
+                raise NotFound(f"{resource}.not_found", f"No {resource} {raw}.")
             params[parameter.name] = value
         return params
 

@@ -1,0 +1,240 @@
+"""SIM-7: the same scripted workload through the facade and through ``Platform.call`` directly
+gives identical records: every answer, every session, run, event and ledger entry.
+
+Two platforms with the same seed run the same script. One is driven over HTTP (the in-process
+app), the other by calling ``platform.call`` with the parameters a Python caller would pass. The
+HTTP side builds its requests from the spec's route table, so the script names operations, not
+URLs. Request ids come from their own random stream, so HTTP traffic shifts no domain id.
+
+The script's refusals are the domain's own (an unknown id, a run that cannot be deleted yet):
+a request the facade refuses at schema validation never reaches ``platform.call``, so it is not
+in the API log and does not count against a rate limit, while the same request made through the
+Python API does both (a known gap, reported to the platform's owner).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import pytest
+from httpx import Client
+from PIL import Image
+
+from sim.asgi import create_app
+from sim.asgi.routes import Route
+from sim.errors import DomainError
+from sim.platform import Platform
+from tests.asgi.support import LIVEKIT, SyncASGITransport
+
+
+def _png() -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (96, 96), (10, 200, 30)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+@dataclass(frozen=True)
+class Call:
+    operation_id: str
+    org: int | None  # index of the organization whose unrestricted key is used; None: public
+    params: dict[str, Any] = field(default_factory=dict)  # path and query parameters
+    body: dict[str, Any] | None = None
+    idempotency_key: str | None = None
+    upload: dict[str, Any] | None = None  # createAvatar's multipart fields
+
+
+@dataclass(frozen=True)
+class Advance:
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Audio:
+    step: int  # index of the call whose answer is the session
+    kind: str
+    duration: float
+
+
+Step = Call | Advance | Audio
+
+SESSION = {"avatar_id": "av_stock_aria", "transport": dict(LIVEKIT)}
+
+SCRIPT: list[Step] = [
+    Call("getStatus", None),
+    Call("createSession", 0, body=SESSION, idempotency_key="first"),
+    Call("createSession", 0, body=SESSION, idempotency_key="first"),
+    Call(
+        "createPipecatSession",
+        1,
+        body={"avatar_id": "av_stock_ben", "quality": "pro", "idle_timeout_seconds": 40},
+    ),
+    Call("createRun", 0, params={"model_id": "sim/echo-text"}, body={"input": {"prompt": "hi"}}),
+    Call(
+        "createRun",
+        0,
+        params={"model_id": "sim/speech"},
+        body={"input": {"text": "hello"}},
+        idempotency_key="speech",
+    ),
+    Call(
+        "createAvatar",
+        1,
+        upload={
+            "image": _png(),
+            "image_filename": "me.png",
+            "image_content_type": "image/png",
+            "name": "Me",
+        },
+    ),
+    Advance(8.0),
+    Audio(1, "speech", 5.0),
+    Call("listSessions", 0, params={"limit": 5}),
+    Call("retrieveSession", 1, params={"session_id": "sess_01JAAAAAAAAAAAAAAAAAAAAAAA"}),
+    Advance(30.0),
+    Call("endSession", 0, params={"session_id": 1}),
+    Call("listRuns", 0, params={"limit": 10}),
+    Call("listRunEvents", 0, params={"run_id": 4, "limit": 3, "starting_after": 1}),
+    Call("getRunStatus", 0, params={"run_id": 5}),
+    Call("deleteRun", 0, params={"run_id": 5}),
+    Advance(120.0),
+    Call("deleteRun", 0, params={"run_id": 4}),
+    Call("listAssets", 0, params={"limit": 5}),
+    Call("listAvatars", 1, params={"scope": "org"}),
+    Advance(4000.0),
+    Call("retrieveRun", 0, params={"run_id": 4}),
+    Call("getUsage", 0, params={"period": "current_month"}),
+    Call("getUsage", 1, params={"timezone": "America/New_York"}),
+    Call("getQuota", 1),
+    Call("listPlans", None),
+    Call("listModels", 1),
+]
+
+
+def _resolve(params: dict[str, Any], answers: list[Any]) -> dict[str, Any]:
+    """Integers in id parameters refer to the id answered by an earlier step."""
+    resolved = {}
+    for name, value in params.items():
+        if name.endswith("_id") and isinstance(value, int):
+            value = answers[value]["id"]
+        resolved[name] = value
+    return resolved
+
+
+Answer = dict[str, Any]
+Driver = Callable[[Call, dict[str, Any]], Answer]
+
+
+def _run(platform: Platform, driver_for: Callable[[Platform, list[str]], Driver]) -> list[Answer]:
+    keys = [
+        platform.admin.create_organization(name, plan)["keys"]["unrestricted"]
+        for name, plan in (("Alpha", "enterprise"), ("Beta", "pro"))
+    ]
+    drive = driver_for(platform, keys)
+    answers: list[Any] = []
+    for step in SCRIPT:
+        if isinstance(step, Advance):
+            platform.clock.advance(step.seconds)
+            answers.append({"advanced": step.seconds})
+        elif isinstance(step, Audio):
+            answers.append(
+                platform.admin.inject_audio(answers[step.step]["id"], step.kind, step.duration)
+            )
+        else:
+            answers.append(drive(step, _resolve(step.params, answers)))
+    return answers
+
+
+def _direct(platform: Platform, keys: list[str]) -> Driver:
+    def drive(call: Call, params: dict[str, Any]) -> Answer:
+        caller = None if call.org is None else platform.authenticate(f"Bearer {keys[call.org]}")
+        arguments = dict(params)
+        if call.body is not None:
+            arguments["body"] = call.body
+        if call.idempotency_key is not None:
+            arguments["idempotency_key"] = call.idempotency_key
+        if call.upload is not None:
+            arguments.update(call.upload)
+        try:
+            outcome = platform.call(call.operation_id, caller, arguments)
+        except DomainError as error:
+            return {"error": [error.type, error.code, error.param]}
+        assert isinstance(outcome.body, dict)
+        return outcome.body
+
+    return drive
+
+
+def _http(platform: Platform, keys: list[str]) -> Driver:
+    app = create_app(platform)
+    routes: dict[str, Route] = {r.operation_id: r for r in app.state.route_table.routes}
+    client = Client(transport=SyncASGITransport(app), base_url="http://testserver")
+
+    def drive(call: Call, params: dict[str, Any]) -> Answer:
+        route = routes[call.operation_id]
+        path_names = {p.name for p in route.parameters_in("path")}
+        path = route.path.format(
+            **{k: quote(str(v), safe="/") for k, v in params.items() if k in path_names}
+        )
+        query = {k: v for k, v in params.items() if k not in path_names}
+        headers = {} if call.org is None else {"Authorization": f"Bearer {keys[call.org]}"}
+        if call.idempotency_key is not None:
+            headers["Idempotency-Key"] = call.idempotency_key
+        kwargs: dict[str, Any] = {"headers": headers}
+        if call.body is not None:
+            kwargs["json"] = call.body
+        if call.upload is not None:
+            upload = call.upload
+            kwargs["files"] = {
+                "image": (upload["image_filename"], upload["image"], upload["image_content_type"])
+            }
+            kwargs["data"] = {"name": upload["name"]}
+        url = path + (f"?{urlencode(query)}" if query else "")
+        response = client.request(route.method, url, **kwargs)
+        body = response.json()
+        if response.status_code >= 400:
+            error = body["error"]
+            return {"error": [error["type"], error["code"], error["param"]]}
+        assert response.status_code == route.success_status
+        result: Answer = body
+        return result
+
+    return drive
+
+
+def _records(platform: Platform) -> dict[str, Any]:
+    """Everything the platform recorded, as plain JSON-comparable data."""
+    return {
+        "sessions": [platform.sessions.render(s.id) for s in platform.sessions.sessions()],
+        "runs": [repr(run) for run in platform.runs.runs()],
+        "deletions": [repr(d) for d in platform.runs.deletions()],
+        "events": [{**e.to_payload(), "org_id": e.org_id} for e in platform.kernel.events],
+        "ledger": [repr(entry) for entry in platform.billing.entries()],
+        "api_log": [
+            (c.at, c.operation_id, c.org_id, c.outcome, c.error_type) for c in platform.api_log
+        ],
+        "now": platform.clock.now,
+    }
+
+
+@pytest.mark.req("SIM-7")
+@pytest.mark.parametrize("seed", [0, 7])
+def test_facade_and_python_api_give_identical_records(seed: int) -> None:
+    from sim.config import SimConfig
+
+    direct = Platform.create(SimConfig(seed=seed))
+    served = Platform.create(SimConfig(seed=seed))
+    direct_answers = _run(direct, _direct)
+    http_answers = _run(served, _http)
+    for index, (a, b) in enumerate(zip(direct_answers, http_answers, strict=True)):
+        assert a == b, (index, SCRIPT[index])
+    assert json.dumps(_records(direct), default=str) == json.dumps(_records(served), default=str)
+    # The script is not trivial: it created, refused, replayed and billed.
+    kinds = {json.dumps(a.get("error")) for a in direct_answers if "error" in a}
+    assert len(kinds) >= 2
+    assert any(e["type"] == "session.ended" for e in _records(direct)["events"])
+    assert _records(direct)["ledger"]
