@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from sim.config import Constant, Distribution, LogNormal, Uniform
 from sim.platform import Platform
 
 ADMIN_TOKEN = "simadmin_test-token"
@@ -102,3 +103,14 @@ def assert_envelope(
     assert error["request_id"] == response.headers["x-request-id"]
     assert error["request_id"].startswith("req_")
     assert response.headers["content-type"] == "application/json"
+
+
+def upper_bound(dist: Distribution) -> float:
+    """The largest value ``dist`` can draw (tests wait this long for a random duration)."""
+    if isinstance(dist, LogNormal) and dist.cap is not None:
+        return dist.cap
+    if isinstance(dist, Constant):
+        return dist.value
+    if isinstance(dist, Uniform):
+        return dist.high
+    raise ValueError(f"{dist!r} has no upper bound")

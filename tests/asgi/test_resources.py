@@ -9,7 +9,7 @@ from httpx import Client
 from PIL import Image
 
 from sim.platform import Platform
-from tests.asgi.support import ADMIN, Org, assert_envelope
+from tests.asgi.support import ADMIN, Org, assert_envelope, upper_bound
 
 
 def _png(side: int = 128) -> bytes:
@@ -37,7 +37,7 @@ def test_a_multipart_upload_creates_a_processing_avatar_that_settles(
     )
     assert avatar["id"].startswith("av_")
     assert response.headers["x-ratelimit-limit"] == "10"
-    platform.clock.advance(platform.config.avatars.fitting_time.cap or 600.0)
+    platform.clock.advance(upper_bound(platform.config.avatars.fitting_time))
     settled = client.get(f"/v1/avatars/{avatar['id']}", headers=org.auth()).json()
     assert settled["status"] in ("ready", "failed")
     listed = client.get("/v1/avatars?scope=org", headers=org.auth()).json()

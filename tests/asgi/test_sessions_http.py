@@ -8,7 +8,7 @@ import pytest
 from httpx import Client
 
 from sim.platform import Platform
-from tests.asgi.support import ADMIN, Org, assert_envelope, session_body
+from tests.asgi.support import ADMIN, Org, assert_envelope, session_body, upper_bound
 
 
 def _advance(client: Client, seconds: float) -> dict[str, Any]:
@@ -35,7 +35,7 @@ def _ended_reason(platform: Platform, session_id: str) -> str | None:
 def _boot_budget(platform: Platform) -> float:
     """Seconds after which a placed session has surely shown its first frame."""
     scheduler = platform.config.scheduler
-    return float((scheduler.worker_boot.cap or 0) + (scheduler.first_frame_latency.cap or 0) + 1)
+    return upper_bound(scheduler.worker_boot) + upper_bound(scheduler.first_frame_latency) + 1
 
 
 @pytest.mark.req("SES-ST-1", "SES-ST-3", "SES-ST-5", "SES-ST-8", "EP-SESS-9", "CONV-2")

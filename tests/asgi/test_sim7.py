@@ -18,7 +18,7 @@ import io
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import quote, urlencode
 
 import pytest
@@ -56,7 +56,7 @@ class Advance:
 @dataclass(frozen=True)
 class Audio:
     step: int  # index of the call whose answer is the session
-    kind: str
+    kind: Literal["speech", "silence"]
     duration: float
 
 
