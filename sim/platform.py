@@ -11,6 +11,7 @@ Cross-cutting rules live here, once: which operations are public, per-key rate l
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +30,10 @@ from sim.runs.service import RunService
 from sim.sessions.service import SessionService
 from sim.webhooks import WebhookDispatcher
 
-__all__ = ["ApiCall", "Operation", "Outcome", "Platform"]
+__all__ = ["ApiCall", "Operation", "Outcome", "Params", "Platform"]
+
+#: An operation's named parameters, or a parser producing them (see ``Platform.call``).
+Params = dict[str, Any] | Callable[[], dict[str, Any]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,8 +140,13 @@ class Platform:
     def new_request_id(self) -> str:
         return self._request_ids.new("request")
 
-    def call(self, operation_id: str, caller: Caller | None, params: dict[str, Any]) -> Outcome:
-        """Run one contract operation; raises ``DomainError`` for every refusal."""
+    def call(self, operation_id: str, caller: Caller | None, params: Params) -> Outcome:
+        """Run one contract operation; raises ``DomainError`` for every refusal.
+
+        ``params`` are the operation's named parameters, or a function that parses and validates
+        them: the facade passes its request parser, so a request it refuses at validation is
+        counted by the rate limiter and logged exactly like one the domain refuses (SIM-7).
+        """
         try:
             operation = OPERATIONS[operation_id]
         except KeyError:
@@ -156,7 +165,7 @@ class Platform:
         operation_id: str,
         operation: Operation,
         caller: Caller | None,
-        params: dict[str, Any],
+        params: Params,
     ) -> Outcome:
         if not operation.public:
             caller = _caller(caller)
@@ -165,8 +174,10 @@ class Platform:
         limiter = self._limiters.get(operation.rate_limit or "")
         if limiter is not None and caller is not None:
             rate = limiter.hit(caller.key_id)
-        key = params.get("idempotency_key")
         try:
+            if callable(params):
+                params = params()
+            key = params.get("idempotency_key")
             if operation.idempotent and caller is not None and key is not None:
                 fingerprint_body = {"path": _path_params(params), "body": params.get("body")}
                 body, replayed = self.idempotency.run(

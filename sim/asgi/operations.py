@@ -69,12 +69,19 @@ class OperationsApp:
         route, path_values = self._route(scope)
         headers = Headers(scope=scope)
         caller = None if route.public else self.platform.authenticate(headers.get("authorization"))
-        params: dict[str, Any] = {}
-        params.update(self._path(route, path_values))
-        params.update(self._query(route, scope))
-        params.update(self._headers(route, headers))
-        params.update(await self._body(route, headers, receive))
-        outcome = self.platform.call(route.operation_id, caller, params)
+        raw = await self._read_body(route, headers, receive)
+
+        def parse() -> dict[str, Any]:
+            # Runs inside platform.call, after the rate limiter: a refused request counts and is
+            # logged exactly as the same request through the Python API would be (SIM-7).
+            params: dict[str, Any] = {}
+            params.update(self._path(route, path_values))
+            params.update(self._query(route, scope))
+            params.update(self._headers(route, headers))
+            params.update(self._body(route, headers, raw))
+            return params
+
+        outcome = self.platform.call(route.operation_id, caller, parse)
         response = self._respond(route, outcome, request_id_of(scope))
         await response(scope, receive, send)
 
@@ -166,14 +173,21 @@ class OperationsApp:
 
     # -- body ---------------------------------------------------------------------------------
 
-    async def _body(self, route: Route, headers: Headers, receive: Receive) -> dict[str, Any]:
+    async def _read_body(self, route: Route, headers: Headers, receive: Receive) -> bytes | None:
+        """The raw body (``None`` for operations that take none): reading is I/O, so it happens
+        before ``platform.call``; what the body means is decided by ``_body`` inside it."""
+        if route.body is None:
+            return None  # operations without a body ignore whatever was sent
+        media, _ = media_type_of(headers.get("content-type"))
+        limit = self._multipart_limit if media == _MULTIPART else self._json_limit
+        return await read_body(receive, limit, headers.get("content-length"))
+
+    def _body(self, route: Route, headers: Headers, raw: bytes | None) -> dict[str, Any]:
         spec = route.body
-        if spec is None:
-            return {}  # operations without a body ignore whatever was sent
+        if spec is None or raw is None:
+            return {}
         content_type = headers.get("content-type")
         media, options = media_type_of(content_type)
-        limit = self._multipart_limit if media == _MULTIPART else self._json_limit
-        raw = await read_body(receive, limit, headers.get("content-length"))
         if not raw and media is None:
             if spec.required:
                 raise Unprocessable("validation.required", "A request body is required.")

@@ -6,10 +6,10 @@ app), the other by calling ``platform.call`` with the parameters a Python caller
 HTTP side builds its requests from the spec's route table, so the script names operations, not
 URLs. Request ids come from their own random stream, so HTTP traffic shifts no domain id.
 
-The script's refusals are the domain's own (an unknown id, a run that cannot be deleted yet):
-a request the facade refuses at schema validation never reaches ``platform.call``, so it is not
-in the API log and does not count against a rate limit, while the same request made through the
-Python API does both (a known gap, reported to the platform's owner).
+The script's refusals include the domain's own (an unknown id, a run that cannot be deleted yet)
+and requests the facade refuses at schema validation: the facade validates inside
+``platform.call`` (after the rate limiter), so those are counted and logged exactly as the same
+request refused by the domain through the Python API.
 """
 
 from __future__ import annotations
@@ -110,6 +110,9 @@ SCRIPT: list[Step] = [
     Call("getUsage", 0, params={"period": "current_month"}),
     Call("getUsage", 1, params={"timezone": "America/New_York"}),
     Call("getQuota", 1),
+    # Refused by the schema over HTTP and by the domain in Python: both count and are logged.
+    Call("createSession", 1, body={**SESSION, "idle_timeout_seconds": 0}),
+    Call("listSessions", 0, params={"limit": 0}),
     Call("listPlans", None),
     Call("listModels", 1),
 ]
