@@ -52,16 +52,32 @@ def _build(scale: float, seed: int) -> tuple[Kernel, Billing, list[str], float]:
         at = 1 + i * step
         if rng.random() < 0.7:  # a session's realtime charge
             seconds = rng.randrange(1, 600)
-            record("charge", org, at, seconds * 2, session_id=f"sess_b{i}",
-                   billing_surface=surface, quality=_QUALITIES[rng.randrange(4)],
-                   speech_billing_mode="customer_managed", operation="session.realtime",
-                   billable_seconds=seconds,
-                   embed_id=f"emb_b{i % 7}" if surface == "embed" else None)  # fmt: skip
+            record(
+                "charge",
+                org,
+                at,
+                seconds * 2,
+                session_id=f"sess_b{i}",
+                billing_surface=surface,
+                quality=_QUALITIES[rng.randrange(4)],
+                speech_billing_mode="customer_managed",
+                operation="session.realtime",
+                billable_seconds=seconds,
+                embed_id=f"emb_b{i % 7}" if surface == "embed" else None,
+            )
         else:  # a run's settlement
-            record("settlement", org, at, rng.randrange(1, 500), run_id=f"run_b{i}",
-                   model="sim/speech", billing_surface=surface,
-                   speech_billing_mode="customer_managed",
-                   operation="run.sim/speech.synthesize", pricing_version="bench")  # fmt: skip
+            record(
+                "settlement",
+                org,
+                at,
+                rng.randrange(1, 500),
+                run_id=f"run_b{i}",
+                model="sim/speech",
+                billing_surface=surface,
+                speech_billing_mode="customer_managed",
+                operation="run.sim/speech.synthesize",
+                pricing_version="bench",
+            )
     gc.enable()
     gc.freeze()  # the rows live for the whole run; keep later collections from walking them
     kernel.clock.advance(_MONTH_SECONDS - 3_600)  # late January: the month is the current one

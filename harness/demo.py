@@ -163,8 +163,12 @@ class _Day:
 
     def session_body(self, quality: str, **timeouts: int) -> dict[str, Any]:
         self._rooms += 1
-        transport = {"type": "livekit", "url": "wss://rooms.demo.invalid",
-                     "room_name": f"room-{self._rooms}", "worker_token": "wt_demo"}  # fmt: skip
+        transport = {
+            "type": "livekit",
+            "url": "wss://rooms.demo.invalid",
+            "room_name": f"room-{self._rooms}",
+            "worker_token": "wt_demo",
+        }
         return {"avatar_id": AVATAR, "transport": transport, "quality": quality, **timeouts}
 
     async def create_session(
@@ -244,8 +248,11 @@ async def _script(day: _Day, workers: int) -> None:
     first = await day.call(bistro, "POST", "/v1/sessions", body, retry)
     again = await day.call(bistro, "POST", "/v1/sessions", body, retry)
     replayed = again.headers.get("idempotent-replayed", "false")
-    day.say(bistro, f"retries a create with the same Idempotency-Key: {_outcome(first)}, then "
-                    f"{_outcome(again)} (replayed: {replayed})")  # fmt: skip
+    day.say(
+        bistro,
+        f"retries a create with the same Idempotency-Key: {_outcome(first)}, then "
+        f"{_outcome(again)} (replayed: {replayed})",
+    )
 
     await day.advance_to(10 * HOUR + 30 * 60)
     run_ids: dict[str, list[str]] = {acme: [], corner: []}
@@ -291,27 +298,44 @@ async def _collect(day: _Day, platform: Platform) -> tuple[list[Any], list[Any],
     for org in day.orgs.values():
         for item in reversed(await _collect_list(day, org.name, "/v1/sessions")):
             error = item.get("error") or {}
-            sessions.append({
-                "org": org.name, "plan": org.plan, "id": item["id"], "status": item["status"],
-                "quality": item["quality"], "created_at": item["created_at"],
-                "first_frame_at": item["first_frame_at"],
-                "billable_seconds": item["usage"]["billable_seconds"],
-                "end_reason": reasons.get(item["id"]), "error_code": error.get("code"),
-            })  # fmt: skip
+            sessions.append(
+                {
+                    "org": org.name,
+                    "plan": org.plan,
+                    "id": item["id"],
+                    "status": item["status"],
+                    "quality": item["quality"],
+                    "created_at": item["created_at"],
+                    "first_frame_at": item["first_frame_at"],
+                    "billable_seconds": item["usage"]["billable_seconds"],
+                    "end_reason": reasons.get(item["id"]),
+                    "error_code": error.get("code"),
+                }
+            )
         for item in reversed(await _collect_list(day, org.name, "/v1/runs")):
-            runs.append({
-                "org": org.name, "id": item["id"], "model": item["model"],
-                "status": item["status"], "credits_charged": item["credits"]["charged"],
-                "deleted": item.get("deleted_at") is not None,
-            })  # fmt: skip
+            runs.append(
+                {
+                    "org": org.name,
+                    "id": item["id"],
+                    "model": item["model"],
+                    "status": item["status"],
+                    "credits_charged": item["credits"]["charged"],
+                    "deleted": item.get("deleted_at") is not None,
+                }
+            )
         usage = (await day.call(org.name, "GET", "/v1/usage?period=current_month")).json()
         quota = (await day.call(org.name, "GET", "/v1/billing/quota")).json()
-        credits.append({
-            "org": org.name, "plan": quota["plan_key"],
-            "credits_charged": usage["credits_charged"],
-            "billable_seconds": usage["billable_seconds"], "sessions_billed": usage["sessions"],
-            "balance_credits": quota["balance_credits"], "quota_status": quota["status"],
-        })  # fmt: skip
+        credits.append(
+            {
+                "org": org.name,
+                "plan": quota["plan_key"],
+                "credits_charged": usage["credits_charged"],
+                "billable_seconds": usage["billable_seconds"],
+                "sessions_billed": usage["sessions"],
+                "balance_credits": quota["balance_credits"],
+                "quota_status": quota["status"],
+            }
+        )
     return sessions, runs, credits
 
 
@@ -324,8 +348,14 @@ async def _run(seed: int) -> DemoResult:
         day = _Day(http)
         await _script(day, config.scheduler.workers)
         sessions, runs, credits = await _collect(day, platform)
-    return DemoResult(seed=seed, steps=day.steps, requests=day.requests, sessions=sessions,
-                      runs=runs, credits=credits)  # fmt: skip
+    return DemoResult(
+        seed=seed,
+        steps=day.steps,
+        requests=day.requests,
+        sessions=sessions,
+        runs=runs,
+        credits=credits,
+    )
 
 
 def run_demo(seed: int = 0) -> DemoResult:
@@ -357,18 +387,30 @@ def render_summary(result: DemoResult) -> str:
     lines += [""]
     lines += _table(
         ["organization", "session", "quality", "status", "end reason / error", "billable s"],
-        [[s["org"], s["id"], s["quality"], s["status"], s["end_reason"] or s["error_code"],
-          s["billable_seconds"]] for s in result.sessions if s["quality"] != "mock"],
-    )  # fmt: skip
+        [
+            [
+                s["org"],
+                s["id"],
+                s["quality"],
+                s["status"],
+                s["end_reason"] or s["error_code"],
+                s["billable_seconds"],
+            ]
+            for s in result.sessions
+            if s["quality"] != "mock"
+        ],
+    )
     mock = sum(1 for s in result.sessions if s["quality"] == "mock")
     lines += ["", f"({mock} mock-quality sessions of the retry loop are left out of the table.)"]
 
     lines += ["", "## Refusals and failures", ""]
     lines += _table(
         ["time", "organization", "request", "status", "code", "Retry-After"],
-        [[r.at, r.org, f"{r.method} {r.path}", r.status, r.code, r.retry_after]
-         for r in result.refusals],
-    )  # fmt: skip
+        [
+            [r.at, r.org, f"{r.method} {r.path}", r.status, r.code, r.retry_after]
+            for r in result.refusals
+        ],
+    )
     failed = [s for s in result.sessions if s["status"] == "failed"]
     lines += [""]
     lines += [f"- session {s['id']} of {s['org']} failed with `{s['error_code']}`" for s in failed]
@@ -378,16 +420,27 @@ def render_summary(result: DemoResult) -> str:
     lines += ["", "## Runs", ""]
     lines += _table(
         ["organization", "run", "model", "status", "credits charged", "deleted"],
-        [[r["org"], r["id"], r["model"], r["status"], r["credits_charged"], r["deleted"]]
-         for r in result.runs],
-    )  # fmt: skip
+        [
+            [r["org"], r["id"], r["model"], r["status"], r["credits_charged"], r["deleted"]]
+            for r in result.runs
+        ],
+    )
 
     lines += ["", "## Credits per organization (GET /v1/usage, GET /v1/billing/quota)", ""]
     lines += _table(
         ["organization", "plan", "credits charged", "billable s", "balance", "quota status"],
-        [[c["org"], c["plan"], c["credits_charged"], c["billable_seconds"],
-          c["balance_credits"], c["quota_status"]] for c in result.credits],
-    )  # fmt: skip
+        [
+            [
+                c["org"],
+                c["plan"],
+                c["credits_charged"],
+                c["billable_seconds"],
+                c["balance_credits"],
+                c["quota_status"],
+            ]
+            for c in result.credits
+        ],
+    )
     return "\n".join(lines) + "\n"
 
 

@@ -98,9 +98,7 @@ class Uniform(_Frozen):
         return (self.low + self.high) / 2
 
 
-Distribution = Annotated[
-    Constant | Exponential | LogNormal | Uniform, Field(discriminator="kind")
-]
+Distribution = Annotated[Constant | Exponential | LogNormal | Uniform, Field(discriminator="kind")]
 
 
 # --------------------------------------------------------------------------------------------
@@ -316,7 +314,8 @@ def _default_models() -> dict[str, ModelConfig]:
             duration=LogNormal(median=4.0, sigma=0.35, cap=60.0), credits_per_unit=2.0
         ),
         "sim/portrait-video": ModelConfig(
-            duration=LogNormal(median=40.0, sigma=0.4, cap=600.0), failure_probability=0.02,
+            duration=LogNormal(median=40.0, sigma=0.4, cap=600.0),
+            failure_probability=0.02,
             credits_per_unit=10.0,
         ),
         "sim/internal-speech": ModelConfig(duration=Constant(value=1.0), credits_per_unit=1.0),

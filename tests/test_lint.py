@@ -68,9 +68,16 @@ def _run(*command: str) -> None:
         )
 
 
+LINTED = [name for name in ("sim", "harness", "tests", "bench") if (REPO / name).is_dir()]
+
+
 def test_ruff_check() -> None:
-    paths = [name for name in ("sim", "harness", "tests", "bench") if (REPO / name).is_dir()]
-    _run("ruff", "check", *paths)
+    _run("ruff", "check", *LINTED)
+
+
+def test_ruff_format() -> None:
+    # The same check as `make lint`, so the two never disagree.
+    _run("ruff", "format", "--check", *LINTED)
 
 
 def test_mypy_strict() -> None:

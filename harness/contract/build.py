@@ -215,9 +215,10 @@ def stale_files(spec_dir: Path) -> list[Path]:
     """Derived files that are missing, out of date or orphaned."""
     files = derive_all(spec_dir)
     stale = [
-        path for path, text in files.items()
+        path
+        for path, text in files.items()
         if not path.is_file() or path.read_text(encoding="utf-8") != text
-    ]  # fmt: skip
+    ]
     return sorted(stale + _orphans(spec_dir, files))
 
 

@@ -66,13 +66,17 @@ def diff_specs(old: SpecSource, new: SpecSource) -> list[Finding]:
     before, after = _Document(_load(old)), _Document(_load(new))
     findings: list[Finding] = []
     findings += _list_removals(
-        "removed-event-type", "x-event-types", before.root_list("x-event-types"),
+        "removed-event-type",
+        "x-event-types",
+        before.root_list("x-event-types"),
         after.root_list("x-event-types"),
-    )  # fmt: skip
+    )
     findings += _list_removals(
-        "removed-error-code", "x-global-error-codes", before.root_list("x-global-error-codes"),
+        "removed-error-code",
+        "x-global-error-codes",
+        before.root_list("x-global-error-codes"),
         after.root_list("x-global-error-codes"),
-    )  # fmt: skip
+    )
     new_paths = after.paths()
     for template, old_item in before.paths().items():
         if template not in new_paths:
@@ -168,20 +172,28 @@ def _operation(
         if new_param.get("required") and not old_param.get("required"):
             findings.append(Finding("parameter-now-required", where, f"{label} became required"))
         findings += _schema_changes(
-            before, after, f"{where} {label}", old_param.get("schema"), new_param.get("schema"),
+            before,
+            after,
+            f"{where} {label}",
+            old_param.get("schema"),
+            new_param.get("schema"),
             request=True,
-        )  # fmt: skip
+        )
     for key, new_param in new_params.items():
         if key not in old_params and new_param.get("required"):
-            findings.append(Finding(
-                "new-required-parameter", where,
-                f"{key[0]} parameter {new_param['name']!r} added as required",
-            ))  # fmt: skip
+            findings.append(
+                Finding(
+                    "new-required-parameter",
+                    where,
+                    f"{key[0]} parameter {new_param['name']!r} added as required",
+                )
+            )
     findings += _list_removals(
-        "removed-error-code", f"{where} x-error-codes",
+        "removed-error-code",
+        f"{where} x-error-codes",
         [str(c) for c in old_op.get("x-error-codes") or []],
         [str(c) for c in new_op.get("x-error-codes") or []],
-    )  # fmt: skip
+    )
     findings += _request_body(before, after, where, old_op, new_op)
     findings += _responses(before, after, where, old_op, new_op)
     return findings
@@ -194,9 +206,12 @@ def _content(doc: _Document, holder: Any) -> dict[str, Any]:
 
 
 def _request_body(
-    before: _Document, after: _Document, where: str, old_op: Mapping[str, Any],
+    before: _Document,
+    after: _Document,
+    where: str,
+    old_op: Mapping[str, Any],
     new_op: Mapping[str, Any],
-) -> list[Finding]:  # fmt: skip
+) -> list[Finding]:
     findings: list[Finding] = []
     old_content = _content(before, old_op.get("requestBody"))
     new_content = _content(after, new_op.get("requestBody"))
@@ -206,16 +221,23 @@ def _request_body(
             findings.append(Finding("removed-media-type", label, "request media type removed"))
             continue
         findings += _schema_changes(
-            before, after, label, old_media.get("schema"), new_content[media].get("schema"),
+            before,
+            after,
+            label,
+            old_media.get("schema"),
+            new_content[media].get("schema"),
             request=True,
-        )  # fmt: skip
+        )
     return findings
 
 
 def _responses(
-    before: _Document, after: _Document, where: str, old_op: Mapping[str, Any],
+    before: _Document,
+    after: _Document,
+    where: str,
+    old_op: Mapping[str, Any],
     new_op: Mapping[str, Any],
-) -> list[Finding]:  # fmt: skip
+) -> list[Finding]:
     findings: list[Finding] = []
     old_responses = old_op.get("responses") or {}
     new_responses = new_op.get("responses") or {}
@@ -235,9 +257,13 @@ def _responses(
                 findings.append(Finding("removed-media-type", label, f"{media} removed"))
                 continue
             findings += _schema_changes(
-                before, after, f"{label} {media}", old_media.get("schema"),
-                new_content[media].get("schema"), request=False,
-            )  # fmt: skip
+                before,
+                after,
+                f"{label} {media}",
+                old_media.get("schema"),
+                new_content[media].get("schema"),
+                request=False,
+            )
     return findings
 
 

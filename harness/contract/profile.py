@@ -36,9 +36,17 @@ _HTTP_METHODS: Final = frozenset(
 )
 #: What a relaxed schema keeps: its JSON type and the annotations that do not constrain.
 _RELAX_KEEP: Final = frozenset(
-    {"type", "format", "description", "title", "examples", "readOnly", "writeOnly",
-     "contentMediaType"}
-)  # fmt: skip
+    {
+        "type",
+        "format",
+        "description",
+        "title",
+        "examples",
+        "readOnly",
+        "writeOnly",
+        "contentMediaType",
+    }
+)
 _REF_COMPONENTS: Final = re.compile(r"^#/components/(parameters|responses|headers)/(.+)$")
 _COMPONENT_REF: Final = re.compile(r"^#/components/([A-Za-z]+)/([^/]+)$")
 

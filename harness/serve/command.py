@@ -50,8 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--port", type=_port, default=8080, help="port; 0 picks a free one (default %(default)s)"
     )
     clock = parser.add_mutually_exclusive_group()
-    clock.add_argument("--time-factor", type=_positive_float, default=1.0, metavar="F",
-                       help=_FACTOR_HELP)  # fmt: skip
+    clock.add_argument(
+        "--time-factor", type=_positive_float, default=1.0, metavar="F", help=_FACTOR_HELP
+    )
     clock.add_argument(
         "--manual-clock",
         action="store_true",

@@ -157,8 +157,10 @@ def serve(options: ServeOptions) -> int:
     try:
         sock = _bind(options.host, options.port)
     except OSError as exc:
-        print(f"avatar-sim serve: cannot listen on {options.host}:{options.port}: {exc}",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"avatar-sim serve: cannot listen on {options.host}:{options.port}: {exc}",
+            file=sys.stderr,
+        )
         return 2
     base_url = _base_url(sock)
     simulator = build(options, base_url)

@@ -16,30 +16,54 @@ STOCK_PREFIX = "av_stock_"
 
 STOCK_AVATARS: tuple[Avatar, ...] = (
     Avatar(
-        id="av_stock_aria", name="Aria", status="ready", is_demo=True, runtime_type="realtime",
-        created_at=0.0, voice="aria",
+        id="av_stock_aria",
+        name="Aria",
+        status="ready",
+        is_demo=True,
+        runtime_type="realtime",
+        created_at=0.0,
+        voice="aria",
         instructions="You are Aria, a friendly product guide. Keep answers short and concrete.",
         voice_instructions="Warm and upbeat, at a relaxed pace.",
     ),
     Avatar(
-        id="av_stock_ben", name="Ben", status="ready", is_demo=True, runtime_type="realtime",
-        created_at=0.0, voice="ben",
+        id="av_stock_ben",
+        name="Ben",
+        status="ready",
+        is_demo=True,
+        runtime_type="realtime",
+        created_at=0.0,
+        voice="ben",
         instructions="You are Ben, a patient support agent. Ask one question at a time.",
         voice_instructions="Calm and clear, slightly slower than conversational speed.",
     ),
     Avatar(
-        id="av_stock_chloe", name="Chloe", status="ready", is_demo=True,
-        runtime_type="realtime", created_at=0.0, voice="chloe",
+        id="av_stock_chloe",
+        name="Chloe",
+        status="ready",
+        is_demo=True,
+        runtime_type="realtime",
+        created_at=0.0,
+        voice="chloe",
     ),
     Avatar(
-        id="av_stock_dev", name="Dev", status="ready", is_demo=True, runtime_type="realtime",
-        created_at=0.0, voice="dev",
+        id="av_stock_dev",
+        name="Dev",
+        status="ready",
+        is_demo=True,
+        runtime_type="realtime",
+        created_at=0.0,
+        voice="dev",
     ),
     Avatar(
-        id="av_stock_mock", name="Mock Avatar", status="ready", is_demo=True,
-        runtime_type="mock", created_at=0.0,
+        id="av_stock_mock",
+        name="Mock Avatar",
+        status="ready",
+        is_demo=True,
+        runtime_type="mock",
+        created_at=0.0,
     ),
-)  # fmt: skip
+)
 
 _BY_ID: dict[str, Avatar] = {avatar.id: avatar for avatar in STOCK_AVATARS}
 

@@ -43,8 +43,9 @@ class PortraitInfo:
 
 
 def _refuse(reason: str) -> Unprocessable:
-    return Unprocessable("avatar.image_invalid", f"The image is not usable: {reason}.",
-                         param="image")  # fmt: skip
+    return Unprocessable(
+        "avatar.image_invalid", f"The image is not usable: {reason}.", param="image"
+    )
 
 
 def check_portrait(data: bytes, config: AvatarConfig) -> PortraitInfo:
@@ -64,8 +65,9 @@ def check_portrait(data: bytes, config: AvatarConfig) -> PortraitInfo:
         raise _refuse(f"it is {width}x{height} px; each side must be {low} to {high} px")
     _decode(data)
     image_format, media_type = accepted
-    return PortraitInfo(format=image_format, media_type=media_type, width=width, height=height,
-                        byte_size=len(data))  # fmt: skip
+    return PortraitInfo(
+        format=image_format, media_type=media_type, width=width, height=height, byte_size=len(data)
+    )
 
 
 def _open(data: bytes) -> Image.Image:

@@ -69,8 +69,7 @@ class AvatarService:
         """Accept a portrait upload: an avatar in ``processing`` whose fitting has started."""
         caller.require_unrestricted()
         if image is None:
-            raise Unprocessable("validation.required", "An image file is required.",
-                                param="image")  # fmt: skip
+            raise Unprocessable("validation.required", "An image file is required.", param="image")
         portrait = check_portrait(image, self._config)
         org_ids = self._by_org.setdefault(caller.org_id, [])
         clean_name = self._validate_name(name, default=f"Avatar {len(org_ids) + 1}")
@@ -121,8 +120,9 @@ class AvatarService:
         limits = self._kernel.config.limits
         validate_limit(limit, limits.page_size_min, limits.page_size_max)
         if scope not in SCOPES:
-            raise Unprocessable("validation.enum", f"scope must be one of {', '.join(SCOPES)}.",
-                                param="scope")  # fmt: skip
+            raise Unprocessable(
+                "validation.enum", f"scope must be one of {', '.join(SCOPES)}.", param="scope"
+            )
         if q is not None and not 1 <= len(q) <= self._config.query_max_length:
             raise Unprocessable(
                 "validation.range",
@@ -138,8 +138,13 @@ class AvatarService:
             needle = q.casefold()
             items = [a for a in items if needle in a.name.casefold() or needle in a.id.casefold()]
         clock = self._kernel.clock
-        return page(items, limit=limit, starting_after=starting_after,
-                    cursor_of=lambda a: a.id, render=lambda a: a.to_resource(clock))  # fmt: skip
+        return page(
+            items,
+            limit=limit,
+            starting_after=starting_after,
+            cursor_of=lambda a: a.id,
+            render=lambda a: a.to_resource(clock),
+        )
 
     # -- for other services and collectors -----------------------------------------------------
 
@@ -177,8 +182,9 @@ class AvatarService:
             return default
         longest = self._config.name_max_length
         if not 1 <= len(name) <= longest:
-            raise Unprocessable("validation.range", f"name must be 1 to {longest} characters.",
-                                param="name")  # fmt: skip
+            raise Unprocessable(
+                "validation.range", f"name must be 1 to {longest} characters.", param="name"
+            )
         if not name.strip():
             raise Unprocessable("validation.format", "name must not be blank.", param="name")
         return name
@@ -198,6 +204,7 @@ class AvatarService:
         self._own[avatar_id] = avatar
         assert avatar.org_id is not None  # customer avatars always belong to an organization
         self._kernel.events.emit(
-            f"avatar.{avatar.status}", avatar.org_id,
+            f"avatar.{avatar.status}",
+            avatar.org_id,
             {"object": avatar.to_resource(self._kernel.clock)},
-        )  # fmt: skip
+        )

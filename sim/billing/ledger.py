@@ -38,8 +38,15 @@ EntryKind = Literal[
     "grant", "charge", "reservation", "settlement", "release", "refund", "rollover", "expiry"
 ]
 ENTRY_KINDS: tuple[EntryKind, ...] = (
-    "grant", "charge", "reservation", "settlement", "release", "refund", "rollover", "expiry",
-)  # fmt: skip
+    "grant",
+    "charge",
+    "reservation",
+    "settlement",
+    "release",
+    "refund",
+    "rollover",
+    "expiry",
+)
 
 Pool = Literal["rollover", "included", "granted"]
 
@@ -60,16 +67,18 @@ class KindRule:
     usage: bool  # counted in usage summaries (credits_charged and every by_* slice)
 
 
-KIND_RULES: Mapping[EntryKind, KindRule] = MappingProxyType({
-    "grant": KindRule("credit", usage=False),
-    "refund": KindRule("credit", usage=False),
-    "rollover": KindRule("transfer", usage=False),
-    "expiry": KindRule("debit", usage=False),
-    "charge": KindRule("debit", usage=True),
-    "settlement": KindRule("debit", usage=True),
-    "reservation": KindRule("hold", usage=False),
-    "release": KindRule("unhold", usage=False),
-})  # fmt: skip
+KIND_RULES: Mapping[EntryKind, KindRule] = MappingProxyType(
+    {
+        "grant": KindRule("credit", usage=False),
+        "refund": KindRule("credit", usage=False),
+        "rollover": KindRule("transfer", usage=False),
+        "expiry": KindRule("debit", usage=False),
+        "charge": KindRule("debit", usage=True),
+        "settlement": KindRule("debit", usage=True),
+        "reservation": KindRule("hold", usage=False),
+        "release": KindRule("unhold", usage=False),
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,11 +178,19 @@ class Ledger:
         self._by_session: dict[str, list[LedgerEntry]] = {}
         self._by_run: dict[str, list[LedgerEntry]] = {}
 
-    def record(self, kind: EntryKind, org_id: str, at: float, credits: int,
-               **attribution: Any) -> LedgerEntry:  # fmt: skip
+    def record(
+        self, kind: EntryKind, org_id: str, at: float, credits: int, **attribution: Any
+    ) -> LedgerEntry:
         """Append one entry and return it (fields of ``LedgerEntry`` by keyword)."""
-        entry = LedgerEntry(id=self._ids.new("ledger_entry"), seq=len(self._entries), kind=kind,
-                            org_id=org_id, at=at, credits=credits, **attribution)  # fmt: skip
+        entry = LedgerEntry(
+            id=self._ids.new("ledger_entry"),
+            seq=len(self._entries),
+            kind=kind,
+            org_id=org_id,
+            at=at,
+            credits=credits,
+            **attribution,
+        )
         self._entries.append(entry)
         index = self._orgs.get(org_id)
         if index is None:

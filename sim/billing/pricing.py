@@ -58,15 +58,23 @@ def session_charge_lines(config: BillingConfig, usage: SessionUsage) -> list[Ses
         multiplier = config.quality_multipliers[usage.quality]
     except KeyError:
         raise ValueError(f"no quality multiplier for {usage.quality!r}") from None
-    lines = [SessionChargeLine(
-        operation=SESSION_REALTIME_OPERATION,
-        credits=seconds * config.session_credits_per_second * multiplier,
-        model=None, internal=False, billable_seconds=seconds,
-    )]  # fmt: skip
+    lines = [
+        SessionChargeLine(
+            operation=SESSION_REALTIME_OPERATION,
+            credits=seconds * config.session_credits_per_second * multiplier,
+            model=None,
+            internal=False,
+            billable_seconds=seconds,
+        )
+    ]
     if speech_billing_mode(config, usage.billing_surface) == "platform_managed":
-        lines.append(SessionChargeLine(
-            operation=SESSION_SPEECH_OPERATION,
-            credits=seconds * config.platform_speech_credits_per_second,
-            model=config.platform_speech_model, internal=True, billable_seconds=0,
-        ))  # fmt: skip
+        lines.append(
+            SessionChargeLine(
+                operation=SESSION_SPEECH_OPERATION,
+                credits=seconds * config.platform_speech_credits_per_second,
+                model=config.platform_speech_model,
+                internal=True,
+                billable_seconds=0,
+            )
+        )
     return lines

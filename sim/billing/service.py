@@ -87,17 +87,27 @@ class Billing:
         before = self._balances(org_id).total
         for line in lines:
             balances = self._balances(org_id)
-            deltas = debit_split(balances, line.credits,
-                                 coverable=balances.total - balances.held)  # fmt: skip
+            deltas = debit_split(balances, line.credits, coverable=balances.total - balances.held)
             self.ledger.record(
-                "charge", org_id, usage.ended_at, line.credits,
-                rollover_delta=deltas[0], included_delta=deltas[1], granted_delta=deltas[2],
-                session_id=usage.session_id, model=line.model, internal=line.internal,
-                billing_surface=usage.billing_surface, quality=usage.quality,
-                speech_billing_mode=mode, embed_id=usage.embed_id, avatar_id=usage.avatar_id,
-                operation=line.operation, pricing_version=self._config.session_pricing_version,
+                "charge",
+                org_id,
+                usage.ended_at,
+                line.credits,
+                rollover_delta=deltas[0],
+                included_delta=deltas[1],
+                granted_delta=deltas[2],
+                session_id=usage.session_id,
+                model=line.model,
+                internal=line.internal,
+                billing_surface=usage.billing_surface,
+                quality=usage.quality,
+                speech_billing_mode=mode,
+                embed_id=usage.embed_id,
+                avatar_id=usage.avatar_id,
+                operation=line.operation,
+                pricing_version=self._config.session_pricing_version,
                 billable_seconds=line.billable_seconds,
-            )  # fmt: skip
+            )
         self._after_debit(org_id, before)
 
     def reserve_run(self, charge: RunCharge, credits: int) -> None:
@@ -113,13 +123,18 @@ class Billing:
                 f"This run needs {credits} credits; the available balance is lower.",
             )
         self.ledger.record(
-            "reservation", org_id, self._clock.now, credits,
-            run_id=charge.run_id, model=charge.model, internal=charge.internal_model,
+            "reservation",
+            org_id,
+            self._clock.now,
+            credits,
+            run_id=charge.run_id,
+            model=charge.model,
+            internal=charge.internal_model,
             billing_surface=charge.billing_surface,
             speech_billing_mode=speech_billing_mode(self._config, charge.billing_surface),
             operation=run_operation(charge.model, charge.operation),
             pricing_version=charge.pricing_version,
-        )  # fmt: skip
+        )
 
     def settle_run(self, run_id: str, credits: int) -> None:
         """Charge ``min(credits, reserved)`` and release the rest; a closed run is left alone."""
@@ -136,13 +151,23 @@ class Billing:
         deltas = debit_split(balances, charged, coverable=coverable)
         now = self._clock.now
         self.ledger.record(
-            "settlement", org_id, now, charged,
-            rollover_delta=deltas[0], included_delta=deltas[1], granted_delta=deltas[2],
+            "settlement",
+            org_id,
+            now,
+            charged,
+            rollover_delta=deltas[0],
+            included_delta=deltas[1],
+            granted_delta=deltas[2],
             **_run_attribution(reservation),
-        )  # fmt: skip
+        )
         if reservation.credits > charged:
-            self.ledger.record("release", org_id, now, reservation.credits - charged,
-                               **_run_attribution(reservation))  # fmt: skip
+            self.ledger.record(
+                "release",
+                org_id,
+                now,
+                reservation.credits - charged,
+                **_run_attribution(reservation),
+            )
         self._after_debit(org_id, before)
 
     def release_run(self, run_id: str) -> None:
@@ -150,8 +175,13 @@ class Billing:
         reservation = self._open_reservation(run_id)
         if reservation is None:
             return
-        self.ledger.record("release", reservation.org_id, self._clock.now, reservation.credits,
-                           **_run_attribution(reservation))  # fmt: skip
+        self.ledger.record(
+            "release",
+            reservation.org_id,
+            self._clock.now,
+            reservation.credits,
+            **_run_attribution(reservation),
+        )
 
     # -- other ledger movements ------------------------------------------------------------------
 
@@ -167,9 +197,16 @@ class Billing:
         """Give credits back (support's decision); they land in the granted pool, never expire."""
         _check_amount(credits)
         self._account(org_id)
-        return self.ledger.record("refund", org_id, self._clock.now, credits,
-                                  granted_delta=credits, session_id=session_id, run_id=run_id,
-                                  note=note)  # fmt: skip
+        return self.ledger.record(
+            "refund",
+            org_id,
+            self._clock.now,
+            credits,
+            granted_delta=credits,
+            session_id=session_id,
+            run_id=run_id,
+            note=note,
+        )
 
     def roll_periods(self) -> None:
         """Close every period that ended at or before now, for every organization."""
@@ -203,9 +240,14 @@ class Billing:
         timezone: str | None = None,
     ) -> dict[str, Any]:
         """The usage summary of ``GET /v1/usage`` (RES-USAGE-1..3, EP-USAGE-1)."""
-        window = parse_window(self._clock, self._config, period=period,
-                              period_start=period_start, period_end=period_end,
-                              timezone=timezone)  # fmt: skip
+        window = parse_window(
+            self._clock,
+            self._config,
+            period=period,
+            period_start=period_start,
+            period_end=period_end,
+            timezone=timezone,
+        )
         self._account(org_id)
         rows = self.ledger.window(org_id, window.start, window.end)
         return summarize(rows, window, self._clock, self._config)
@@ -240,8 +282,9 @@ class Billing:
             try:
                 org = self._accounts.organization(org_id)
             except NotFound:
-                raise NotFound("organization.not_found",
-                               f"No billing account for {org_id}.") from None  # fmt: skip
+                raise NotFound(
+                    "organization.not_found", f"No billing account for {org_id}."
+                ) from None
             self._open(org_id, org.plan_key, min(org.created_at, self._clock.now))
         self._roll(org_id, self._clock.now)
 
@@ -259,8 +302,9 @@ class Billing:
     def _grant_included(self, org_id: str, at: float) -> None:
         included = self.plan(org_id).included_credits
         if included > 0:
-            self.ledger.record("grant", org_id, at, included, included_delta=included,
-                               note=INCLUDED_NOTE)  # fmt: skip
+            self.ledger.record(
+                "grant", org_id, at, included, included_delta=included, note=INCLUDED_NOTE
+            )
 
     def _roll(self, org_id: str, through: float) -> None:
         """Close the organization's periods that end at or before ``through`` (GAP-BILL-2)."""
@@ -271,16 +315,24 @@ class Billing:
         while (boundary := month.end(self._clock)) <= through:
             balances = self._balances(org_id)
             if balances.rollover > 0:  # last period's rollover has had its period: it expires
-                self.ledger.record("expiry", org_id, boundary, balances.rollover,
-                                   rollover_delta=-balances.rollover)  # fmt: skip
+                self.ledger.record(
+                    "expiry", org_id, boundary, balances.rollover, rollover_delta=-balances.rollover
+                )
             unused = max(0, balances.included)
             carried = min(unused, self.plan(org_id).rollover_cap_credits)
             if carried > 0:
-                self.ledger.record("rollover", org_id, boundary, carried,
-                                   included_delta=-carried, rollover_delta=carried)  # fmt: skip
+                self.ledger.record(
+                    "rollover",
+                    org_id,
+                    boundary,
+                    carried,
+                    included_delta=-carried,
+                    rollover_delta=carried,
+                )
             if unused > carried:
-                self.ledger.record("expiry", org_id, boundary, unused - carried,
-                                   included_delta=-(unused - carried))  # fmt: skip
+                self.ledger.record(
+                    "expiry", org_id, boundary, unused - carried, included_delta=-(unused - carried)
+                )
             month = month.next()
             self._period[org_id] = month
             self._grant_included(org_id, boundary)
@@ -317,10 +369,13 @@ class Billing:
     def _render_quota(self, org_id: str) -> dict[str, Any]:
         month = self._period[org_id]
         return render_quota(
-            balances=self._balances(org_id), plan=self.plan(org_id),
-            included_limit=self._included_limit(org_id, month), period=month, clock=self._clock,
+            balances=self._balances(org_id),
+            plan=self.plan(org_id),
+            included_limit=self._included_limit(org_id, month),
+            period=month,
+            clock=self._clock,
             min_session_start_credits=self._config.min_session_start_credits,
-        )  # fmt: skip
+        )
 
     def _after_debit(self, org_id: str, before: int) -> None:
         """Emit ``billing.low_balance`` when the balance just crossed the threshold downwards."""

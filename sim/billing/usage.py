@@ -73,8 +73,9 @@ def parse_timestamp(text: str, param: str) -> datetime:
     if fraction is not None and int(fraction) != 0:
         raise _window_error(f"{param} must be a whole second.", param)
     try:
-        return datetime(int(year), int(month), int(day), int(hour), int(minute), int(second),
-                        tzinfo=UTC)  # fmt: skip
+        return datetime(
+            int(year), int(month), int(day), int(hour), int(minute), int(second), tzinfo=UTC
+        )
     except ValueError:
         raise _window_error(f"{param} is not a valid date and time.", param) from None
 
@@ -92,8 +93,9 @@ def _zone(name: str, config: BillingConfig) -> ZoneInfo:
             return ZoneInfo(name)
         except (ZoneInfoNotFoundError, ValueError, OSError):
             pass
-    raise Unprocessable("usage.timezone_invalid",
-                        f"{name!r} is not an IANA timezone name.", param="timezone")  # fmt: skip
+    raise Unprocessable(
+        "usage.timezone_invalid", f"{name!r} is not an IANA timezone name.", param="timezone"
+    )
 
 
 def parse_window(
@@ -110,8 +112,9 @@ def parse_window(
     tz = _zone(name, config)
     explicit = period_start is not None or period_end is not None
     if period is not None and explicit:
-        raise _window_error("Give either period or period_start and period_end, not both.",
-                            "period")  # fmt: skip
+        raise _window_error(
+            "Give either period or period_start and period_end, not both.", "period"
+        )
     if explicit:
         if period_start is None:
             raise _window_error("period_start is required with period_end.", "period_start")
@@ -127,8 +130,9 @@ def parse_window(
         return UsageWindow(clock.seconds_at(start_dt), clock.seconds_at(end_dt), name, tz)
     chosen = "current_month" if period is None else period
     if chosen not in PERIODS:
-        raise Unprocessable("validation.enum", f"period must be one of {', '.join(PERIODS)}.",
-                            param="period")  # fmt: skip
+        raise Unprocessable(
+            "validation.enum", f"period must be one of {', '.join(PERIODS)}.", param="period"
+        )
     month = Month.containing(clock, clock.now)
     if chosen == "previous_month":
         month = month.previous()
@@ -204,13 +208,20 @@ def _embed_usage(embeds: dict[str, list[LedgerEntry]], clock: Clock) -> list[dic
     for embed_id, rows_of_embed in embeds.items():
         last = max(rows_of_embed, key=lambda e: (e.at, e.seq))
         credits = sum(e.credits for e in rows_of_embed)
-        rows.append((credits, last.at, embed_id, {
-            "embed_id": embed_id,
-            "avatar_id": last.avatar_id,
-            "credits": credits,
-            "billable_seconds": sum(e.billable_seconds for e in rows_of_embed),
-            "last_used_at": clock.timestamp(last.at),
-        }))  # fmt: skip
+        rows.append(
+            (
+                credits,
+                last.at,
+                embed_id,
+                {
+                    "embed_id": embed_id,
+                    "avatar_id": last.avatar_id,
+                    "credits": credits,
+                    "billable_seconds": sum(e.billable_seconds for e in rows_of_embed),
+                    "last_used_at": clock.timestamp(last.at),
+                },
+            )
+        )
     # credits descending, then most recent use first, then id for a total order
     rows.sort(key=lambda r: (-r[0], -r[1], r[2]))
     return [r[3] for r in rows]
@@ -220,8 +231,15 @@ def _recent(settled: list[LedgerEntry], clock: Clock, limit: int) -> dict[str, A
     newest = sorted(settled, key=lambda e: (e.at, e.seq), reverse=True)
 
     def render(rows: list[LedgerEntry]) -> list[dict[str, Any]]:
-        return [{"credits": e.credits, "settled_at": clock.timestamp(e.at), "run_id": e.run_id,
-                 "model": e.model} for e in rows[:limit]]  # fmt: skip
+        return [
+            {
+                "credits": e.credits,
+                "settled_at": clock.timestamp(e.at),
+                "run_id": e.run_id,
+                "model": e.model,
+            }
+            for e in rows[:limit]
+        ]
 
     return {
         "model": render([e for e in newest if e.billing_surface != STUDIO_SURFACE]),

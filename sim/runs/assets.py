@@ -108,11 +108,20 @@ class AssetService:
         schema_uri: str | None = None,
     ) -> Asset:
         asset = Asset(
-            id=self._kernel.ids.new("asset"), org_id=org_id, modality=modality, scope=scope,
-            media_type=media_type, content=content, byte_size=content.byte_size,
-            created_at=self._kernel.clock.now, owner_run_id=owner_run_id, width=width,
-            height=height, duration_ms=duration_ms, schema_uri=schema_uri,
-        )  # fmt: skip
+            id=self._kernel.ids.new("asset"),
+            org_id=org_id,
+            modality=modality,
+            scope=scope,
+            media_type=media_type,
+            content=content,
+            byte_size=content.byte_size,
+            created_at=self._kernel.clock.now,
+            owner_run_id=owner_run_id,
+            width=width,
+            height=height,
+            duration_ms=duration_ms,
+            schema_uri=schema_uri,
+        )
         self._assets[asset.id] = asset
         self._by_org.setdefault(org_id, []).append(asset)
         return asset
@@ -123,23 +132,29 @@ class AssetService:
         """A customer upload (scenarios, run inputs by id). Images and WAV audio are probed for
         their dimensions/duration and refused when they are not what they claim to be."""
         if modality not in MODALITIES:
-            raise Unprocessable("validation.enum", f"Unknown modality {modality!r}.",
-                                param="modality")  # fmt: skip
+            raise Unprocessable(
+                "validation.enum", f"Unknown modality {modality!r}.", param="modality"
+            )
         width = height = duration_ms = None
         if modality == "image":
             probed = probe_image(data)
             if probed is None:
-                raise Unprocessable("validation.format", "Not a PNG or JPEG image.",
-                                    param="data")  # fmt: skip
+                raise Unprocessable("validation.format", "Not a PNG or JPEG image.", param="data")
             media_type, width, height = probed
         elif modality == "audio":
             duration_ms = probe_audio(data)
             if duration_ms is None:
                 raise Unprocessable("validation.format", "Not a WAV file.", param="data")
         return self.store(
-            org_id, modality=_as_modality(modality), scope="library", media_type=media_type,
-            content=StoredBytes(data), width=width, height=height, duration_ms=duration_ms,
-        )  # fmt: skip
+            org_id,
+            modality=_as_modality(modality),
+            scope="library",
+            media_type=media_type,
+            content=StoredBytes(data),
+            width=width,
+            height=height,
+            duration_ms=duration_ms,
+        )
 
     def get(self, org_id: str, asset_id: str) -> Asset:
         """The organization's asset; another organization's is not found (GAP-AUTH-3)."""
@@ -171,8 +186,13 @@ class AssetService:
                 param="starting_after",
             )
         newest_first = self._by_org.get(caller.org_id, [])[::-1]
-        return page(newest_first, limit=limit, starting_after=starting_after,
-                    cursor_of=lambda a: a.id, render=self.render)  # fmt: skip
+        return page(
+            newest_first,
+            limit=limit,
+            starting_after=starting_after,
+            cursor_of=lambda a: a.id,
+            render=self.render,
+        )
 
     def content(self, caller: Caller, asset_id: str) -> tuple[bytes, str]:
         caller.require("runs:read")

@@ -90,9 +90,11 @@ class OperationSpec:
         return self.input_model.model_json_schema()
 
     def to_resource(self) -> dict[str, Any]:
-        return {"description": self.description,
-                "input_modalities": list(self.input_modalities),
-                "output_modalities": list(self.output_modalities)}  # fmt: skip
+        return {
+            "description": self.description,
+            "input_modalities": list(self.input_modalities),
+            "output_modalities": list(self.output_modalities),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,60 +132,104 @@ class ModelSpec:
 
 
 _SPEECH_OPERATION = OperationSpec(
-    name="synthesize", description="Speak a text as a WAV file.",
-    input_modalities=("text",), output_modalities=("audio",), input_model=SpeechInput,
-)  # fmt: skip
+    name="synthesize",
+    description="Speak a text as a WAV file.",
+    input_modalities=("text",),
+    output_modalities=("audio",),
+    input_model=SpeechInput,
+)
 
 CATALOG: tuple[ModelSpec, ...] = (
     ModelSpec(
-        id="sim/echo-text", display_name="Echo Text", family="echo", owner="sim", revision="1.2.0",
+        id="sim/echo-text",
+        display_name="Echo Text",
+        family="echo",
+        owner="sim",
+        revision="1.2.0",
         description="Deterministic text model: generates its prompt back, for wiring tests.",
-        operations=(OperationSpec(
-            name="generate", description="Generate text from a prompt.",
-            input_modalities=("text",), output_modalities=("text", "json"),
-            input_model=EchoTextInput,
-        ),),
-        pricing_unit="character", aliases=("echo",), tags=("text", "mock"),
+        operations=(
+            OperationSpec(
+                name="generate",
+                description="Generate text from a prompt.",
+                input_modalities=("text",),
+                output_modalities=("text", "json"),
+                input_model=EchoTextInput,
+            ),
+        ),
+        pricing_unit="character",
+        aliases=("echo",),
+        tags=("text", "mock"),
         output_quality_descriptions={"standard": "Exact echo of the prompt."},
     ),
     ModelSpec(
-        id="sim/speech", display_name="Speech", family="speech", owner="sim", revision="2.0.1",
+        id="sim/speech",
+        display_name="Speech",
+        family="speech",
+        owner="sim",
+        revision="2.0.1",
         description="Text to speech: a WAV tone as long as the text would take to say.",
-        operations=(_SPEECH_OPERATION,), pricing_unit="second", aliases=("tts",),
+        operations=(_SPEECH_OPERATION,),
+        pricing_unit="second",
+        aliases=("tts",),
         tags=("audio", "tts"),
         output_quality_descriptions={"standard": "16-bit mono PCM at the configured rate."},
     ),
     ModelSpec(
-        id="sim/portrait-video", display_name="Portrait Video", family="portrait",
-        owner="sim", revision="0.9.0",
+        id="sim/portrait-video",
+        display_name="Portrait Video",
+        family="portrait",
+        owner="sim",
+        revision="0.9.0",
         description="Animates a portrait image with an audio track into a talking-head video.",
-        operations=(OperationSpec(
-            name="animate", description="Animate a portrait with speech audio.",
-            input_modalities=("image", "audio"), output_modalities=("video", "image", "json"),
-            input_model=PortraitVideoInput,
-        ),),
-        pricing_unit="second", tags=("video", "portrait"),
+        operations=(
+            OperationSpec(
+                name="animate",
+                description="Animate a portrait with speech audio.",
+                input_modalities=("image", "audio"),
+                output_modalities=("video", "image", "json"),
+                input_model=PortraitVideoInput,
+            ),
+        ),
+        pricing_unit="second",
+        tags=("video", "portrait"),
         output_quality_descriptions={
-            "256x256": "Preview resolution.", "512x512": "Standard resolution.",
+            "256x256": "Preview resolution.",
+            "512x512": "Standard resolution.",
         },
     ),
     ModelSpec(
-        id="sim/internal-speech", display_name="Platform Speech", family="speech", owner="sim",
+        id="sim/internal-speech",
+        display_name="Platform Speech",
+        family="speech",
+        owner="sim",
         revision="2.0.1",
         description="The speech the platform buys for managed conversations; billed as such.",
-        operations=(_SPEECH_OPERATION,), pricing_unit="second", internal=True,
+        operations=(_SPEECH_OPERATION,),
+        pricing_unit="second",
+        internal=True,
         tags=("audio", "internal"),
     ),
     ModelSpec(
-        id="sim/retired-model", display_name="Retired Model", family="echo", owner="sim",
-        revision="0.1.0", description="A model kept in the catalog after retirement.",
-        operations=(OperationSpec(
-            name="generate", description="Generate text (no longer served).",
-            input_modalities=("text",), output_modalities=("text",), input_model=RetiredInput,
-        ),),
-        pricing_unit="run", available=False, tags=("text", "retired"),
+        id="sim/retired-model",
+        display_name="Retired Model",
+        family="echo",
+        owner="sim",
+        revision="0.1.0",
+        description="A model kept in the catalog after retirement.",
+        operations=(
+            OperationSpec(
+                name="generate",
+                description="Generate text (no longer served).",
+                input_modalities=("text",),
+                output_modalities=("text",),
+                input_model=RetiredInput,
+            ),
+        ),
+        pricing_unit="run",
+        available=False,
+        tags=("text", "retired"),
     ),
-)  # fmt: skip
+)
 
 _BY_ID = {spec.id: spec for spec in CATALOG}
 _BY_ALIAS = {alias: spec for spec in CATALOG for alias in spec.aliases}

@@ -29,8 +29,10 @@ PURGE_FAILED_MESSAGE = "storage purge failed"
 
 def retained_message(retained: int) -> str:
     noun = "asset was" if retained == 1 else "assets were"
-    return (f"deletion completed, but {retained} input {noun} retained because "
-            "they cannot be told apart from library uploads")  # fmt: skip
+    return (
+        f"deletion completed, but {retained} input {noun} retained because "
+        "they cannot be told apart from library uploads"
+    )
 
 
 class PurgeQueue:
@@ -77,9 +79,10 @@ class PurgeQueue:
             return
         wait = self._current_ends_at - self._kernel.clock.now if self._current else 0.0
         raise RateLimited(
-            "purge_queue_full", "Too many run deletions are pending; retry later.",
+            "purge_queue_full",
+            "Too many run deletions are pending; retry later.",
             retry_after=max(1, math.ceil(wait)),
-        )  # fmt: skip
+        )
 
     def enqueue(self, deletion: RunDeletion) -> None:
         self._queue.append(deletion)

@@ -31,8 +31,11 @@ class Eta:
     source: str = ETA_SOURCE
 
     def to_resource(self) -> dict[str, object]:
-        return {"p50_seconds": self.p50_seconds, "p95_seconds": self.p95_seconds,
-                "source": self.source}  # fmt: skip
+        return {
+            "p50_seconds": self.p50_seconds,
+            "p95_seconds": self.p95_seconds,
+            "source": self.source,
+        }
 
 
 def _lognormal_survival(dist: LogNormal, x: float) -> float:

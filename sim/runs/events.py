@@ -33,9 +33,14 @@ class RunEvent:
     at: float  # simulated seconds
 
     def to_resource(self, clock: Clock) -> dict[str, Any]:
-        return {"id": self.id, "sequence": self.sequence,
-                "type": self.type, "part_id": self.part_id, "data": dict(self.data),
-                "created_at": clock.timestamp(self.at)}  # fmt: skip
+        return {
+            "id": self.id,
+            "sequence": self.sequence,
+            "type": self.type,
+            "part_id": self.part_id,
+            "data": dict(self.data),
+            "created_at": clock.timestamp(self.at),
+        }
 
 
 class RunEventLog:
@@ -47,9 +52,14 @@ class RunEventLog:
     def append(
         self, type_: str, data: Mapping[str, Any], part_id: str = LIFECYCLE_PART
     ) -> RunEvent:
-        event = RunEvent(id=self._ids.new("event"), sequence=len(self._events) + 1, type=type_,
-                         part_id=part_id, data=MappingProxyType(dict(data)),
-                         at=self._clock.now)  # fmt: skip
+        event = RunEvent(
+            id=self._ids.new("event"),
+            sequence=len(self._events) + 1,
+            type=type_,
+            part_id=part_id,
+            data=MappingProxyType(dict(data)),
+            at=self._clock.now,
+        )
         self._events.append(event)
         return event
 
@@ -69,8 +79,11 @@ class RunEventLog:
         sequence returned (an integer), omitted when the page is empty and nothing follows."""
         offset = 0 if starting_after is None else starting_after
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise Unprocessable("validation.range", "starting_after must be an integer >= 0.",
-                                param="starting_after")  # fmt: skip
+            raise Unprocessable(
+                "validation.range",
+                "starting_after must be an integer >= 0.",
+                param="starting_after",
+            )
         # Sequences are dense from 1, so the sequence is also the list index + 1.
         chunk = self._events[offset : offset + limit]
         body: dict[str, Any] = {

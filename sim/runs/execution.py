@@ -30,8 +30,13 @@ __all__ = ["SUMMARY_SCHEMA_URI", "Produced", "credits_for", "estimate_units", "p
 
 SUMMARY_SCHEMA_URI = "urn:avatar-sim:schema:portrait-video.summary:v1"
 
-_EXTENSIONS = {"audio/wav": "wav", "video/mp4": "mp4", "image/png": "png",
-               "application/json": "json", "text/plain": "txt"}  # fmt: skip
+_EXTENSIONS = {
+    "audio/wav": "wav",
+    "video/mp4": "mp4",
+    "image/png": "png",
+    "application/json": "json",
+    "text/plain": "txt",
+}
 
 
 def _speech_ms(text: str, config: SimConfig) -> int:
@@ -88,19 +93,32 @@ class _Writer:
         return f"part_{len(self.produced.outputs) + 1}"
 
     def text(self, text: str) -> None:
-        self.produced.outputs.append(OutputItem(modality="text", role="primary", type="text",
-                                                part_id=self._part(), text=text))  # fmt: skip
+        self.produced.outputs.append(
+            OutputItem(
+                modality="text", role="primary", type="text", part_id=self._part(), text=text
+            )
+        )
 
-    def file(self, modality: Modality, role: str, media_type: str, content: Content,
-             **dims: Any) -> Asset:  # fmt: skip
+    def file(
+        self, modality: Modality, role: str, media_type: str, content: Content, **dims: Any
+    ) -> Asset:
         part = self._part()
-        asset = self._assets.store(self._run.org_id, modality=modality, scope="run_output",
-                                   media_type=media_type, content=content,
-                                   owner_run_id=self._run.id, **dims)  # fmt: skip
+        asset = self._assets.store(
+            self._run.org_id,
+            modality=modality,
+            scope="run_output",
+            media_type=media_type,
+            content=content,
+            owner_run_id=self._run.id,
+            **dims,
+        )
         self._run.owned_asset_ids.append(asset.id)
-        file = FileObject(content_type=media_type, file_size=asset.byte_size,
-                          file_name=f"{self._run.id}_{part}.{_EXTENSIONS[media_type]}",
-                          url=self._assets.download_url(asset))  # fmt: skip
+        file = FileObject(
+            content_type=media_type,
+            file_size=asset.byte_size,
+            file_name=f"{self._run.id}_{part}.{_EXTENSIONS[media_type]}",
+            url=self._assets.download_url(asset),
+        )
         self.produced.outputs.append(
             OutputItem(
                 modality=modality,
@@ -116,16 +134,25 @@ class _Writer:
         return asset
 
     def data(self, value: dict[str, Any], asset: Asset | None = None) -> None:
-        self.produced.outputs.append(OutputItem(
-            modality="json", role="auxiliary", type="data", part_id=self._part(),
-            data=value, asset_id=None if asset is None else asset.id,
-        ))  # fmt: skip
+        self.produced.outputs.append(
+            OutputItem(
+                modality="json",
+                role="auxiliary",
+                type="data",
+                part_id=self._part(),
+                data=value,
+                asset_id=None if asset is None else asset.id,
+            )
+        )
 
 
 def produce(
-    kernel: Kernel, assets: AssetService, run: Run, request: BaseModel,
+    kernel: Kernel,
+    assets: AssetService,
+    run: Run,
+    request: BaseModel,
     media: dict[str, MediaInput],
-) -> Produced:  # fmt: skip
+) -> Produced:
     """Generate the outputs of a finished run, storing media outputs as ``run_output`` assets."""
     config = kernel.config
     writer = _Writer(kernel, assets, run)
@@ -137,28 +164,45 @@ def produce(
     elif isinstance(request, SpeechInput):
         duration_ms = _speech_ms(request.text, config)
         sample_rate = config.runs.audio_sample_rate
-        writer.file("audio", "primary", "audio/wav",
-                    WavTone(duration_ms=duration_ms, sample_rate=sample_rate, seed=writer.seed()),
-                    duration_ms=duration_ms)  # fmt: skip
+        writer.file(
+            "audio",
+            "primary",
+            "audio/wav",
+            WavTone(duration_ms=duration_ms, sample_rate=sample_rate, seed=writer.seed()),
+            duration_ms=duration_ms,
+        )
         writer.produced.units = duration_ms / 1000
     elif isinstance(request, PortraitVideoInput):
         duration_ms = media["input.audio"].duration_ms or 0
         width, height = (int(side) for side in request.resolution.split("x"))
-        writer.file("video", "primary", "video/mp4",
-                    Mp4Clip(duration_ms=duration_ms, width=width, height=height,
-                            seed=writer.seed()),
-                    width=width, height=height, duration_ms=duration_ms)  # fmt: skip
-        writer.file("image", "auxiliary", "image/png",
-                    PngImage(width=width, height=height, seed=writer.seed()),
-                    width=width, height=height)  # fmt: skip
+        writer.file(
+            "video",
+            "primary",
+            "video/mp4",
+            Mp4Clip(duration_ms=duration_ms, width=width, height=height, seed=writer.seed()),
+            width=width,
+            height=height,
+            duration_ms=duration_ms,
+        )
+        writer.file(
+            "image",
+            "auxiliary",
+            "image/png",
+            PngImage(width=width, height=height, seed=writer.seed()),
+            width=width,
+            height=height,
+        )
         frames = duration_ms * config.sessions.frames_per_second // 1000
-        summary = {"duration_ms": duration_ms, "width": width, "height": height,
-                   "frames": frames}  # fmt: skip
-        summary_asset = assets.store(run.org_id, modality="json", scope="run_output",
-                                     media_type="application/json",
-                                     content=StoredBytes(json_bytes(summary)),
-                                     owner_run_id=run.id,
-                                     schema_uri=SUMMARY_SCHEMA_URI)  # fmt: skip
+        summary = {"duration_ms": duration_ms, "width": width, "height": height, "frames": frames}
+        summary_asset = assets.store(
+            run.org_id,
+            modality="json",
+            scope="run_output",
+            media_type="application/json",
+            content=StoredBytes(json_bytes(summary)),
+            owner_run_id=run.id,
+            schema_uri=SUMMARY_SCHEMA_URI,
+        )
         run.owned_asset_ids.append(summary_asset.id)
         writer.data(summary, summary_asset)
         writer.produced.units = duration_ms / 1000

@@ -68,8 +68,9 @@ def _pydantic_error(error: ValidationError) -> Unprocessable:
     first = error.errors()[0]
     loc = ".".join(str(part) for part in first["loc"])
     kind = str(first["type"])
-    code = _TYPE_CODES.get(kind, "validation.type" if kind.endswith("_type") else
-                           "validation.format")  # fmt: skip
+    code = _TYPE_CODES.get(
+        kind, "validation.type" if kind.endswith("_type") else "validation.format"
+    )
     return Unprocessable(code, f"input.{loc}: {first['msg']}", param=f"input.{loc}")
 
 
@@ -78,19 +79,20 @@ def parse_body(spec: ModelSpec, body: Any, config: SimConfig) -> RunRequest:
         raise Unprocessable("validation.type", "The body must be a JSON object.", param=None)
     for name in sorted(body):
         if name not in BODY_FIELDS:
-            raise Unprocessable("validation.unknown_field", f"Unknown field {name!r}.",
-                                param=str(name))  # fmt: skip
+            raise Unprocessable(
+                "validation.unknown_field", f"Unknown field {name!r}.", param=str(name)
+            )
     operation = spec.default_operation
     if "operation" in body:
         name = body["operation"]
         if not isinstance(name, str):
-            raise Unprocessable("validation.type", "operation must be a string.",
-                                param="operation")  # fmt: skip
+            raise Unprocessable("validation.type", "operation must be a string.", param="operation")
         found = spec.operation(name)
         if found is None:
             allowed = ", ".join(op.name for op in spec.operations)
-            raise Unprocessable("validation.enum", f"operation must be one of: {allowed}.",
-                                param="operation")  # fmt: skip
+            raise Unprocessable(
+                "validation.enum", f"operation must be one of: {allowed}.", param="operation"
+            )
         operation = found
     if "input" not in body:
         raise Unprocessable("validation.required", "input is required.", param="input")
@@ -103,12 +105,16 @@ def parse_body(spec: ModelSpec, body: Any, config: SimConfig) -> RunRequest:
     external_id = body.get("external_id")
     if external_id is not None:
         if not isinstance(external_id, str):
-            raise Unprocessable("validation.type", "external_id must be a string.",
-                                param="external_id")  # fmt: skip
+            raise Unprocessable(
+                "validation.type", "external_id must be a string.", param="external_id"
+            )
         maximum = config.runs.external_id_max_length
         if not 1 <= len(external_id) <= maximum:
-            raise Unprocessable("validation.range", f"external_id is 1 to {maximum} characters.",
-                                param="external_id")  # fmt: skip
+            raise Unprocessable(
+                "validation.range",
+                f"external_id is 1 to {maximum} characters.",
+                param="external_id",
+            )
     metadata = body.get("metadata", {})
     if metadata is None:
         metadata = {}
@@ -116,11 +122,14 @@ def parse_body(spec: ModelSpec, body: Any, config: SimConfig) -> RunRequest:
         raise Unprocessable("validation.type", "metadata must be an object.", param="metadata")
     size = len(json.dumps(metadata, separators=(",", ":"), ensure_ascii=False).encode())
     if size > config.limits.metadata_max_bytes:
-        raise Unprocessable("metadata.too_large",
-                            f"metadata is at most {config.limits.metadata_max_bytes} bytes.",
-                            param="metadata")  # fmt: skip
-    return RunRequest(operation=operation, input=parsed, external_id=external_id,
-                      metadata=dict(metadata))  # fmt: skip
+        raise Unprocessable(
+            "metadata.too_large",
+            f"metadata is at most {config.limits.metadata_max_bytes} bytes.",
+            param="metadata",
+        )
+    return RunRequest(
+        operation=operation, input=parsed, external_id=external_id, metadata=dict(metadata)
+    )
 
 
 def resolve_media(
@@ -136,28 +145,46 @@ def resolve_media(
         if asset.content is None:
             raise NotFound("asset.deleted", f"The content of {value} was deleted.", param=param)
         if asset.modality != modality:
-            raise Unprocessable("validation.format",
-                                f"{value} is a {asset.modality} asset; {modality} is needed.",
-                                param=param)  # fmt: skip
-        return MediaInput(param=param, modality=modality, media_type=asset.media_type,
-                          duration_ms=asset.duration_ms, width=asset.width, height=asset.height,
-                          asset=asset)  # fmt: skip
+            raise Unprocessable(
+                "validation.format",
+                f"{value} is a {asset.modality} asset; {modality} is needed.",
+                param=param,
+            )
+        return MediaInput(
+            param=param,
+            modality=modality,
+            media_type=asset.media_type,
+            duration_ms=asset.duration_ms,
+            width=asset.width,
+            height=asset.height,
+            asset=asset,
+        )
     try:
         data = base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
-        raise Unprocessable("validation.format", f"{param} is neither an asset_ id nor base64.",
-                            param=param) from None  # fmt: skip
+        raise Unprocessable(
+            "validation.format", f"{param} is neither an asset_ id nor base64.", param=param
+        ) from None
     if modality == "image":
         probed = probe_image(data)
         if probed is None:
-            raise Unprocessable("validation.format", f"{param} is not a PNG or JPEG image.",
-                                param=param)  # fmt: skip
+            raise Unprocessable(
+                "validation.format", f"{param} is not a PNG or JPEG image.", param=param
+            )
         media_type, width, height = probed
-        return MediaInput(param=param, modality=modality, media_type=media_type, width=width,
-                          height=height, inline=data)  # fmt: skip
+        return MediaInput(
+            param=param,
+            modality=modality,
+            media_type=media_type,
+            width=width,
+            height=height,
+            inline=data,
+        )
     duration_ms = probe_audio(data)
     if duration_ms is None or duration_ms <= 0:
-        raise Unprocessable("validation.format", f"{param} is not a non-empty WAV file.",
-                            param=param)  # fmt: skip
-    return MediaInput(param=param, modality=modality, media_type="audio/wav",
-                      duration_ms=duration_ms, inline=data)  # fmt: skip
+        raise Unprocessable(
+            "validation.format", f"{param} is not a non-empty WAV file.", param=param
+        )
+    return MediaInput(
+        param=param, modality=modality, media_type="audio/wav", duration_ms=duration_ms, inline=data
+    )

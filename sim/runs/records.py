@@ -38,8 +38,12 @@ class FileObject:
     url: str
 
     def to_resource(self) -> dict[str, Any]:
-        return {"content_type": self.content_type, "file_name": self.file_name,
-                "file_size": self.file_size, "url": self.url}  # fmt: skip
+        return {
+            "content_type": self.content_type,
+            "file_name": self.file_name,
+            "file_size": self.file_size,
+            "url": self.url,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,8 +116,11 @@ class Run:
     def _capacity_wait(self, clock: Clock) -> dict[str, Any] | None:
         if not self.waiting_for_capacity or self.capacity_deadline is None:
             return None
-        return {"status": "waiting", "deadline_at": clock.timestamp(self.capacity_deadline),
-                "message": CAPACITY_WAIT_MESSAGE}  # fmt: skip
+        return {
+            "status": "waiting",
+            "deadline_at": clock.timestamp(self.capacity_deadline),
+            "message": CAPACITY_WAIT_MESSAGE,
+        }
 
     def to_resource(self, clock: Clock, eta: Eta | None) -> dict[str, Any]:
         def ts(seconds: float | None) -> str | None:
@@ -132,11 +139,14 @@ class Run:
             "completed_at": ts(self.completed_at),
             "external_id": self.external_id,
             "metadata": dict(self.metadata),
-            "credits": {"charged": self.charged, "reserved": self.reserved,
-                        "pricing_version": self.pricing_version},
+            "credits": {
+                "charged": self.charged,
+                "reserved": self.reserved,
+                "pricing_version": self.pricing_version,
+            },
             "error": None if self.error is None else dict(self.error),
             "outputs": [item.to_resource() for item in self.outputs],
-        }  # fmt: skip
+        }
         if self.deleted_at is not None:
             body["deleted_at"] = ts(self.deleted_at)
         for kind in ("audio", "image", "video"):

@@ -63,9 +63,13 @@ class RunService:
         self._deletions: list[RunDeletion] = []
         self._last_deletion: dict[str, RunDeletion] = {}  # run id -> latest deletion
         runs = kernel.config.runs
-        self._slots = RunSlots(kernel.clock, slots=runs.run_workers,
-                               wait_seconds=runs.capacity_wait_seconds,
-                               on_dispatch=self._dispatch, on_expire=self._expire)  # fmt: skip
+        self._slots = RunSlots(
+            kernel.clock,
+            slots=runs.run_workers,
+            wait_seconds=runs.capacity_wait_seconds,
+            on_dispatch=self._dispatch,
+            on_expire=self._expire,
+        )
         self._purges = PurgeQueue(kernel, self._purge)
 
     # -- records for collectors and faults -----------------------------------------------------
@@ -118,22 +122,35 @@ class RunService:
             for param, value, modality in fields:
                 media[param] = resolve_media(self._assets, caller.org_id, param, value, modality)
         self._check_queue(caller.org_id)
-        credits = credits_for(estimate_units(spec, request.input, media, config),
-                              model_config.credits_per_unit)  # fmt: skip
+        credits = credits_for(
+            estimate_units(spec, request.input, media, config), model_config.credits_per_unit
+        )
         clock = self._kernel.clock
         run = Run(
-            id=self._kernel.ids.new("run"), org_id=caller.org_id, model=spec.id,
-            model_revision=spec.revision, operation=request.operation.name,
-            pricing_version=model_config.pricing_version, internal_model=spec.internal,
-            created_at=clock.now, events=RunEventLog(clock, self._kernel.ids),
-            external_id=request.external_id, metadata=request.metadata, input=request.input,
-        )  # fmt: skip
+            id=self._kernel.ids.new("run"),
+            org_id=caller.org_id,
+            model=spec.id,
+            model_revision=spec.revision,
+            operation=request.operation.name,
+            pricing_version=model_config.pricing_version,
+            internal_model=spec.internal,
+            created_at=clock.now,
+            events=RunEventLog(clock, self._kernel.ids),
+            external_id=request.external_id,
+            metadata=request.metadata,
+            input=request.input,
+        )
         self._billing.reserve_run(
-            RunCharge(run_id=run.id, org_id=run.org_id, model=run.model,
-                      operation=run.operation, pricing_version=run.pricing_version,
-                      internal_model=spec.internal),
+            RunCharge(
+                run_id=run.id,
+                org_id=run.org_id,
+                model=run.model,
+                operation=run.operation,
+                pricing_version=run.pricing_version,
+                internal_model=spec.internal,
+            ),
             credits,
-        )  # fmt: skip
+        )
         run.reserved = credits
         run.media = {param: self._store_input(run, item) for param, item in media.items()}
         self._runs[run.id] = run
@@ -141,9 +158,15 @@ class RunService:
         self._move(run, "create", {"status": "queued"})
         if not self._slots.admit(run):
             assert run.capacity_deadline is not None
-            self._emit(run, "run.capacity_wait",
-                       {"status": "waiting", "message": CAPACITY_WAIT_MESSAGE,
-                        "deadline_at": clock.timestamp(run.capacity_deadline)})  # fmt: skip
+            self._emit(
+                run,
+                "run.capacity_wait",
+                {
+                    "status": "waiting",
+                    "message": CAPACITY_WAIT_MESSAGE,
+                    "deadline_at": clock.timestamp(run.capacity_deadline),
+                },
+            )
         return self._render(run)
 
     def _store_input(self, run: Run, item: MediaInput) -> MediaInput:
@@ -153,14 +176,26 @@ class RunService:
                 run.referenced_asset_ids.append(item.asset.id)
             return item
         stored = self._assets.store(
-            run.org_id, modality=item.modality, scope="run_input", media_type=item.media_type,
-            content=StoredBytes(item.inline), owner_run_id=run.id, width=item.width,
-            height=item.height, duration_ms=item.duration_ms,
-        )  # fmt: skip
+            run.org_id,
+            modality=item.modality,
+            scope="run_input",
+            media_type=item.media_type,
+            content=StoredBytes(item.inline),
+            owner_run_id=run.id,
+            width=item.width,
+            height=item.height,
+            duration_ms=item.duration_ms,
+        )
         run.owned_asset_ids.append(stored.id)
-        return MediaInput(param=item.param, modality=item.modality, media_type=item.media_type,
-                          duration_ms=item.duration_ms, width=item.width, height=item.height,
-                          asset=stored)  # fmt: skip
+        return MediaInput(
+            param=item.param,
+            modality=item.modality,
+            media_type=item.media_type,
+            duration_ms=item.duration_ms,
+            width=item.width,
+            height=item.height,
+            asset=stored,
+        )
 
     def _check_queue(self, org_id: str) -> None:
         """429 ``queue_full`` at ``max_queued_runs_per_org`` queued runs (GAP-RUN-8); retry when
@@ -173,8 +208,11 @@ class RunService:
             0.0 if run.capacity_deadline is None else run.capacity_deadline - now
             for run in queued.values()
         )
-        raise RateLimited("queue_full", "Too many runs are queued for this organization.",
-                          retry_after=max(1, math.ceil(soonest)))  # fmt: skip
+        raise RateLimited(
+            "queue_full",
+            "Too many runs are queued for this organization.",
+            retry_after=max(1, math.ceil(soonest)),
+        )
 
     # -- execution -----------------------------------------------------------------------------
 
@@ -202,8 +240,9 @@ class RunService:
                 run.progress = round(step / steps, 6)
                 self._emit(run, "run.progress", {"progress": run.progress})
         if fails:
-            self._finish_failed(run, "model_error", "model_error",
-                                "The model failed to produce an output.")  # fmt: skip
+            self._finish_failed(
+                run, "model_error", "model_error", "The model failed to produce an output."
+            )
         else:
             self._finish_succeeded(run)
 
@@ -252,13 +291,20 @@ class RunService:
             queued.pop(run.id, None)
         self._emit(run, row.event, data)
 
-    def _emit(self, run: Run, type_: str, data: dict[str, Any],
-              part_id: str = LIFECYCLE_PART) -> None:  # fmt: skip
+    def _emit(
+        self, run: Run, type_: str, data: dict[str, Any], part_id: str = LIFECYCLE_PART
+    ) -> None:
         event = run.events.append(type_, data, part_id=part_id)
         if type_ not in _RUN_LOG_ONLY:
-            self._kernel.events.emit(type_, run.org_id, {
-                "object": self._render(run), "sequence": event.sequence, **data,
-            })  # fmt: skip
+            self._kernel.events.emit(
+                type_,
+                run.org_id,
+                {
+                    "object": self._render(run),
+                    "sequence": event.sequence,
+                    **data,
+                },
+            )
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -312,8 +358,13 @@ class RunService:
                 param="starting_after",
             )
         newest_first = self._by_org.get(caller.org_id, [])[::-1]
-        return page(newest_first, limit=limit, starting_after=starting_after,
-                    cursor_of=lambda r: r.id, render=self._render)  # fmt: skip
+        return page(
+            newest_first,
+            limit=limit,
+            starting_after=starting_after,
+            cursor_of=lambda r: r.id,
+            render=self._render,
+        )
 
     # -- cancel ----------------------------------------------------------------------------------
 
@@ -349,8 +400,12 @@ class RunService:
             raise Conflict("run.not_deletable", f"Run {run_id} is {run.status}; cancel it first.")
         self._purges.check_capacity()
         clock = self._kernel.clock
-        deletion = RunDeletion(id=self._kernel.ids.new("run_deletion"), run_id=run.id,
-                               org_id=run.org_id, requested_at=clock.now)  # fmt: skip
+        deletion = RunDeletion(
+            id=self._kernel.ids.new("run_deletion"),
+            run_id=run.id,
+            org_id=run.org_id,
+            requested_at=clock.now,
+        )
         deletion.status = next_deletion_status(None, "request").target
         self._deletions.append(deletion)
         self._last_deletion[run.id] = deletion

@@ -37,8 +37,13 @@ class AudioTrack:
     @classmethod
     def start(cls, at: float, *, resets_on_silence: bool) -> AudioTrack:
         """Begin tracking at the first frame: the idle timer starts counting from here."""
-        return cls(resets_on_silence=resets_on_silence, started_at=at, cursor=at,
-                   idle_reset_at=at, output_end=at)  # fmt: skip
+        return cls(
+            resets_on_silence=resets_on_silence,
+            started_at=at,
+            cursor=at,
+            idle_reset_at=at,
+            output_end=at,
+        )
 
     def receive(self, now: float, kind: AudioKind, duration: float) -> tuple[float, float]:
         """Append one interval to the publisher's timeline; returns its (start, end)."""

@@ -53,9 +53,14 @@ class RelayCredentials:
         }
 
 
-def issue_relay(session_id: str, clock: Clock, ids: IdFactory,
-                config: SessionConfig) -> RelayCredentials:  # fmt: skip
+def issue_relay(
+    session_id: str, clock: Clock, ids: IdFactory, config: SessionConfig
+) -> RelayCredentials:
     now = clock.now
-    return RelayCredentials(session_id=session_id, token=ids.token(_TOKEN_PREFIX), issued_at=now,
-                            expires_at=now + config.relay_credential_ttl_seconds,
-                            audio_sample_rate=config.relay_audio_sample_rate)  # fmt: skip
+    return RelayCredentials(
+        session_id=session_id,
+        token=ids.token(_TOKEN_PREFIX),
+        issued_at=now,
+        expires_at=now + config.relay_credential_ttl_seconds,
+        audio_sample_rate=config.relay_audio_sample_rate,
+    )

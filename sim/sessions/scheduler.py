@@ -108,10 +108,15 @@ class Scheduler:
         return sum(1 for w in self._workers.values() if w.status == status)
 
     def status(self) -> PoolStatus:
-        return PoolStatus(at=float(self._env.now), capacity=self.capacity,
-                          workers=len(self._workers), idle=self._count("idle"),
-                          busy=self._count("busy"), restarting=self._count("restarting"),
-                          queued=len(self._queue))  # fmt: skip
+        return PoolStatus(
+            at=float(self._env.now),
+            capacity=self.capacity,
+            workers=len(self._workers),
+            idle=self._count("idle"),
+            busy=self._count("busy"),
+            restarting=self._count("restarting"),
+            queued=len(self._queue),
+        )
 
     # -- admission and queueing ------------------------------------------------------------
 
@@ -134,10 +139,16 @@ class Scheduler:
             # The oldest job that is really waiting leaves the queue by its deadline.
             moment = self._queue[skip].deadline
         else:
-            known = [w.free_by for w in self._workers.values()
-                     if w.status == "busy" and w.free_by is not None]
-            known += [w.back_at for w in self._workers.values()
-                      if w.status == "restarting" and w.back_at is not None]  # fmt: skip
+            known = [
+                w.free_by
+                for w in self._workers.values()
+                if w.status == "busy" and w.free_by is not None
+            ]
+            known += [
+                w.back_at
+                for w in self._workers.values()
+                if w.status == "restarting" and w.back_at is not None
+            ]
             moment = min(known) if known else now + self._startup_timeout
         return max(1, math.ceil(moment - now - 1e-9))
 

@@ -45,8 +45,15 @@ from sim.sessions.worker import SessionRuntime
 __all__ = ["BILLING_SURFACES", "SessionService"]
 
 BILLING_SURFACES: Final[tuple[str, ...]] = (
-    "api", "playground", "embed", "share", "public_demo", "pipecat", "agora", "video_generation",
-)  # fmt: skip
+    "api",
+    "playground",
+    "embed",
+    "share",
+    "public_demo",
+    "pipecat",
+    "agora",
+    "video_generation",
+)
 
 _MESSAGES: Final[dict[str, str]] = {
     "no_capacity": "No worker could take the session within the start-up timeout.",
@@ -56,9 +63,12 @@ _MESSAGES: Final[dict[str, str]] = {
 
 class SessionService:
     def __init__(
-        self, kernel: Kernel, accounts: AccountRegistry, billing: BillingPort,
+        self,
+        kernel: Kernel,
+        accounts: AccountRegistry,
+        billing: BillingPort,
         avatars: AvatarLookup,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self._kernel = kernel
         self._config = kernel.config
         self._clock = kernel.clock
@@ -73,36 +83,54 @@ class SessionService:
         self._counter = ScheduleCounter.install(kernel.clock.env)
         self._faults = FaultState(kernel.streams.stream("faults"))
         self._runtime = SessionRuntime(
-            kernel.clock.env, self._config,
+            kernel.clock.env,
+            self._config,
             boot_rng=kernel.streams.stream("worker_boot"),
             first_frame_rng=kernel.streams.stream("first_frame"),
-            faults=self._faults, fire=self._fire,
-        )  # fmt: skip
+            faults=self._faults,
+            fire=self._fire,
+        )
         self._scheduler = Scheduler(
-            kernel.clock.env, self._config.scheduler, self._config.limits.startup_timeout_seconds,
-            place=self._place, expire=self._expire,
-        )  # fmt: skip
+            kernel.clock.env,
+            self._config.scheduler,
+            self._config.limits.startup_timeout_seconds,
+            place=self._place,
+            expire=self._expire,
+        )
 
     # -- contract operations -----------------------------------------------------------------
 
     def create(
-        self, caller: Caller, body: dict[str, Any], *, billing_surface: str = "api",
+        self,
+        caller: Caller,
+        body: dict[str, Any],
+        *,
+        billing_surface: str = "api",
         embed_id: str | None = None,
-    ) -> dict[str, Any]:  # fmt: skip
+    ) -> dict[str, Any]:
         """``POST /v1/sessions``: a session in ``queued`` (SES-ST-1) or a domain error."""
         caller.require_unrestricted()
         if billing_surface not in BILLING_SURFACES:
-            raise Unprocessable("validation.enum", f"Unknown billing surface {billing_surface!r}.",
-                                param="billing_surface")  # fmt: skip
+            raise Unprocessable(
+                "validation.enum",
+                f"Unknown billing surface {billing_surface!r}.",
+                param="billing_surface",
+            )
         request = parse_session_request(body, self._config.limits, self._config.sessions)
         transport = request.transport
         state = self._open(
-            caller, avatar_id=request.avatar_id, quality=request.quality,
-            idle_timeout=request.idle_timeout_seconds, max_duration=request.max_duration_seconds,
-            transport=transport.rendered(), worker_token=transport.worker_token,
-            metadata=request.metadata, billing_surface=billing_surface, embed_id=embed_id,
+            caller,
+            avatar_id=request.avatar_id,
+            quality=request.quality,
+            idle_timeout=request.idle_timeout_seconds,
+            max_duration=request.max_duration_seconds,
+            transport=transport.rendered(),
+            worker_token=transport.worker_token,
+            metadata=request.metadata,
+            billing_surface=billing_surface,
+            embed_id=embed_id,
             resets_on_silence=transport.audio_source == "track",
-        )  # fmt: skip
+        )
         return self._render(state)
 
     def create_pipecat(self, caller: Caller, body: dict[str, Any]) -> dict[str, Any]:
@@ -111,15 +139,25 @@ class SessionService:
         request = parse_pipecat_request(body, self._config.limits, self._config.sessions)
         # The relay streams continuous audio frames, silence included, like a published track.
         state = self._open(
-            caller, avatar_id=request.avatar_id, quality=request.quality,
-            idle_timeout=request.idle_timeout_seconds, max_duration=request.max_duration_seconds,
-            transport={"type": "pipecat"}, worker_token=None, metadata={},
-            billing_surface="pipecat", embed_id=None, resets_on_silence=True,
-        )  # fmt: skip
+            caller,
+            avatar_id=request.avatar_id,
+            quality=request.quality,
+            idle_timeout=request.idle_timeout_seconds,
+            max_duration=request.max_duration_seconds,
+            transport={"type": "pipecat"},
+            worker_token=None,
+            metadata={},
+            billing_surface="pipecat",
+            embed_id=None,
+            resets_on_silence=True,
+        )
         relay = issue_relay(state.id, self._clock, self._kernel.ids, self._config.sessions)
         self._relays[state.id] = relay
-        return {"object": "pipecat.session", "relay": relay.render(self._clock),
-                "session": self._render(state)}  # fmt: skip
+        return {
+            "object": "pipecat.session",
+            "relay": relay.render(self._clock),
+            "session": self._render(state),
+        }
 
     def retrieve(self, caller: Caller, session_id: str) -> dict[str, Any]:
         caller.require_unrestricted()
@@ -133,22 +171,27 @@ class SessionService:
         limits = self._config.limits
         validate_limit(limit, limits.page_size_min, limits.page_size_max)
         if status is not None and status not in STATUSES:
-            raise Unprocessable("validation.enum",
-                                f"`status` must be one of: {', '.join(STATUSES)}.",
-                                param="status")  # fmt: skip
+            raise Unprocessable(
+                "validation.enum",
+                f"`status` must be one of: {', '.join(STATUSES)}.",
+                param="status",
+            )
         ids = list(reversed(self._by_org.get(caller.org_id, [])))
         if starting_after is not None:
             try:
                 ids = ids[ids.index(starting_after) + 1 :]
             except ValueError:
-                raise Unprocessable("validation.cursor",
-                                    "starting_after does not name an item of this list.",
-                                    param="starting_after") from None  # fmt: skip
+                raise Unprocessable(
+                    "validation.cursor",
+                    "starting_after does not name an item of this list.",
+                    param="starting_after",
+                ) from None
         states = [self._states[i] for i in ids]
         if status is not None:
             states = [s for s in states if s.status == status]
-        return page(states, limit=limit, starting_after=None, cursor_of=lambda s: s.id,
-                    render=self._render)  # fmt: skip
+        return page(
+            states, limit=limit, starting_after=None, cursor_of=lambda s: s.id, render=self._render
+        )
 
     def end(self, caller: Caller, session_id: str) -> dict[str, Any]:
         """``POST /v1/sessions/{id}/end``: idempotent (SES-ST-3, SES-ST-4, SES-ST-5)."""
@@ -178,8 +221,9 @@ class SessionService:
         """
         state = self._get(session_id)
         if kind not in ("speech", "silence"):
-            raise Unprocessable("validation.enum", "`kind` must be speech or silence.",
-                                param="kind")  # fmt: skip
+            raise Unprocessable(
+                "validation.enum", "`kind` must be speech or silence.", param="kind"
+            )
         if duration < 0:
             raise Unprocessable("validation.range", "`duration` must be >= 0.", param="duration")
         if state.status != "running" or state.audio is None:
@@ -194,15 +238,20 @@ class SessionService:
             return
         dropped = state.audio.clear(self._clock.now)
         state.barge_ins += 1
-        self._emit("session.barge_in", state, dropped_seconds=dropped,
-                   rpc=self._config.sessions.barge_in_rpc)  # fmt: skip
+        self._emit(
+            "session.barge_in",
+            state,
+            dropped_seconds=dropped,
+            rpc=self._config.sessions.barge_in_rpc,
+        )
         self._runtime.check(state)  # cutting the timeline can bring the idle deadline forward
 
     def rpc(self, session_id: str, method: str) -> None:
         """A worker RPC by name; the mock worker answers only ``lk.clear_buffer`` (RES-TRN-2)."""
         if method != self._config.sessions.barge_in_rpc:
-            raise Unprocessable("validation.enum", f"Unknown worker RPC {method!r}.",
-                                param="method")  # fmt: skip
+            raise Unprocessable(
+                "validation.enum", f"Unknown worker RPC {method!r}.", param="method"
+            )
         self.clear_buffer(session_id)
 
     @property
@@ -213,9 +262,7 @@ class SessionService:
 
     # -- faults (SIM-9) ----------------------------------------------------------------------
 
-    def crash_worker(
-        self, *, session_id: str | None = None, worker_id: str | None = None
-    ) -> str:
+    def crash_worker(self, *, session_id: str | None = None, worker_id: str | None = None) -> str:
         """Crash the worker hosting ``session_id`` (or the worker ``worker_id``).
 
         Its session fails with ``worker_lost`` (or, while draining, ends as the customer asked),
@@ -289,8 +336,12 @@ class SessionService:
         return self._render(self._get(session_id))
 
     def session(self, session_id: str) -> Session:
-        return snapshot(self._get(session_id), self._clock.now,
-                        self._config.sessions.frames_per_second, self.published_tracks)  # fmt: skip
+        return snapshot(
+            self._get(session_id),
+            self._clock.now,
+            self._config.sessions.frames_per_second,
+            self.published_tracks,
+        )
 
     def relay(self, session_id: str) -> RelayCredentials:
         try:
@@ -314,8 +365,7 @@ class SessionService:
         return self._counter.count
 
     def _heartbeats_failing(self, now: float) -> bool:
-        self._losing = {i for i in self._losing
-                        if self._states[i].status in ("running", "ending")}  # fmt: skip
+        self._losing = {i for i in self._losing if self._states[i].status in ("running", "ending")}
         for session_id in self._losing:
             heartbeats = self._states[session_id].heartbeats
             if heartbeats is not None and heartbeats.losing(now):
@@ -326,8 +376,12 @@ class SessionService:
         """Capacity below configuration, or a fault active (GAP-PUB-1)."""
         pool = self._scheduler.status()
         now = self._clock.now
-        return (pool.capacity < self._config.scheduler.workers or pool.restarting > 0
-                or self._faults.slow_active(now) or self._heartbeats_failing(now))  # fmt: skip
+        return (
+            pool.capacity < self._config.scheduler.workers
+            or pool.restarting > 0
+            or self._faults.slow_active(now)
+            or self._heartbeats_failing(now)
+        )
 
     def platform_status(self) -> dict[str, Any]:
         """``GET /v1/status`` (GAP-PUB-1), from the fleet's point of view."""
@@ -338,9 +392,15 @@ class SessionService:
             status = "degraded"
         else:
             status = "operational"
-        return {"object": "status", "status": status, "updated_at": self._clock.timestamp(),
-                "components": [{"name": "api", "status": "operational"},
-                               {"name": "realtime_sessions", "status": status}]}  # fmt: skip
+        return {
+            "object": "status",
+            "status": status,
+            "updated_at": self._clock.timestamp(),
+            "components": [
+                {"name": "api", "status": "operational"},
+                {"name": "realtime_sessions", "status": status},
+            ],
+        }
 
     # -- internals: lookup, creation ---------------------------------------------------------
 
@@ -361,11 +421,20 @@ class SessionService:
         return render_session(state, self._clock, self._config.sessions.frames_per_second)
 
     def _open(
-        self, caller: Caller, *, avatar_id: str, quality: str, idle_timeout: int,
-        max_duration: int, transport: dict[str, Any], worker_token: str | None,
-        metadata: dict[str, Any], billing_surface: str, embed_id: str | None,
+        self,
+        caller: Caller,
+        *,
+        avatar_id: str,
+        quality: str,
+        idle_timeout: int,
+        max_duration: int,
+        transport: dict[str, Any],
+        worker_token: str | None,
+        metadata: dict[str, Any],
+        billing_surface: str,
+        embed_id: str | None,
         resets_on_silence: bool,
-    ) -> SessionState:  # fmt: skip
+    ) -> SessionState:
         org_id = caller.org_id
         self._avatars.require_usable(org_id, avatar_id)
         self._caps.check(caller.key.secret, org_id, self._accounts.concurrency_limit(org_id))
@@ -374,14 +443,22 @@ class SessionService:
         plan = self._config.billing.plan(self._accounts.organization(org_id).plan_key)
         now = self._clock.now
         state = SessionState(
-            id=self._kernel.ids.new("session"), org_id=org_id, key_id=caller.key_id,
-            key_secret=caller.key.secret, avatar_id=avatar_id, quality=quality,
-            billing_surface=billing_surface, transport=transport, worker_token=worker_token,
+            id=self._kernel.ids.new("session"),
+            org_id=org_id,
+            key_id=caller.key_id,
+            key_secret=caller.key.secret,
+            avatar_id=avatar_id,
+            quality=quality,
+            billing_surface=billing_surface,
+            transport=transport,
+            worker_token=worker_token,
             idle_timeout_seconds=idle_timeout,
             max_duration_seconds=min(max_duration, plan.max_session_duration_seconds),
-            metadata=copy.deepcopy(metadata), embed_id=embed_id,
-            resets_on_silence=resets_on_silence, created_at=now,
-        )  # fmt: skip
+            metadata=copy.deepcopy(metadata),
+            embed_id=embed_id,
+            resets_on_silence=resets_on_silence,
+            created_at=now,
+        )
         state.history.append(Transition(now, None, "create", next_status(None, "create")))
         self._states[state.id] = state
         self._by_org.setdefault(org_id, []).append(state.id)
@@ -435,8 +512,9 @@ class SessionService:
             state.first_frame_at = now
             state.audio = AudioTrack.start(now, resets_on_silence=state.resets_on_silence)
             state.heartbeats = HeartbeatTrack(now, self._config.sessions.heartbeat_interval_seconds)
-            self._worker_free_by(state, now + state.max_duration_seconds
-                                 + self._config.sessions.drain_max_seconds)  # fmt: skip
+            self._worker_free_by(
+                state, now + state.max_duration_seconds + self._config.sessions.drain_max_seconds
+            )
             self._emit("session.first_frame", state, tracks=list(self.published_tracks))
             self._runtime.check(state)
             return
@@ -454,8 +532,9 @@ class SessionService:
         if state.worker_id is not None:
             self._scheduler.release(state.worker_id, state.id)
         if status == "ended":
-            state.end_reason = trigger if trigger in ("max_duration", "idle_timeout") else (
-                "client_request")  # fmt: skip
+            state.end_reason = (
+                trigger if trigger in ("max_duration", "idle_timeout") else ("client_request")
+            )
             self._emit("session.ended", state, reason=state.end_reason)
         elif status == "failed":
             code = "no_capacity" if trigger == "startup_timeout" else "worker_lost"
@@ -469,10 +548,17 @@ class SessionService:
     def _charge(self, state: SessionState, now: float) -> None:
         state.charged = True
         seconds, frames = usage_of(state, now, self._config.sessions.frames_per_second)
-        self._emit("session.usage", state,
-                   usage={"billable_seconds": seconds, "frames": frames})  # fmt: skip
-        self._billing.charge_session(SessionUsage(
-            session_id=state.id, org_id=state.org_id, quality=state.quality,
-            billing_surface=state.billing_surface, billable_seconds=seconds, frames=frames,
-            ended_at=now, avatar_id=state.avatar_id, embed_id=state.embed_id,
-        ))  # fmt: skip
+        self._emit("session.usage", state, usage={"billable_seconds": seconds, "frames": frames})
+        self._billing.charge_session(
+            SessionUsage(
+                session_id=state.id,
+                org_id=state.org_id,
+                quality=state.quality,
+                billing_surface=state.billing_surface,
+                billable_seconds=seconds,
+                frames=frames,
+                ended_at=now,
+                avatar_id=state.avatar_id,
+                embed_id=state.embed_id,
+            )
+        )

@@ -32,12 +32,20 @@ AUDIO_SOURCES: Final[tuple[str, ...]] = ("track", "data_stream")
 RELAY_TYPES: Final[tuple[str, ...]] = ("websocket",)
 
 _SESSION_FIELDS: Final = (
-    "avatar_id", "transport", "idle_timeout_seconds", "max_duration_seconds", "metadata",
+    "avatar_id",
+    "transport",
+    "idle_timeout_seconds",
+    "max_duration_seconds",
+    "metadata",
     "quality",
-)  # fmt: skip
+)
 _PIPECAT_FIELDS: Final = (
-    "avatar_id", "idle_timeout_seconds", "max_duration_seconds", "quality", "relay_type",
-)  # fmt: skip
+    "avatar_id",
+    "idle_timeout_seconds",
+    "max_duration_seconds",
+    "quality",
+    "relay_type",
+)
 _LIVEKIT_FIELDS: Final = ("type", "url", "room_name", "worker_token", "audio_source")
 
 
@@ -51,8 +59,12 @@ class TransportRequest:
 
     def rendered(self) -> dict[str, Any]:
         """The transport as the API returns it: ``worker_token`` is never part of it."""
-        return {"type": self.type, "url": self.url, "room_name": self.room_name,
-                "audio_source": self.audio_source}  # fmt: skip
+        return {
+            "type": self.type,
+            "url": self.url,
+            "room_name": self.room_name,
+            "audio_source": self.audio_source,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,9 +90,10 @@ def _unknown_fields(body: Mapping[str, Any], allowed: tuple[str, ...], prefix: s
     for name in body:
         if name not in allowed:
             raise Unprocessable(
-                "validation.unknown_field", f"Unknown field `{prefix}{name}`.",
+                "validation.unknown_field",
+                f"Unknown field `{prefix}{name}`.",
                 param=f"{prefix}{name}",
-            )  # fmt: skip
+            )
 
 
 def _required_string(body: Mapping[str, Any], name: str, param: str) -> str:
@@ -160,10 +173,16 @@ def _transport(body: Mapping[str, Any], sessions: SessionConfig) -> TransportReq
     worker_token: str | None = None
     if "worker_token" in raw:
         worker_token = _required_string(raw, "worker_token", "transport.worker_token")
-    audio_source = _enum(raw, "audio_source", sessions.default_audio_source, AUDIO_SOURCES,
-                         "transport.audio_source")  # fmt: skip
-    return TransportRequest(type=kind, url=url, room_name=room_name, audio_source=audio_source,
-                            worker_token=worker_token)  # fmt: skip
+    audio_source = _enum(
+        raw, "audio_source", sessions.default_audio_source, AUDIO_SOURCES, "transport.audio_source"
+    )
+    return TransportRequest(
+        type=kind,
+        url=url,
+        room_name=room_name,
+        audio_source=audio_source,
+        worker_token=worker_token,
+    )
 
 
 def _metadata(body: Mapping[str, Any], limits: LimitsConfig) -> dict[str, Any]:
@@ -194,14 +213,24 @@ def _metadata(body: Mapping[str, Any], limits: LimitsConfig) -> dict[str, Any]:
     return metadata
 
 
-def _common(body: Mapping[str, Any], limits: LimitsConfig, sessions: SessionConfig
-            ) -> tuple[str, int, int, str]:  # fmt: skip
+def _common(
+    body: Mapping[str, Any], limits: LimitsConfig, sessions: SessionConfig
+) -> tuple[str, int, int, str]:
     avatar_id = _required_string(body, "avatar_id", "avatar_id")
-    idle = _integer(body, "idle_timeout_seconds", limits.idle_timeout_default_seconds,
-                    limits.idle_timeout_min_seconds, limits.idle_timeout_max_seconds)  # fmt: skip
-    max_duration = _integer(body, "max_duration_seconds", limits.max_duration_default_seconds,
-                            limits.max_duration_min_seconds,
-                            limits.max_duration_ceiling_seconds)  # fmt: skip
+    idle = _integer(
+        body,
+        "idle_timeout_seconds",
+        limits.idle_timeout_default_seconds,
+        limits.idle_timeout_min_seconds,
+        limits.idle_timeout_max_seconds,
+    )
+    max_duration = _integer(
+        body,
+        "max_duration_seconds",
+        limits.max_duration_default_seconds,
+        limits.max_duration_min_seconds,
+        limits.max_duration_ceiling_seconds,
+    )
     quality = _enum(body, "quality", sessions.default_quality, QUALITIES, "quality")
     return avatar_id, idle, max_duration, quality
 
@@ -216,9 +245,14 @@ def parse_session_request(
     avatar_id, idle, max_duration, quality = _common(body, limits, sessions)
     transport = _transport(body, sessions)
     metadata = _metadata(body, limits)
-    return SessionRequest(avatar_id=avatar_id, transport=transport, idle_timeout_seconds=idle,
-                          max_duration_seconds=max_duration, metadata=metadata,
-                          quality=quality)  # fmt: skip
+    return SessionRequest(
+        avatar_id=avatar_id,
+        transport=transport,
+        idle_timeout_seconds=idle,
+        max_duration_seconds=max_duration,
+        metadata=metadata,
+        quality=quality,
+    )
 
 
 def parse_pipecat_request(
@@ -230,6 +264,10 @@ def parse_pipecat_request(
     _unknown_fields(body, _PIPECAT_FIELDS)
     avatar_id, idle, max_duration, quality = _common(body, limits, sessions)
     relay_type = _enum(body, "relay_type", RELAY_TYPES[0], RELAY_TYPES, "relay_type")
-    return PipecatRequest(avatar_id=avatar_id, idle_timeout_seconds=idle,
-                          max_duration_seconds=max_duration, quality=quality,
-                          relay_type=relay_type)  # fmt: skip
+    return PipecatRequest(
+        avatar_id=avatar_id,
+        idle_timeout_seconds=idle,
+        max_duration_seconds=max_duration,
+        quality=quality,
+        relay_type=relay_type,
+    )

@@ -148,8 +148,9 @@ class WebhookDispatcher:
                 yield env.timeout(delays[number - 2])
             endpoint = self._endpoints.get(self._deliveries[delivery_id].endpoint_id)
             if endpoint is None:
-                self._move(delivery_id, "endpoint_removed", next_attempt_at=None,
-                           completed_at=env.now)  # fmt: skip
+                self._move(
+                    delivery_id, "endpoint_removed", next_attempt_at=None, completed_at=env.now
+                )
                 return
             self._move(delivery_id, "attempt_started", attempts=number, next_attempt_at=None)
             status = yield from self._attempt(endpoint, delivery_id, number)
@@ -158,19 +159,20 @@ class WebhookDispatcher:
                 self._move(delivery_id, "succeeded", last_status=status, completed_at=now)
                 return
             if number > len(delays):
-                self._move(delivery_id, "retries_exhausted", last_status=status,
-                           completed_at=now)  # fmt: skip
+                self._move(delivery_id, "retries_exhausted", last_status=status, completed_at=now)
                 return
-            self._move(delivery_id, "retry", last_status=status,
-                       next_attempt_at=now + delays[number - 1])  # fmt: skip
+            self._move(
+                delivery_id, "retry", last_status=status, next_attempt_at=now + delays[number - 1]
+            )
 
     def _attempt(
         self, endpoint: Endpoint, delivery_id: str, number: int
     ) -> Generator[simpy.Event, Any, int | None]:
         clock = self._kernel.clock
         delivery = self._deliveries[delivery_id]
-        headers = signed_headers(endpoint.secret, delivery.event_id, clock.now_datetime(),
-                                 delivery.body)  # fmt: skip
+        headers = signed_headers(
+            endpoint.secret, delivery.event_id, clock.now_datetime(), delivery.body
+        )
         record = Attempt(
             delivery_id=delivery_id,
             event_id=delivery.event_id,
@@ -181,9 +183,14 @@ class WebhookDispatcher:
         )
         self._attempt_index[(delivery_id, number)] = len(self._attempts)
         self._attempts.append(record)
-        request = WebhookRequest(delivery_id=delivery_id, attempt=number, url=endpoint.url,
-                                 headers=headers, body=delivery.body,
-                                 timeout_seconds=self._config.attempt_timeout_seconds)  # fmt: skip
+        request = WebhookRequest(
+            delivery_id=delivery_id,
+            attempt=number,
+            url=endpoint.url,
+            headers=headers,
+            body=delivery.body,
+            timeout_seconds=self._config.attempt_timeout_seconds,
+        )
         answer = self.sender.send(request)
         if answer == PENDING:
             waiting = clock.env.event()
@@ -198,6 +205,7 @@ class WebhookDispatcher:
         else:
             outcome = "http_error"
         index = self._attempt_index.pop((delivery_id, number))
-        self._attempts[index] = replace(record, outcome=outcome, status=status,
-                                        completed_at=clock.now)  # fmt: skip
+        self._attempts[index] = replace(
+            record, outcome=outcome, status=status, completed_at=clock.now
+        )
         return status

@@ -64,8 +64,9 @@ def new_secret(rng: random.Random) -> str:
 def validate_url(url: str) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise Unprocessable("validation.format", "url must be an absolute http(s) URL.",
-                            param="url")  # fmt: skip
+        raise Unprocessable(
+            "validation.format", "url must be an absolute http(s) URL.", param="url"
+        )
     return url
 
 
@@ -74,8 +75,9 @@ def validate_event_types(event_types: Sequence[str] | None) -> tuple[str, ...] |
     if event_types is None:
         return None
     if isinstance(event_types, str) or not event_types:
-        raise Unprocessable("validation.type", "event_types must be a non-empty list or null.",
-                            param="event_types")  # fmt: skip
+        raise Unprocessable(
+            "validation.type", "event_types must be a non-empty list or null.", param="event_types"
+        )
     for index, event_type in enumerate(event_types):
         if not isinstance(event_type, str) or not _EVENT_PATTERN.match(event_type):
             raise Unprocessable(

@@ -67,8 +67,19 @@ class Served:
 def served(workdir: Path, *options: str) -> Iterator[Served]:
     """Start ``python -m harness serve --port 0 --keys-out F <options>``; wait for the keys file."""
     keys_file = workdir / "keys.json"
-    command = [sys.executable, "-m", "harness", "serve", "--host", "127.0.0.1", "--port", "0",
-               "--keys-out", str(keys_file), *options]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "harness",
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--keys-out",
+        str(keys_file),
+        *options,
+    ]
     process = subprocess.Popen(command, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     running = Served(process, {})
     try:

@@ -23,8 +23,12 @@ AVATAR = "av_stock_aria"
 
 
 def _session_body(room: str, **extra: Any) -> dict[str, Any]:
-    transport = {"type": "livekit", "url": "wss://rooms.example.invalid", "room_name": room,
-                 "worker_token": "wt_secret"}  # fmt: skip
+    transport = {
+        "type": "livekit",
+        "url": "wss://rooms.example.invalid",
+        "room_name": room,
+        "worker_token": "wt_secret",
+    }
     return {"avatar_id": AVATAR, "transport": transport, **extra}
 
 
@@ -148,8 +152,11 @@ def test_timers_and_capacity_loss_end_sessions_and_signed_webhooks_say_why(
 ) -> None:
     api = make_api(server, "pro")
     with receiver() as hooks:
-        endpoint = api.admin("POST", "/webhooks", {"org_id": api.org_id, "url": hooks.url,
-                                                    "event_types": ["session.*"]})  # fmt: skip
+        endpoint = api.admin(
+            "POST",
+            "/webhooks",
+            {"org_id": api.org_id, "url": hooks.url, "event_types": ["session.*"]},
+        )
         secret = endpoint["secret"]
 
         def ended(session_id: str) -> Any:
@@ -243,8 +250,10 @@ def test_another_organization_cannot_see_or_end_a_session(
 ) -> None:
     owner, stranger = make_api(server, "enterprise"), make_api(server, "free")
     session = owner.call("POST", "/v1/sessions", json=_session_body("private")).json()
-    for method, path in (("GET", f"/v1/sessions/{session['id']}"),
-                         ("POST", f"/v1/sessions/{session['id']}/end")):  # fmt: skip
+    for method, path in (
+        ("GET", f"/v1/sessions/{session['id']}"),
+        ("POST", f"/v1/sessions/{session['id']}/end"),
+    ):
         response = stranger.call(method, path)
         assert response.status_code == 404
         assert response.json()["error"]["type"] == "not_found"
@@ -259,8 +268,11 @@ def test_with_a_time_factor_the_idle_timeout_fires_with_no_traffic(
     """At factor 0.05 a 20 s idle timeout is one wall second; only the webhook tells us."""
     with served(tmp_path, "--time-factor", "0.05") as running, receiver() as hooks:
         api = make_api(running, "enterprise")
-        api.admin("POST", "/webhooks", {"org_id": api.org_id, "url": hooks.url,
-                                         "event_types": ["session.ended"]})  # fmt: skip
+        api.admin(
+            "POST",
+            "/webhooks",
+            {"org_id": api.org_id, "url": hooks.url, "event_types": ["session.ended"]},
+        )
         created = api.call("POST", "/v1/sessions", json=_session_body("t", idle_timeout_seconds=20))
         assert created.status_code == 201, created.text
         sent = time.monotonic()

@@ -41,14 +41,22 @@ def _caller(accounts: AccountRegistry, name: str) -> Caller:
 
 def build_world(seed: int = 7, **avatar_fields: Any) -> World:
     """A world whose avatar config has ``avatar_fields`` overridden (defaults: 30 s fitting)."""
-    fields: dict[str, Any] = {"fitting_time": Constant(value=30.0),
-                              "fitting_failure_probability": 0.0}  # fmt: skip
+    fields: dict[str, Any] = {
+        "fitting_time": Constant(value=30.0),
+        "fitting_failure_probability": 0.0,
+    }
     fields.update(avatar_fields)
     config = SimConfig(seed=seed, avatars=AvatarConfig(**fields))
     kernel = Kernel.create(config)
     accounts = AccountRegistry(config, kernel.clock, kernel.ids)
-    return World(kernel, accounts, AvatarService(kernel), _caller(accounts, "A"),
-                 _caller(accounts, "B"), image_bytes())  # fmt: skip
+    return World(
+        kernel,
+        accounts,
+        AvatarService(kernel),
+        _caller(accounts, "A"),
+        _caller(accounts, "B"),
+        image_bytes(),
+    )
 
 
 def image_bytes(fmt: str = "PNG", size: tuple[int, int] = (128, 160)) -> bytes:

@@ -27,16 +27,23 @@ def _png_with_header(width: int, height: int) -> bytes:
         return struct.pack(">I", len(payload)) + kind + payload + struct.pack(">I", crc)
 
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0"))
-            + chunk(b"IEND", b""))  # fmt: skip
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", ihdr)
+        + chunk(b"IDAT", zlib.compress(b"\0"))
+        + chunk(b"IEND", b"")
+    )
 
 
 def _refusal(data: bytes, config: AvatarConfig = CONFIG) -> Unprocessable:
     with pytest.raises(Unprocessable) as caught:
         check_portrait(data, config)
     error = caught.value
-    assert (error.type, error.code, error.param) == ("unprocessable", "avatar.image_invalid",
-                                                     "image")  # fmt: skip
+    assert (error.type, error.code, error.param) == (
+        "unprocessable",
+        "avatar.image_invalid",
+        "image",
+    )
     return error
 
 
@@ -65,17 +72,20 @@ def test_png_and_jpeg_within_bounds_are_accepted(
         pytest.param(lambda img: b"", "empty", id="empty"),
         pytest.param(lambda img: img("PNG")[:-40], "corrupt or truncated", id="truncated-png"),
         pytest.param(lambda img: img("PNG")[:60], "corrupt or truncated", id="png-header-only"),
-        pytest.param(lambda img: img("JPEG", (256, 256))[:400], "corrupt or truncated",
-                     id="truncated-jpeg"),
+        pytest.param(
+            lambda img: img("JPEG", (256, 256))[:400], "corrupt or truncated", id="truncated-jpeg"
+        ),
         pytest.param(lambda img: img("PNG", (1, 1)), "1x1 px", id="1x1"),
         pytest.param(lambda img: img("PNG", (63, 500)), "63x500 px", id="side-too-small"),
         pytest.param(lambda img: img("PNG", (8193, 64)), "8193x64 px", id="side-too-large"),
-        pytest.param(lambda img: _png_with_header(10_000, 10_000), "far too large",
-                     id="bomb-warning"),
-        pytest.param(lambda img: _png_with_header(50_000, 50_000), "far too large",
-                     id="bomb-error"),
+        pytest.param(
+            lambda img: _png_with_header(10_000, 10_000), "far too large", id="bomb-warning"
+        ),
+        pytest.param(
+            lambda img: _png_with_header(50_000, 50_000), "far too large", id="bomb-error"
+        ),
     ],
-)  # fmt: skip
+)
 def test_refusals_name_the_reason(
     data: Callable[[Callable[..., bytes]], bytes], reason: str, make_image: Callable[..., bytes]
 ) -> None:

@@ -87,8 +87,14 @@ def test_search_is_a_case_insensitive_substring_of_name_or_id(world: World) -> N
     assert search("AV_STOCK_") == STOCK_IDS
     assert hidden not in search("lobby")
     assert search("no such avatar") == []
-    assert _ids(world.avatars.list(world.alice, limit=100, starting_after=None, scope="platform",
-                                   q="lobby")) == []  # fmt: skip
+    assert (
+        _ids(
+            world.avatars.list(
+                world.alice, limit=100, starting_after=None, scope="platform", q="lobby"
+            )
+        )
+        == []
+    )
 
 
 @pytest.mark.req("EP-AV-2", "LIM-7")
@@ -100,10 +106,13 @@ def test_search_is_a_case_insensitive_substring_of_name_or_id(world: World) -> N
         ({"scope": "everything"}, "validation.enum", "scope"),
         ({"q": ""}, "validation.range", "q"),
         ({"q": "x" * 101}, "validation.range", "q"),
-        ({"starting_after": "av_01JUNKNOWNUNKNOWNUNKNOWN00"}, "validation.cursor",
-         "starting_after"),
+        (
+            {"starting_after": "av_01JUNKNOWNUNKNOWNUNKNOWN00"},
+            "validation.cursor",
+            "starting_after",
+        ),
     ],
-)  # fmt: skip
+)
 def test_invalid_list_parameters_are_refused(
     world: World, kwargs: dict[str, Any], code: str, param: str
 ) -> None:

@@ -29,8 +29,13 @@ REQUIRED = {"id", "object", "name", "status", "is_demo", "runtime_type", "create
 
 
 def _create(world: World, name: str | None = None, **kwargs: Any) -> dict[str, Any]:
-    return world.avatars.create(world.alice, image=kwargs.pop("image", world.png),
-                                filename="me.png", content_type="image/png", name=name)  # fmt: skip
+    return world.avatars.create(
+        world.alice,
+        image=kwargs.pop("image", world.png),
+        filename="me.png",
+        content_type="image/png",
+        name=name,
+    )
 
 
 @pytest.mark.req("AV-ST-1", "EP-AV-1", "RES-AV-1", "RES-AV-2")
@@ -47,8 +52,13 @@ def test_upload_answers_a_processing_avatar_in_the_contract_shape(world: World) 
     assert avatar["created_at"] == "2026-01-01T00:00:12.500Z"
     assert avatar["from_photo_upload"] is True
     assert "failure_reason" not in avatar
-    assert set(avatar) <= REQUIRED | {"voice", "instructions", "voice_instructions",
-                                      "failure_reason", "from_photo_upload"}  # fmt: skip
+    assert set(avatar) <= REQUIRED | {
+        "voice",
+        "instructions",
+        "voice_instructions",
+        "failure_reason",
+        "from_photo_upload",
+    }
 
 
 @pytest.mark.req("EP-AV-1")
@@ -56,8 +66,9 @@ def test_default_names_count_the_organizations_uploads(world: World) -> None:
     assert _create(world)["name"] == "Avatar 1"
     assert _create(world, name="Named")["name"] == "Named"
     assert _create(world)["name"] == "Avatar 3"
-    bobs = world.avatars.create(world.bob, image=world.png, filename=None,
-                                content_type=None, name=None)  # fmt: skip
+    bobs = world.avatars.create(
+        world.bob, image=world.png, filename=None, content_type=None, name=None
+    )
     assert bobs["name"] == "Avatar 1"
 
 
@@ -81,8 +92,7 @@ def test_name_of_exactly_the_maximum_length_is_accepted(world: World) -> None:
 @pytest.mark.req("EP-AV-1")
 def test_missing_image_is_refused_as_required(world: World) -> None:
     with pytest.raises(Unprocessable) as caught:
-        world.avatars.create(world.alice, image=None, filename=None, content_type=None,
-                             name="x")  # fmt: skip
+        world.avatars.create(world.alice, image=None, filename=None, content_type=None, name="x")
     assert (caught.value.code, caught.value.param) == ("validation.required", "image")
 
 
@@ -90,12 +100,18 @@ def test_missing_image_is_refused_as_required(world: World) -> None:
 def test_declared_content_type_does_not_override_the_content(
     world: World, make_image: Callable[..., bytes]
 ) -> None:
-    accepted = world.avatars.create(world.alice, image=make_image("JPEG"), filename="x.gif",
-                                    content_type="image/gif", name=None)  # fmt: skip
+    accepted = world.avatars.create(
+        world.alice, image=make_image("JPEG"), filename="x.gif", content_type="image/gif", name=None
+    )
     assert accepted["status"] == "processing"
     with pytest.raises(Unprocessable) as caught:
-        world.avatars.create(world.alice, image=make_image("GIF"), filename="x.png",
-                             content_type="image/png", name=None)  # fmt: skip
+        world.avatars.create(
+            world.alice,
+            image=make_image("GIF"),
+            filename="x.png",
+            content_type="image/png",
+            name=None,
+        )
     assert caught.value.code == "avatar.image_invalid"
 
 
@@ -143,8 +159,9 @@ def test_fitting_failure_sets_a_reason_only_while_failed(make_world: Callable[..
 def test_every_observed_change_is_a_row_of_the_transition_table(
     make_world: Callable[..., World],
 ) -> None:
-    world = make_world(seed=3, fitting_time=Uniform(low=5, high=60),
-                        fitting_failure_probability=0.4)  # fmt: skip
+    world = make_world(
+        seed=3, fitting_time=Uniform(low=5, high=60), fitting_failure_probability=0.4
+    )
     ids = [_create(world)["id"] for _ in range(30)]
     seen = {avatar_id: ["processing"] for avatar_id in ids}
     for _ in range(70):
@@ -181,8 +198,9 @@ def test_same_seed_gives_identical_avatars_and_events(
     seed: int, uploads: int, make_world: Callable[..., World]
 ) -> None:
     def run() -> tuple[Any, ...]:
-        world = make_world(seed=seed, fitting_time=Uniform(low=1, high=100),
-                            fitting_failure_probability=0.5)  # fmt: skip
+        world = make_world(
+            seed=seed, fitting_time=Uniform(low=1, high=100), fitting_failure_probability=0.5
+        )
         for _ in range(uploads):
             _create(world)
             world.advance(7)
@@ -203,8 +221,11 @@ def test_stock_catalog_has_fixed_ready_demo_avatars_at_the_epoch(world: World) -
         assert not ULID_ID.match(stock.id)
         body = world.avatars.retrieve(world.bob, stock.id)
         assert body.keys() >= REQUIRED
-        assert (body["status"], body["is_demo"], body["from_photo_upload"]) == ("ready", True,
-                                                                                 False)  # fmt: skip
+        assert (body["status"], body["is_demo"], body["from_photo_upload"]) == (
+            "ready",
+            True,
+            False,
+        )
         assert body["created_at"] == "2026-01-01T00:00:00.000Z"
         assert "failure_reason" not in body
         world.avatars.require_usable(world.bob.org_id, stock.id)
@@ -235,8 +256,10 @@ def test_require_usable_accepts_stock_and_own_ready_and_refuses_the_rest(world: 
     world.advance(30)
     world.avatars.require_usable(world.alice.org_id, processing["id"])
     world.avatars.require_usable(world.alice.org_id, "av_stock_mock")
-    for org_id, avatar_id in ((world.bob.org_id, processing["id"]),
-                              (world.alice.org_id, "av_stock_nobody")):  # fmt: skip
+    for org_id, avatar_id in (
+        (world.bob.org_id, processing["id"]),
+        (world.alice.org_id, "av_stock_nobody"),
+    ):
         with pytest.raises(NotFound) as missing:
             world.avatars.require_usable(org_id, avatar_id)
         assert (missing.value.code, missing.value.param) == ("avatar.not_found", "avatar_id")

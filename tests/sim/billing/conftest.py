@@ -50,16 +50,37 @@ def make_world(config: SimConfig | None = None) -> World:
 def small_billing(**overrides: Any) -> SimConfig:
     """Small numbers so that exhaustion, rollover caps and thresholds are reached quickly."""
     plans = (
-        PlanConfig(key="free", name="Free", price_usd_month=0, included_credits=0,
-                   rollover_cap_credits=0, max_session_duration_seconds=600,
-                   concurrent_sessions=5, low_balance_threshold_credits=200),
-        PlanConfig(key="capped", name="Capped", price_usd_month=9, included_credits=1_000,
-                   rollover_cap_credits=300, max_session_duration_seconds=600,
-                   concurrent_sessions=5, low_balance_threshold_credits=400),
-        PlanConfig(key="nocap", name="No rollover", price_usd_month=5, included_credits=700,
-                   rollover_cap_credits=0, max_session_duration_seconds=600,
-                   concurrent_sessions=5, low_balance_threshold_credits=100),
-    )  # fmt: skip
+        PlanConfig(
+            key="free",
+            name="Free",
+            price_usd_month=0,
+            included_credits=0,
+            rollover_cap_credits=0,
+            max_session_duration_seconds=600,
+            concurrent_sessions=5,
+            low_balance_threshold_credits=200,
+        ),
+        PlanConfig(
+            key="capped",
+            name="Capped",
+            price_usd_month=9,
+            included_credits=1_000,
+            rollover_cap_credits=300,
+            max_session_duration_seconds=600,
+            concurrent_sessions=5,
+            low_balance_threshold_credits=400,
+        ),
+        PlanConfig(
+            key="nocap",
+            name="No rollover",
+            price_usd_month=5,
+            included_credits=700,
+            rollover_cap_credits=0,
+            max_session_duration_seconds=600,
+            concurrent_sessions=5,
+            low_balance_threshold_credits=100,
+        ),
+    )
     billing = BillingConfig(signup_grant_usd=0.5, plans=plans, **overrides)
     return SimConfig(billing=billing)
 
@@ -80,9 +101,17 @@ def session_usage(
     avatar_id: str = "av_stock_mock",
 ) -> SessionUsage:
     fps = world.kernel.config.sessions.frames_per_second
-    return SessionUsage(session_id=session_id, org_id=org_id, quality=quality,
-                        billing_surface=surface, billable_seconds=seconds, frames=seconds * fps,
-                        ended_at=world.now, avatar_id=avatar_id, embed_id=embed_id)  # fmt: skip
+    return SessionUsage(
+        session_id=session_id,
+        org_id=org_id,
+        quality=quality,
+        billing_surface=surface,
+        billable_seconds=seconds,
+        frames=seconds * fps,
+        ended_at=world.now,
+        avatar_id=avatar_id,
+        embed_id=embed_id,
+    )
 
 
 def run_charge(
@@ -94,9 +123,15 @@ def run_charge(
     surface: str = "api",
     internal: bool = False,
 ) -> RunCharge:
-    return RunCharge(run_id=run_id, org_id=org_id, model=model, operation=operation,
-                     pricing_version="2026-01", billing_surface=surface,
-                     internal_model=internal)  # fmt: skip
+    return RunCharge(
+        run_id=run_id,
+        org_id=org_id,
+        model=model,
+        operation=operation,
+        pricing_version="2026-01",
+        billing_surface=surface,
+        internal_model=internal,
+    )
 
 
 class Kit:

@@ -18,8 +18,16 @@ def _ledger() -> Ledger:
 
 @pytest.mark.req("SIM-5")
 def test_every_kind_of_the_issue_is_declared_with_a_rule() -> None:
-    assert set(ENTRY_KINDS) == {"grant", "charge", "reservation", "settlement", "release",
-                                "refund", "rollover", "expiry"}  # fmt: skip
+    assert set(ENTRY_KINDS) == {
+        "grant",
+        "charge",
+        "reservation",
+        "settlement",
+        "release",
+        "refund",
+        "rollover",
+        "expiry",
+    }
     assert set(KIND_RULES) == set(ENTRY_KINDS)
     usage_kinds = {k for k, rule in KIND_RULES.items() if rule.usage}
     assert usage_kinds == {"charge", "settlement"}
@@ -50,9 +58,17 @@ def test_rows_that_break_their_kind_are_refused(
     kind: str, credits: int, deltas: tuple[int, int, int]
 ) -> None:
     with pytest.raises(ValueError, match=r"."):
-        LedgerEntry(id="le_x", seq=0, kind=kind, org_id="org_a", at=0.0,  # type: ignore[arg-type]
-                    credits=credits, rollover_delta=deltas[0], included_delta=deltas[1],
-                    granted_delta=deltas[2])  # fmt: skip
+        LedgerEntry(
+            id="le_x",
+            seq=0,
+            kind=kind,
+            org_id="org_a",
+            at=0.0,  # type: ignore[arg-type]
+            credits=credits,
+            rollover_delta=deltas[0],
+            included_delta=deltas[1],
+            granted_delta=deltas[2],
+        )
 
 
 @pytest.mark.req("SIM-5")

@@ -38,8 +38,9 @@ def test_grant_follows_the_configured_usd_rate(kit: Any) -> None:
 
 
 @pytest.mark.req("SIM-5", "SIM-6", "RES-SESS-7")
-@pytest.mark.parametrize(("quality", "multiplier"), [("mock", 0), ("lite", 1), ("standard", 2),
-                                                     ("pro", 4)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("quality", "multiplier"), [("mock", 0), ("lite", 1), ("standard", 2), ("pro", 4)]
+)
 def test_session_is_per_second_times_quality_multiplier(
     kit: Any, quality: str, multiplier: int
 ) -> None:
@@ -142,16 +143,21 @@ def test_settling_less_releases_the_rest_and_release_gives_everything_back(kit: 
     billing = world.billing
     billing.reserve_run(kit.run(org, "run_1"), 900)
     billing.reserve_run(kit.run(org, "run_1"), 900)  # a repeat holds nothing more
-    video = kit.run(org, "run_2", model="sim/portrait-video", operation="animate",
-                    surface="video_generation")  # fmt: skip
+    video = kit.run(
+        org, "run_2", model="sim/portrait-video", operation="animate", surface="video_generation"
+    )
     billing.reserve_run(video, 400)
     assert billing.balances(org).held == 1_300
     billing.settle_run("run_1", 250)
     billing.release_run("run_2")
     rows = [(e.run_id, e.kind, e.credits) for e in billing.entries(org) if e.run_id]
-    assert rows == [("run_1", "reservation", 900), ("run_2", "reservation", 400),
-                    ("run_1", "settlement", 250), ("run_1", "release", 650),
-                    ("run_2", "release", 400)]  # fmt: skip
+    assert rows == [
+        ("run_1", "reservation", 900),
+        ("run_2", "reservation", 400),
+        ("run_1", "settlement", 250),
+        ("run_1", "release", 650),
+        ("run_2", "release", 400),
+    ]
     assert billing.balance(org) == 20_000 - 250
     assert billing.balances(org).held == 0
     settlement = billing.ledger.run_rows("run_1")[1]

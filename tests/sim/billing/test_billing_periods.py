@@ -24,21 +24,31 @@ def test_rollover_caps_expire_and_renew_at_each_month_boundary(kit: Any) -> None
     mar = clock.seconds_at(kit.utc(2026, 3, 1))
     world.at(kit.utc(2026, 2, 15))
     # unused included 400: 300 roll over (cap), 100 expire, then February's 1 000 arrive
-    assert _rows(world, org, feb) == [("rollover", 300, feb), ("expiry", 100, feb),
-                                      ("grant", 1_000, feb)]  # fmt: skip
+    assert _rows(world, org, feb) == [
+        ("rollover", 300, feb),
+        ("expiry", 100, feb),
+        ("grant", 1_000, feb),
+    ]
     b = world.billing.balances(org)
     assert (b.rollover, b.included, b.granted) == (300, 1_000, 500)
     world.billing.charge_session(kit.usage(world, org, "sess_feb", 250))  # 500: rollover first
     b = world.billing.balances(org)
     assert (b.rollover, b.included, b.granted) == (0, 800, 500)
     world.at(kit.utc(2026, 3, 2))
-    assert _rows(world, org, mar) == [("rollover", 300, mar), ("expiry", 500, mar),
-                                      ("grant", 1_000, mar)]  # fmt: skip
+    assert _rows(world, org, mar) == [
+        ("rollover", 300, mar),
+        ("expiry", 500, mar),
+        ("grant", 1_000, mar),
+    ]
     world.at(kit.utc(2026, 4, 1))
     apr = clock.seconds_at(kit.utc(2026, 4, 1))
     # March's rollover had its month and expires; March's unused included rolls (capped)
-    assert _rows(world, org, apr) == [("expiry", 300, apr), ("rollover", 300, apr),
-                                      ("expiry", 700, apr), ("grant", 1_000, apr)]  # fmt: skip
+    assert _rows(world, org, apr) == [
+        ("expiry", 300, apr),
+        ("rollover", 300, apr),
+        ("expiry", 700, apr),
+        ("grant", 1_000, apr),
+    ]
     quota = world.billing.quota(org)
     assert quota["rollover_balance_credits"] == 300
     assert quota["included_balance_credits"] == 1_000
@@ -102,8 +112,12 @@ def test_an_organization_never_opened_is_opened_as_of_its_creation(kit: Any) -> 
     assert quota["current_period_start"] == "2026-03-01T00:00:00.000Z"
     grants = [(e.credits, e.at) for e in world.billing.entries(org) if e.kind == "grant"]
     clock = world.kernel.clock
-    assert grants == [(500, 0.0), (700, 0.0), (700, clock.seconds_at(kit.utc(2026, 2, 1))),
-                      (700, clock.seconds_at(kit.utc(2026, 3, 1)))]  # fmt: skip
+    assert grants == [
+        (500, 0.0),
+        (700, 0.0),
+        (700, clock.seconds_at(kit.utc(2026, 2, 1))),
+        (700, clock.seconds_at(kit.utc(2026, 3, 1))),
+    ]
 
 
 @pytest.mark.req("SIM-5")
@@ -122,10 +136,14 @@ def test_env_run_and_clock_advance_close_the_same_periods(kit: Any) -> None:
 
 
 @pytest.mark.req("SIM-5")
-@pytest.mark.parametrize(("year", "month", "previous", "following"), [
-    (2026, 1, (2025, 12), (2026, 2)), (2026, 12, (2026, 11), (2027, 1)),
-    (2028, 2, (2028, 1), (2028, 3)),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("year", "month", "previous", "following"),
+    [
+        (2026, 1, (2025, 12), (2026, 2)),
+        (2026, 12, (2026, 11), (2027, 1)),
+        (2028, 2, (2028, 1), (2028, 3)),
+    ],
+)
 def test_month_arithmetic_crosses_years(
     kit: Any, year: int, month: int, previous: tuple[int, int], following: tuple[int, int]
 ) -> None:

@@ -24,21 +24,42 @@ from sim.errors import QuotaExceeded
 
 PLANS = ("free", "capped", "nocap")  # of the small config: see conftest
 QUALITIES = ("mock", "lite", "standard", "pro")
-SURFACES = ("api", "playground", "embed", "share", "public_demo", "pipecat", "agora",
-            "video_generation")  # fmt: skip
-ZONES = ("UTC", "America/New_York", "Europe/Berlin", "Australia/Lord_Howe", "Asia/Kathmandu",
-         "Pacific/Chatham", "America/St_Johns", "Africa/Casablanca")  # fmt: skip
+SURFACES = (
+    "api",
+    "playground",
+    "embed",
+    "share",
+    "public_demo",
+    "pipecat",
+    "agora",
+    "video_generation",
+)
+ZONES = (
+    "UTC",
+    "America/New_York",
+    "Europe/Berlin",
+    "Australia/Lord_Howe",
+    "Asia/Kathmandu",
+    "Pacific/Chatham",
+    "America/St_Johns",
+    "Africa/Casablanca",
+)
 
 ops = st.one_of(
     st.tuples(st.just("wait"), st.integers(1, 14 * 86_400)),
-    st.tuples(st.just("session"), st.integers(0, 2), st.sampled_from(QUALITIES),
-              st.sampled_from(SURFACES), st.integers(0, 400)),
+    st.tuples(
+        st.just("session"),
+        st.integers(0, 2),
+        st.sampled_from(QUALITIES),
+        st.sampled_from(SURFACES),
+        st.integers(0, 400),
+    ),
     st.tuples(st.just("replay"), st.integers(0, 50)),
     st.tuples(st.just("reserve"), st.integers(0, 2), st.integers(0, 700), st.booleans()),
     st.tuples(st.just("settle"), st.integers(0, 50), st.integers(0, 900)),
     st.tuples(st.just("release"), st.integers(0, 50)),
     st.tuples(st.just("refund"), st.integers(0, 2), st.integers(1, 300)),
-)  # fmt: skip
+)
 
 
 @dataclass
@@ -83,8 +104,9 @@ def _months_between(start: datetime, end: datetime) -> int:
     return (end.year - start.year) * 12 + end.month - start.month
 
 
-def _naive_summary(entries: list[Any], org: str, start: float, end: float, zone: str,
-                   epoch: datetime, limit: int) -> dict[str, Any]:  # fmt: skip
+def _naive_summary(
+    entries: list[Any], org: str, start: float, end: float, zone: str, epoch: datetime, limit: int
+) -> dict[str, Any]:
     """Every figure of the summary, recomputed by brute force from the raw rows."""
     rows = [
         e
@@ -117,8 +139,10 @@ def _naive_summary(entries: list[Any], org: str, start: float, end: float, zone:
 
     def recent(studio: bool) -> list[dict[str, Any]]:
         chosen = [e for e in settled if (e.billing_surface == "video_generation") == studio]
-        return [{"credits": e.credits, "settled_at": stamp(e.at), "run_id": e.run_id,
-                 "model": e.model} for e in chosen[:limit]]  # fmt: skip
+        return [
+            {"credits": e.credits, "settled_at": stamp(e.at), "run_id": e.run_id, "model": e.model}
+            for e in chosen[:limit]
+        ]
 
     embeds: defaultdict[str, list[Any]] = defaultdict(list)
     for e in rows:
@@ -145,15 +169,17 @@ def _naive_summary(entries: list[Any], org: str, start: float, end: float, zone:
         "period_end": stamp(end),
         "by_billing_surface": total(lambda e: True, lambda e: e.billing_surface),
         "by_model": total(lambda e: e.model is not None and not e.internal, lambda e: e.model),
-        "by_quality": total(lambda e: e.billable_seconds > 0, lambda e: e.quality,
-                            lambda e: e.billable_seconds),
+        "by_quality": total(
+            lambda e: e.billable_seconds > 0, lambda e: e.quality, lambda e: e.billable_seconds
+        ),
         "by_speech_billing_mode": modes,
         "daily_credits_by_billing_surface": {
-            d: dict(sorted(daily[d].items())) for d in sorted(daily)},
+            d: dict(sorted(daily[d].items())) for d in sorted(daily)
+        },
         "embed_usage": embed_rows,
         "credits_by_operation": total(lambda e: True, lambda e: e.operation),
         "recent_settled_charges": {"model": recent(False), "studio": recent(True)},
-    }  # fmt: skip
+    }
 
 
 def _play(kit: Any, history: list[tuple[Any, ...]]) -> tuple[Any, list[str], dict[str, Model]]:
@@ -161,8 +187,10 @@ def _play(kit: Any, history: list[tuple[Any, ...]]) -> tuple[Any, list[str], dic
     config = world.kernel.config.billing
     billing = world.billing
     orgs = [world.org(plan, name=plan) for plan in PLANS]
-    models = {org: Model(config.plan(plan), config.signup_grant_credits)
-              for org, plan in zip(orgs, PLANS, strict=True)}  # fmt: skip
+    models = {
+        org: Model(config.plan(plan), config.signup_grant_credits)
+        for org, plan in zip(orgs, PLANS, strict=True)
+    }
     for org, plan in zip(orgs, PLANS, strict=True):
         models[org].granted = config.signup_grant_credits
         models[org].included = config.plan(plan).included_credits
@@ -180,8 +208,15 @@ def _play(kit: Any, history: list[tuple[Any, ...]]) -> tuple[Any, list[str], dic
             if kind == "session":
                 _, i, quality, surface, seconds = op
                 embed = f"emb_{i}_{len(usages) % 3}" if surface == "embed" else None
-                usage = kit.usage(world, orgs[i], f"sess_{len(usages)}", seconds,
-                                  quality=quality, surface=surface, embed_id=embed)  # fmt: skip
+                usage = kit.usage(
+                    world,
+                    orgs[i],
+                    f"sess_{len(usages)}",
+                    seconds,
+                    quality=quality,
+                    surface=surface,
+                    embed_id=embed,
+                )
                 usages.append(usage)
                 model = models[usage.org_id]
                 multiplier = config.quality_multipliers[quality]
@@ -294,8 +329,10 @@ def test_ledger_agrees_with_the_rules_and_conserves_credits(
         assert kinds["reservation"] == 1 and kinds["settlement"] <= 1 and kinds["release"] <= 1
         assert amounts[run_id]["settlement"] <= amounts[run_id]["reservation"]
         if kinds["settlement"] or kinds["release"]:
-            assert (amounts[run_id]["settlement"] + amounts[run_id]["release"]
-                    == amounts[run_id]["reservation"])  # fmt: skip
+            assert (
+                amounts[run_id]["settlement"] + amounts[run_id]["release"]
+                == amounts[run_id]["reservation"]
+            )
 
 
 @pytest.mark.req("RES-USAGE-1", "RES-USAGE-2", "RES-USAGE-3", "EP-USAGE-1", "SIM-5")
@@ -333,8 +370,9 @@ def test_summary_equals_a_recomputation_from_raw_rows(
                 timezone=zone,
             )
         limit = world.kernel.config.billing.recent_charges_listed
-        expected = _naive_summary(world.billing.entries(), org, start, end, zone,
-                                  clock.epoch, limit)  # fmt: skip
+        expected = _naive_summary(
+            world.billing.entries(), org, start, end, zone, clock.epoch, limit
+        )
         assert summary == expected
         total = summary["credits_charged"]
         assert (
@@ -354,8 +392,7 @@ def test_summary_equals_a_recomputation_from_raw_rows(
     history=st.lists(ops, max_size=30),
     cut=st.integers(0, 86_400 * 90),
 )
-def test_adjacent_windows_add_up(kit: Any, history: list[tuple[Any, ...]],
-                                 cut: int) -> None:  # fmt: skip
+def test_adjacent_windows_add_up(kit: Any, history: list[tuple[Any, ...]], cut: int) -> None:
     """[a, m) + [m, b) = [a, b): a row at the cut is counted exactly once (inclusive start)."""
     world, orgs, _ = _play(kit, history)
     clock = world.kernel.clock

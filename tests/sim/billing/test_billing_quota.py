@@ -11,9 +11,14 @@ from sim.billing import LOW_BALANCE_EVENT, QUOTA_STATUSES
 from sim.errors import QuotaExceeded
 
 TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
-INTEGER_FIELDS = ("balance_credits", "included_balance_credits", "included_credits_limit",
-                  "included_credits_used", "rollover_balance_credits",
-                  "low_balance_threshold_credits")  # fmt: skip
+INTEGER_FIELDS = (
+    "balance_credits",
+    "included_balance_credits",
+    "included_credits_limit",
+    "included_credits_used",
+    "rollover_balance_credits",
+    "low_balance_threshold_credits",
+)
 
 
 @pytest.mark.req("RES-QUOTA-1", "EP-BILL-1")
@@ -23,8 +28,14 @@ def test_quota_has_every_seed_field_with_its_type(kit: Any, plan: str) -> None:
     org = world.org(plan)
     world.kernel.clock.advance(86_400 * 3)
     quota = world.billing.quota(org)
-    assert set(quota) == {*INTEGER_FIELDS, "can_start_session", "current_period_start",
-                          "current_period_end", "plan_key", "status"}  # fmt: skip
+    assert set(quota) == {
+        *INTEGER_FIELDS,
+        "can_start_session",
+        "current_period_start",
+        "current_period_end",
+        "plan_key",
+        "status",
+    }
     for name in INTEGER_FIELDS:
         assert type(quota[name]) is int and quota[name] >= 0, name
     assert type(quota["can_start_session"]) is bool
@@ -111,14 +122,16 @@ def test_plans_list_every_configured_plan_with_the_public_columns(kit: Any) -> N
     assert [p["key"] for p in body["data"]] == ["free", "starter", "pro", "enterprise"]
     for rendered, plan in zip(body["data"], world.kernel.config.billing.plans, strict=True):
         assert rendered == {
-            "key": plan.key, "name": plan.name, "price_usd_month": plan.price_usd_month,
+            "key": plan.key,
+            "name": plan.name,
+            "price_usd_month": plan.price_usd_month,
             "included_credits": plan.included_credits,
             "rollover_cap_credits": plan.rollover_cap_credits,
             "max_session_duration_seconds": plan.max_session_duration_seconds,
             "concurrent_sessions": plan.concurrent_sessions,
             "low_balance_threshold_credits": plan.low_balance_threshold_credits,
             "run_deletion": plan.run_deletion,
-        }  # fmt: skip
+        }
     assert [p["run_deletion"] for p in body["data"]] == [False, False, False, True]
     assert body["data"][3]["price_usd_month"] is None
     custom = kit.world(kit.small_config()).billing.plans()

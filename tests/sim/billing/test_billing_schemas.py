@@ -36,11 +36,19 @@ def _busy_org(kit: Any) -> tuple[Any, str]:
                 embed_id="emb_x" if surface == "embed" else None,
             )
         )
-        world.kernel.clock.advance(7_200)  # fmt: skip
+        world.kernel.clock.advance(7_200)
     billing.reserve_run(kit.run(org, "run_a"), 100)
     billing.settle_run("run_a", 60)
-    billing.reserve_run(kit.run(org, "run_v", model="sim/portrait-video", operation="animate",
-                                surface="video_generation"), 300)  # fmt: skip
+    billing.reserve_run(
+        kit.run(
+            org,
+            "run_v",
+            model="sim/portrait-video",
+            operation="animate",
+            surface="video_generation",
+        ),
+        300,
+    )
     billing.settle_run("run_v", 300)
     return world, org
 

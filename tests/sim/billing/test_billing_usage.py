@@ -9,9 +9,18 @@ import pytest
 
 from sim.errors import Unprocessable
 
-SEED_FIELDS = {"billable_seconds", "sessions", "credits_charged", "period_start", "period_end",
-               "by_billing_surface", "by_model", "by_quality", "by_speech_billing_mode",
-               "daily_credits_by_billing_surface"}  # fmt: skip
+SEED_FIELDS = {
+    "billable_seconds",
+    "sessions",
+    "credits_charged",
+    "period_start",
+    "period_end",
+    "by_billing_surface",
+    "by_model",
+    "by_quality",
+    "by_speech_billing_mode",
+    "daily_credits_by_billing_surface",
+}
 GAP_FIELDS = {"embed_usage", "credits_by_operation", "recent_settled_charges"}
 
 
@@ -21,24 +30,55 @@ GAP_FIELDS = {"embed_usage", "credits_by_operation", "recent_settled_charges"}
     [
         ({"period_start": "2026-01-01T00:00:00Z"}, "usage.window_invalid", "period_end"),
         ({"period_end": "2026-01-02T00:00:00Z"}, "usage.window_invalid", "period_start"),
-        ({"period": "current_month", "period_start": "2026-01-01T00:00:00Z",
-          "period_end": "2026-01-02T00:00:00Z"}, "usage.window_invalid", "period"),
-        ({"period": "previous_month", "period_end": "2026-01-02T00:00:00Z"},
-         "usage.window_invalid", "period"),
-        ({"period_start": "2026-01-02T00:00:00Z", "period_end": "2026-01-01T00:00:00Z"},
-         "usage.window_invalid", "period_end"),
-        ({"period_start": "2026-01-01T00:00:00Z", "period_end": "2026-01-01T00:00:00Z"},
-         "usage.window_invalid", "period_end"),
-        ({"period_start": "2026-01-01T00:00:00Z", "period_end": "2027-01-03T00:00:00Z"},
-         "usage.window_invalid", "period_end"),
-        ({"period_start": "2026-01-01T00:00:00.500Z", "period_end": "2026-01-02T00:00:00Z"},
-         "usage.window_invalid", "period_start"),
-        ({"period_start": "2026-01-01T00:00:00+01:00", "period_end": "2026-01-02T00:00:00Z"},
-         "usage.window_invalid", "period_start"),
-        ({"period_start": "2026-01-01", "period_end": "2026-01-02T00:00:00Z"},
-         "usage.window_invalid", "period_start"),
-        ({"period_start": "2026-02-30T00:00:00Z", "period_end": "2026-03-02T00:00:00Z"},
-         "usage.window_invalid", "period_start"),
+        (
+            {
+                "period": "current_month",
+                "period_start": "2026-01-01T00:00:00Z",
+                "period_end": "2026-01-02T00:00:00Z",
+            },
+            "usage.window_invalid",
+            "period",
+        ),
+        (
+            {"period": "previous_month", "period_end": "2026-01-02T00:00:00Z"},
+            "usage.window_invalid",
+            "period",
+        ),
+        (
+            {"period_start": "2026-01-02T00:00:00Z", "period_end": "2026-01-01T00:00:00Z"},
+            "usage.window_invalid",
+            "period_end",
+        ),
+        (
+            {"period_start": "2026-01-01T00:00:00Z", "period_end": "2026-01-01T00:00:00Z"},
+            "usage.window_invalid",
+            "period_end",
+        ),
+        (
+            {"period_start": "2026-01-01T00:00:00Z", "period_end": "2027-01-03T00:00:00Z"},
+            "usage.window_invalid",
+            "period_end",
+        ),
+        (
+            {"period_start": "2026-01-01T00:00:00.500Z", "period_end": "2026-01-02T00:00:00Z"},
+            "usage.window_invalid",
+            "period_start",
+        ),
+        (
+            {"period_start": "2026-01-01T00:00:00+01:00", "period_end": "2026-01-02T00:00:00Z"},
+            "usage.window_invalid",
+            "period_start",
+        ),
+        (
+            {"period_start": "2026-01-01", "period_end": "2026-01-02T00:00:00Z"},
+            "usage.window_invalid",
+            "period_start",
+        ),
+        (
+            {"period_start": "2026-02-30T00:00:00Z", "period_end": "2026-03-02T00:00:00Z"},
+            "usage.window_invalid",
+            "period_start",
+        ),
         ({"period": "last_week"}, "validation.enum", "period"),
         ({"timezone": "Mars/Olympus_Mons"}, "usage.timezone_invalid", "timezone"),
         ({"timezone": "America"}, "usage.timezone_invalid", "timezone"),
@@ -46,7 +86,7 @@ GAP_FIELDS = {"embed_usage", "credits_by_operation", "recent_settled_charges"}
         ({"timezone": ""}, "usage.timezone_invalid", "timezone"),
         ({"timezone": "Europe/" + "x" * 60}, "usage.timezone_invalid", "timezone"),
     ],
-)  # fmt: skip
+)
 def test_invalid_windows_are_refused_with_the_offending_param(
     kit: Any, query: dict[str, str], code: str, param: str
 ) -> None:
@@ -104,8 +144,9 @@ def test_window_counts_its_start_and_not_its_end(kit: Any) -> None:
     world.billing.charge_session(kit.usage(world, org, "sess_at_start", 10))  # 20 credits
     world.at(kit.utc(2026, 1, 6))
     world.billing.charge_session(kit.usage(world, org, "sess_at_end", 100))  # 200 credits
-    summary = world.billing.usage(org, period_start="2026-01-05T00:00:00Z",
-                                  period_end="2026-01-06T00:00:00Z")  # fmt: skip
+    summary = world.billing.usage(
+        org, period_start="2026-01-05T00:00:00Z", period_end="2026-01-06T00:00:00Z"
+    )
     assert (summary["credits_charged"], summary["sessions"], summary["billable_seconds"]) == (
         20,
         1,
@@ -138,9 +179,12 @@ def test_daily_buckets_follow_local_days_across_dst(
     for hour in range(24 * 4):
         world.at(start + timedelta(hours=hour, minutes=30))
         world.billing.charge_session(kit.usage(world, org, f"sess_{hour}", 1, quality="lite"))
-    summary = world.billing.usage(org, period_start=f"{start:%Y-%m-%dT%H:%M:%S}Z",
-                                  period_end=f"{start + timedelta(days=4):%Y-%m-%dT%H:%M:%S}Z",
-                                  timezone=zone)  # fmt: skip
+    summary = world.billing.usage(
+        org,
+        period_start=f"{start:%Y-%m-%dT%H:%M:%S}Z",
+        period_end=f"{start + timedelta(days=4):%Y-%m-%dT%H:%M:%S}Z",
+        timezone=zone,
+    )
     daily = summary["daily_credits_by_billing_surface"]
     assert daily[day] == {"api": hours}
     assert sum(d["api"] for d in daily.values()) == summary["credits_charged"] == 96
@@ -153,8 +197,9 @@ def test_slices_of_a_mixed_month(kit: Any) -> None:
     billing = world.billing
     world.at(kit.utc(2026, 1, 3, 10))
     billing.charge_session(kit.usage(world, org, "s_api", 100, quality="pro"))  # 400
-    billing.charge_session(kit.usage(world, org, "s_play", 30, quality="lite",
-                                     surface="playground"))  # 30 + 30 internal speech  # fmt: skip
+    billing.charge_session(
+        kit.usage(world, org, "s_play", 30, quality="lite", surface="playground")
+    )  # 30 + 30 internal speech
     billing.reserve_run(kit.run(org, "r_speech"), 50)
     billing.settle_run("r_speech", 40)
     billing.reserve_run(kit.run(org, "r_internal", model="sim/internal-speech", internal=True), 9)
@@ -168,11 +213,13 @@ def test_slices_of_a_mixed_month(kit: Any) -> None:
     assert summary["by_quality"] == {"lite": 30, "pro": 100}
     assert summary["by_model"] == {"sim/speech": 40}  # no session rows, no internal model
     assert summary["by_billing_surface"] == {"api": 449, "playground": 60}
-    assert summary["by_speech_billing_mode"] == {"customer_managed": 449,
-                                                 "platform_managed": 60}  # fmt: skip
+    assert summary["by_speech_billing_mode"] == {"customer_managed": 449, "platform_managed": 60}
     assert summary["credits_by_operation"] == {
-        "run.sim/internal-speech.synthesize": 9, "run.sim/speech.synthesize": 40,
-        "session.realtime": 430, "session.speech": 30}  # fmt: skip
+        "run.sim/internal-speech.synthesize": 9,
+        "run.sim/speech.synthesize": 40,
+        "session.realtime": 430,
+        "session.speech": 30,
+    }
     assert summary["daily_credits_by_billing_surface"] == {
         "2026-01-03": {"api": 449, "playground": 60}
     }
@@ -198,9 +245,18 @@ def test_embed_usage_is_ordered_by_credits_then_latest_use(kit: Any) -> None:
     billing = world.billing
 
     def embed_session(session: str, embed: str, seconds: int) -> None:
-        billing.charge_session(kit.usage(world, org, session, seconds, quality="lite",
-                                         surface="embed", embed_id=embed,
-                                         avatar_id=f"av_{embed}"))  # fmt: skip
+        billing.charge_session(
+            kit.usage(
+                world,
+                org,
+                session,
+                seconds,
+                quality="lite",
+                surface="embed",
+                embed_id=embed,
+                avatar_id=f"av_{embed}",
+            )
+        )
         world.kernel.clock.advance(60)
 
     embed_session("s1", "emb_a", 10)  # a: 20 credits (10 + 10 speech)
@@ -233,15 +289,27 @@ def test_recent_settled_charges_split_model_and_studio_newest_first(kit: Any) ->
         billing.reserve_run(kit.run(org, f"run_m{i:02d}"), 10 + i)
         billing.settle_run(f"run_m{i:02d}", 10 + i)
         world.kernel.clock.advance(1)
-    billing.reserve_run(kit.run(org, "run_studio", model="sim/portrait-video",
-                                operation="animate", surface="video_generation"), 500)  # fmt: skip
+    billing.reserve_run(
+        kit.run(
+            org,
+            "run_studio",
+            model="sim/portrait-video",
+            operation="animate",
+            surface="video_generation",
+        ),
+        500,
+    )
     billing.settle_run("run_studio", 300)
     recent = billing.usage(org)["recent_settled_charges"]
     limit = world.kernel.config.billing.recent_charges_listed
     assert [r["run_id"] for r in recent["model"]] == [f"run_m{i:02d}" for i in range(11, 1, -1)]
     assert len(recent["model"]) == limit
-    assert recent["model"][0] == {"credits": 21, "settled_at": "2026-01-01T00:00:11.000Z",
-                                  "run_id": "run_m11", "model": "sim/speech"}  # fmt: skip
+    assert recent["model"][0] == {
+        "credits": 21,
+        "settled_at": "2026-01-01T00:00:11.000Z",
+        "run_id": "run_m11",
+        "model": "sim/speech",
+    }
     assert recent["studio"] == [
         {
             "credits": 300,
@@ -273,8 +341,10 @@ def test_a_summary_reads_only_its_own_window_of_its_own_organization(
 
     monkeypatch.setattr(service, "summarize", spy)
     summary = world.billing.usage(orgs[2], period="previous_month")  # February
-    in_february = [e for e in world.billing.entries(orgs[2])
-                   if kit.utc(2026, 2, 1) <= world.kernel.clock.datetime_at(e.at)
-                   < kit.utc(2026, 3, 1)]  # fmt: skip
+    in_february = [
+        e
+        for e in world.billing.entries(orgs[2])
+        if kit.utc(2026, 2, 1) <= world.kernel.clock.datetime_at(e.at) < kit.utc(2026, 3, 1)
+    ]
     assert seen == [len(in_february)]  # nothing of the other organizations or other months
     assert summary["sessions"] == 28

@@ -107,11 +107,13 @@ def constant_models(seconds: float = 10.0, failure_probability: float = 0.0) -> 
     models = RunsConfig().models
     return {
         model_id: ModelConfig(
-            duration=Constant(value=seconds), failure_probability=failure_probability,
-            credits_per_unit=cfg.credits_per_unit, pricing_version=cfg.pricing_version,
+            duration=Constant(value=seconds),
+            failure_probability=failure_probability,
+            credits_per_unit=cfg.credits_per_unit,
+            pricing_version=cfg.pricing_version,
         )
         for model_id, cfg in models.items()
-    }  # fmt: skip
+    }
 
 
 def build_world(seed: int = 11, **runs_fields: Any) -> World:
@@ -127,8 +129,16 @@ def build_world(seed: int = 11, **runs_fields: Any) -> World:
         key = accounts.create_key(org.id)
         return accounts.authenticate(f"Bearer {key.secret}")
 
-    return World(kernel, accounts, billing, assets, runs, caller("A", "enterprise"),
-                 caller("B", "enterprise"), caller("C", "free"))  # fmt: skip
+    return World(
+        kernel,
+        accounts,
+        billing,
+        assets,
+        runs,
+        caller("A", "enterprise"),
+        caller("B", "enterprise"),
+        caller("C", "free"),
+    )
 
 
 def wav_bytes(seconds: float = 2.0, rate: int = 8000) -> bytes:

@@ -41,12 +41,15 @@ def _check(validator: Draft202012Validator, instance: Any) -> None:
     assert errors == []
 
 
-@pytest.mark.req("RES-RUN-1", "RES-RUN-3", "RES-RUN-4", "RES-RUN-5", "RES-RUN-6", "RES-ASSET-1",
-                 "RES-MODEL-1")  # fmt: skip
+@pytest.mark.req(
+    "RES-RUN-1", "RES-RUN-3", "RES-RUN-4", "RES-RUN-5", "RES-RUN-6", "RES-ASSET-1", "RES-MODEL-1"
+)
 def test_rendered_resources_match_the_contract_in_every_state(
-    make_world: Callable[..., World], models: Callable[..., dict[str, Any]], media: Media,
+    make_world: Callable[..., World],
+    models: Callable[..., dict[str, Any]],
+    media: Media,
     schema: Callable[[str], Draft202012Validator],
-) -> None:  # fmt: skip
+) -> None:
     world = make_world(run_workers=2, capacity_wait_seconds=5.0, models=models(8.0))
     seen: list[dict[str, Any]] = []
 
@@ -69,9 +72,16 @@ def test_rendered_resources_match_the_contract_in_every_state(
     _check(schema("ModelList"), world.runs.list_models(world.alice))
     _check(schema("RunList"), world.runs.list(world.alice, limit=10, starting_after=None))
     text = world.runs.create(world.alice, "sim/echo-text", {"input": {"prompt": "hey"}})
-    video = world.runs.create(world.alice, "sim/portrait-video", {"input": {
-        "image": media.b64(media.png()), "audio": media.b64(media.wav()),
-    }})  # fmt: skip
+    video = world.runs.create(
+        world.alice,
+        "sim/portrait-video",
+        {
+            "input": {
+                "image": media.b64(media.png()),
+                "audio": media.b64(media.wav()),
+            }
+        },
+    )
     speech = world.speech()  # waits for capacity
     canceled = world.speech()
     snapshot()
@@ -88,10 +98,15 @@ def test_rendered_resources_match_the_contract_in_every_state(
     world.advance(60)
     snapshot()
     statuses = {(b["status"], "capacity_wait" in b, "eta" in b, "deleted_at" in b) for b in seen}
-    assert {("queued", True, False, False), ("queued", False, True, False),
-            ("running", False, True, False), ("succeeded", False, False, False),
-            ("succeeded", False, False, True), ("failed", False, False, False),
-            ("canceled", False, False, False)} <= statuses  # fmt: skip
+    assert {
+        ("queued", True, False, False),
+        ("queued", False, True, False),
+        ("running", False, True, False),
+        ("succeeded", False, False, False),
+        ("succeeded", False, False, True),
+        ("failed", False, False, False),
+        ("canceled", False, False, False),
+    } <= statuses
     assert {d.status for d in world.runs.deletions()} == {"completed", "failed"}
     assert world.runs.retrieve(world.alice, speech["id"])["error"]["code"] == "capacity_timeout"
     assert world.runs.retrieve(world.alice, late["id"])["status"] == "succeeded"

@@ -19,9 +19,22 @@ from sim.runs import CATALOG
 if TYPE_CHECKING:
     from conftest import Media, World
 
-MODEL_FIELDS = {"id", "available", "contract_revision", "revision", "description",
-                "display_name", "family", "owner", "execution_modes", "execution_targets",
-                "input_modalities", "output_modalities", "operations", "pricing"}  # fmt: skip
+MODEL_FIELDS = {
+    "id",
+    "available",
+    "contract_revision",
+    "revision",
+    "description",
+    "display_name",
+    "family",
+    "owner",
+    "execution_modes",
+    "execution_targets",
+    "input_modalities",
+    "output_modalities",
+    "operations",
+    "pricing",
+}
 
 
 @pytest.mark.req("RES-MODEL-1", "EP-MODEL-1", "CONV-1")
@@ -35,8 +48,14 @@ def test_every_model_has_the_contract_fields(world: World) -> None:
         assert model["object"] == "model"
         publisher, name = model["id"].split("/")
         assert publisher and name
-        for field in ("execution_modes", "execution_targets", "input_modalities",
-                      "output_modalities", "aliases", "tags"):  # fmt: skip
+        for field in (
+            "execution_modes",
+            "execution_targets",
+            "input_modalities",
+            "output_modalities",
+            "aliases",
+            "tags",
+        ):
             assert all(isinstance(v, str) for v in model[field])
         assert model["pricing"]["unit"] in ("run", "second", "character")
         assert model["pricing"]["credits_per_unit"] >= 0
@@ -83,11 +102,10 @@ def test_unknown_and_unavailable_models(world: World) -> None:
         ({"input": {"text": "a"}, "external_id": ""}, "validation.range", "external_id"),
         ({"input": {"text": "a"}, "external_id": "e" * 129}, "validation.range", "external_id"),
         ({"input": {"text": "a"}, "metadata": []}, "validation.type", "metadata"),
-        ({"input": {"text": "a"}, "metadata": {"k": "v" * 9000}}, "metadata.too_large",
-         "metadata"),
+        ({"input": {"text": "a"}, "metadata": {"k": "v" * 9000}}, "metadata.too_large", "metadata"),
         ({"input": {"text": "a"}, "priority": 1}, "validation.unknown_field", "priority"),
     ],
-)  # fmt: skip
+)
 def test_invalid_bodies_are_refused_with_code_and_param(
     world: World, body: dict[str, Any], code: str, param: str
 ) -> None:
@@ -102,16 +120,19 @@ _SCHEMA = next(s for s in CATALOG if s.id == "sim/echo-text").operations[0].requ
 
 _json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-5, 30_000) | st.text(max_size=5),
-    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=3), inner,
-                                                                max_size=2),
+    lambda inner: (
+        st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=3), inner, max_size=2)
+    ),
     max_leaves=4,
-)  # fmt: skip
+)
 _inputs = st.fixed_dictionaries(
     {},
-    optional={"prompt": st.one_of(st.text(max_size=8), _json_values),
-              "max_characters": st.one_of(st.integers(-2, 30_000), _json_values),
-              "extra": _json_values},
-)  # fmt: skip
+    optional={
+        "prompt": st.one_of(st.text(max_size=8), _json_values),
+        "max_characters": st.one_of(st.integers(-2, 30_000), _json_values),
+        "extra": _json_values,
+    },
+)
 
 
 @pytest.mark.req("EP-RUN-1", "RES-MODEL-1")
@@ -152,13 +173,16 @@ def test_scopes_gate_every_run_operation(
     run_b = world.speech()["id"]
     operations: dict[str, Callable[[], object]] = {
         "create": lambda: world.speech(caller),
-        "read": lambda: (world.runs.retrieve(caller, run_a), world.runs.status(caller, run_a),
-                         world.runs.events(caller, run_a, starting_after=None, limit=10),
-                         world.runs.list(caller, limit=10, starting_after=None)),
+        "read": lambda: (
+            world.runs.retrieve(caller, run_a),
+            world.runs.status(caller, run_a),
+            world.runs.events(caller, run_a, starting_after=None, limit=10),
+            world.runs.list(caller, limit=10, starting_after=None),
+        ),
         "cancel": lambda: world.runs.cancel(caller, run_b),
         "delete": lambda: world.runs.delete(caller, run_a),
         "assets": lambda: world.assets.list(caller, limit=10, starting_after=None),
-    }  # fmt: skip
+    }
     for name, call in operations.items():
         if name in allowed:
             call()
@@ -189,19 +213,29 @@ def test_another_organizations_run_is_not_found(world: World) -> None:
 @pytest.mark.req("EP-RUN-1")
 def test_media_inputs_must_be_readable_and_the_orgs_own(world: World, media: Media) -> None:
     theirs = world.assets.create_library_asset(world.bob.org_id, media.png(), "image/png", "image")
-    audio = world.assets.create_library_asset(world.alice.org_id, media.wav(), "audio/wav",
-                                              "audio")  # fmt: skip
+    audio = world.assets.create_library_asset(world.alice.org_id, media.wav(), "audio/wav", "audio")
     cases: list[tuple[dict[str, str], type[DomainError], str, str]] = [
         ({"image": theirs.id, "audio": audio.id}, NotFound, "asset.not_found", "input.image"),
-        ({"image": audio.id, "audio": audio.id}, Unprocessable, "validation.format",
-         "input.image"),
-        ({"image": "not base64!", "audio": audio.id}, Unprocessable, "validation.format",
-         "input.image"),
-        ({"image": media.b64(b"GIF89a...."), "audio": audio.id}, Unprocessable,
-         "validation.format", "input.image"),
-        ({"image": media.b64(media.png()), "audio": media.b64(b"RIFF0000WAVE")}, Unprocessable,
-         "validation.format", "input.audio"),
-    ]  # fmt: skip
+        ({"image": audio.id, "audio": audio.id}, Unprocessable, "validation.format", "input.image"),
+        (
+            {"image": "not base64!", "audio": audio.id},
+            Unprocessable,
+            "validation.format",
+            "input.image",
+        ),
+        (
+            {"image": media.b64(b"GIF89a...."), "audio": audio.id},
+            Unprocessable,
+            "validation.format",
+            "input.image",
+        ),
+        (
+            {"image": media.b64(media.png()), "audio": media.b64(b"RIFF0000WAVE")},
+            Unprocessable,
+            "validation.format",
+            "input.audio",
+        ),
+    ]
     for value, kind, code, param in cases:
         with pytest.raises(kind) as error:
             world.runs.create(world.alice, "sim/portrait-video", {"input": value})

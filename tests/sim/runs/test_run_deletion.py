@@ -17,8 +17,16 @@ from sim.runs.lifecycle import DELETION_TERMINAL
 if TYPE_CHECKING:
     from conftest import Media, World
 
-DELETION_FIELDS = {"id", "object", "run_id", "status", "requested_at", "started_at",
-                   "completed_at", "error"}  # fmt: skip
+DELETION_FIELDS = {
+    "id",
+    "object",
+    "run_id",
+    "status",
+    "requested_at",
+    "started_at",
+    "completed_at",
+    "error",
+}
 
 
 def _finished_run(world: World, caller: Any = None) -> str:
@@ -113,19 +121,27 @@ def test_a_non_terminal_or_already_deleted_run_conflicts(world: World) -> None:
 def test_library_inputs_are_retained_and_the_deletion_says_how_many(
     world: World, media: Media
 ) -> None:
-    image = world.assets.create_library_asset(world.alice.org_id, media.png(), "image/png",
-                                              "image")  # fmt: skip
-    run_id = world.runs.create(world.alice, "sim/portrait-video", {"input": {
-        "image": image.id, "audio": media.b64(media.wav()),
-    }})["id"]  # fmt: skip
+    image = world.assets.create_library_asset(world.alice.org_id, media.png(), "image/png", "image")
+    run_id = world.runs.create(
+        world.alice,
+        "sim/portrait-video",
+        {
+            "input": {
+                "image": image.id,
+                "audio": media.b64(media.wav()),
+            }
+        },
+    )["id"]
     world.advance(30)
     deletion = world.runs.delete(world.alice, run_id)
     world.advance(30)
     done = _deletion(world, deletion["id"])
     assert done["status"] == "completed"
     assert done["error"] is not None and "1 input asset" in done["error"]
-    statuses = {a["scope"]: a["status"] for a in
-                world.assets.list(world.alice, limit=10, starting_after=None)["data"]}  # fmt: skip
+    statuses = {
+        a["scope"]: a["status"]
+        for a in world.assets.list(world.alice, limit=10, starting_after=None)["data"]
+    }
     assert statuses == {"library": "ready", "run_input": "deleted", "run_output": "deleted"}
     assert world.assets.content(world.alice, image.id)[1] == "image/png"
 
@@ -151,9 +167,10 @@ def test_an_injected_storage_failure_fails_the_purge_and_a_new_request_retries(
     with pytest.raises(NotFound):
         world.assets.content(world.alice, output["asset_id"])
     deleted_events = [
-        e for e in world.runs.events(world.alice, run_id, starting_after=None, limit=100)["data"]
+        e
+        for e in world.runs.events(world.alice, run_id, starting_after=None, limit=100)["data"]
         if e["type"] == "run.deleted"
-    ]  # fmt: skip
+    ]
     assert len(deleted_events) == 1
 
 

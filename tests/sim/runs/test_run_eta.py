@@ -96,9 +96,12 @@ def _honest(body: dict[str, Any]) -> bool:
 @given(
     seed=st.integers(0, 10_000),
     workers=st.integers(0, 3),
-    steps=st.lists(st.tuples(st.sampled_from(["create", "cancel", "advance"]),
-                             st.floats(0.0, 20.0)), min_size=1, max_size=15),
-)  # fmt: skip
+    steps=st.lists(
+        st.tuples(st.sampled_from(["create", "cancel", "advance"]), st.floats(0.0, 20.0)),
+        min_size=1,
+        max_size=15,
+    ),
+)
 def test_eta_is_present_exactly_when_an_honest_estimate_exists(
     make_world: Callable[..., World], seed: int, workers: int, steps: list[tuple[str, float]]
 ) -> None:

@@ -20,9 +20,22 @@ from sim.runs.lifecycle import next_run_status
 if TYPE_CHECKING:
     from conftest import World
 
-RUN_FIELDS = {"id", "model", "model_revision", "operation", "status", "progress", "created_at",
-              "started_at", "completed_at", "external_id", "metadata", "credits", "error",
-              "outputs"}  # fmt: skip
+RUN_FIELDS = {
+    "id",
+    "model",
+    "model_revision",
+    "operation",
+    "status",
+    "progress",
+    "created_at",
+    "started_at",
+    "completed_at",
+    "external_id",
+    "metadata",
+    "credits",
+    "error",
+    "outputs",
+}
 
 
 def _events(world: World, run_id: str) -> list[dict[str, Any]]:
@@ -42,9 +55,11 @@ def test_terminal_states_have_no_outgoing_transition_and_undeclared_moves_are_bu
 
 @pytest.mark.req("RES-RUN-1", "RES-RUN-5", "RES-RUN-7", "EP-RUN-1", "CONV-1", "CONV-2")
 def test_a_run_goes_queued_running_succeeded_with_every_field(world: World) -> None:
-    created = world.runs.create(world.alice, "sim/speech",
-                                {"input": {"text": "hi there"}, "external_id": "ext-1",
-                                 "metadata": {"k": "v"}})  # fmt: skip
+    created = world.runs.create(
+        world.alice,
+        "sim/speech",
+        {"input": {"text": "hi there"}, "external_id": "ext-1", "metadata": {"k": "v"}},
+    )
     assert created.keys() >= RUN_FIELDS
     assert created["object"] == "run"
     assert created["id"].startswith("run_")
@@ -75,15 +90,20 @@ def test_a_run_goes_queued_running_succeeded_with_every_field(world: World) -> N
 @given(
     seed=st.integers(0, 10_000),
     updates=st.integers(0, 6),
-    actions=st.lists(st.tuples(st.sampled_from(["create", "cancel", "advance"]),
-                               st.floats(0.1, 30.0)), max_size=12),
-)  # fmt: skip
+    actions=st.lists(
+        st.tuples(st.sampled_from(["create", "cancel", "advance"]), st.floats(0.1, 30.0)),
+        max_size=12,
+    ),
+)
 def test_sequences_are_gap_free_from_one_and_progress_never_goes_back(
-    make_world: Callable[..., World], seed: int, updates: int,
+    make_world: Callable[..., World],
+    seed: int,
+    updates: int,
     actions: list[tuple[str, float]],
-) -> None:  # fmt: skip
-    world = make_world(seed=seed, progress_updates=updates, run_workers=2,
-                       capacity_wait_seconds=20.0)  # fmt: skip
+) -> None:
+    world = make_world(
+        seed=seed, progress_updates=updates, run_workers=2, capacity_wait_seconds=20.0
+    )
     run_ids: list[str] = [world.speech()["id"]]
     last_progress: dict[str, float] = {}
 
@@ -183,9 +203,10 @@ def test_capacity_wait_then_timeout_fails_and_releases(
     waiting = world.speech()
     assert waiting["status"] == "queued"
     assert waiting["capacity_wait"] == {
-        "status": "waiting", "deadline_at": "2026-01-01T00:00:30.000Z",
+        "status": "waiting",
+        "deadline_at": "2026-01-01T00:00:30.000Z",
         "message": waiting["capacity_wait"]["message"],
-    }  # fmt: skip
+    }
     assert "eta" not in waiting
     status = world.runs.status(world.alice, waiting["id"])
     assert "capacity_wait" in status and "eta" not in status
@@ -224,8 +245,9 @@ def test_a_waiting_run_starts_in_fifo_order_when_a_slot_frees(
 def test_queue_capacity_answers_rate_limit_with_a_retry_delay(
     make_world: Callable[..., World], models: Callable[..., dict[str, ModelConfig]]
 ) -> None:
-    world = make_world(run_workers=0, capacity_wait_seconds=40.0, max_queued_runs_per_org=3,
-                       models=models(5.0))  # fmt: skip
+    world = make_world(
+        run_workers=0, capacity_wait_seconds=40.0, max_queued_runs_per_org=3, models=models(5.0)
+    )
     for _ in range(3):
         world.speech()
         world.advance(5)
@@ -288,9 +310,13 @@ def test_internal_model_runs_are_marked_for_billing(world: World) -> None:
 @pytest.mark.req("SIM-2")
 def test_same_seed_same_runs_byte_for_byte(make_world: Callable[..., World]) -> None:
     def scenario() -> list[Any]:
-        world = make_world(seed=5, run_workers=1, models={
-            "sim/speech": ModelConfig(duration=LogNormal(median=3.0, sigma=0.5)),
-        })  # fmt: skip
+        world = make_world(
+            seed=5,
+            run_workers=1,
+            models={
+                "sim/speech": ModelConfig(duration=LogNormal(median=3.0, sigma=0.5)),
+            },
+        )
         ids = [world.speech(text="t" * n)["id"] for n in (5, 50, 500)]
         world.advance(120)
         return [(world.runs.retrieve(world.alice, i), _events(world, i)) for i in ids]

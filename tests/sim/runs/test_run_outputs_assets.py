@@ -22,9 +22,22 @@ from sim.runs.content import mp4_boxes
 if TYPE_CHECKING:
     from conftest import Media, World
 
-ASSET_FIELDS = {"id", "object", "byte_size", "created_at", "deleted_at", "download_url",
-                "duration_ms", "height", "width", "media_type", "modality", "schema_uri",
-                "scope", "status"}  # fmt: skip
+ASSET_FIELDS = {
+    "id",
+    "object",
+    "byte_size",
+    "created_at",
+    "deleted_at",
+    "download_url",
+    "duration_ms",
+    "height",
+    "width",
+    "media_type",
+    "modality",
+    "schema_uri",
+    "scope",
+    "status",
+}
 
 
 def _content(world: World, asset_id: str) -> tuple[bytes, str]:
@@ -45,14 +58,19 @@ def test_text_run_outputs_text_and_data_items(world: World) -> None:
     body = world.runs.retrieve(world.alice, run_id)
     assert body["outputs"] == [
         {"modality": "text", "role": "primary", "type": "text", "text": "hello big"},
-        {"modality": "json", "role": "auxiliary", "type": "data",
-         "data": {"characters": 9, "words": 2}},
-    ]  # fmt: skip
+        {
+            "modality": "json",
+            "role": "auxiliary",
+            "type": "data",
+            "data": {"characters": 9, "words": 2},
+        },
+    ]
     assert body["credits"]["charged"] == 1  # 9 characters at 0.01 credits, rounded up
     output_events = [
-        e for e in world.runs.events(world.alice, run_id, starting_after=None, limit=100)["data"]
+        e
+        for e in world.runs.events(world.alice, run_id, starting_after=None, limit=100)["data"]
         if e["type"] == "run.output"
-    ]  # fmt: skip
+    ]
     assert [e["part_id"] for e in output_events] == ["part_1", "part_2"]
     assert [e["data"] for e in output_events] == body["outputs"]
 
@@ -84,11 +102,20 @@ def test_speech_output_is_a_wav_asset_with_a_matching_file_object(world: World) 
 
 @pytest.mark.req("RES-RUN-3", "RES-ASSET-1", "EP-ASSET-1")
 def test_portrait_video_outputs_open_as_what_they_claim(world: World, media: Media) -> None:
-    library = world.assets.create_library_asset(world.alice.org_id, media.png(), "image/png",
-                                                "image")  # fmt: skip
-    run = world.runs.create(world.alice, "sim/portrait-video", {"input": {
-        "image": library.id, "audio": media.b64(media.wav(seconds=2.5)), "resolution": "512x512",
-    }})  # fmt: skip
+    library = world.assets.create_library_asset(
+        world.alice.org_id, media.png(), "image/png", "image"
+    )
+    run = world.runs.create(
+        world.alice,
+        "sim/portrait-video",
+        {
+            "input": {
+                "image": library.id,
+                "audio": media.b64(media.wav(seconds=2.5)),
+                "resolution": "512x512",
+            }
+        },
+    )
     assert run["credits"]["reserved"] == 25  # 2.5 s at 10 credits per second
     world.advance(30)
     body = world.runs.retrieve(world.alice, run["id"])

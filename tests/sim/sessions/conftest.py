@@ -91,8 +91,12 @@ class World:
 def body(**overrides: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
         "avatar_id": STOCK,
-        "transport": {"type": "livekit", "url": "wss://rooms.example.com", "room_name": "r1",
-                      "worker_token": "secret-token-xyz"},
+        "transport": {
+            "type": "livekit",
+            "url": "wss://rooms.example.com",
+            "room_name": "r1",
+            "worker_token": "secret-token-xyz",
+        },
     }
     base.update(overrides)
     return base
@@ -124,8 +128,11 @@ def world() -> World:
     return make_world()
 
 
-FIXED_LATENCIES = SimConfig(scheduler=SchedulerConfig(worker_boot=Constant(value=2.0),
-                                                      first_frame_latency=Constant(value=0.5)))
+FIXED_LATENCIES = SimConfig(
+    scheduler=SchedulerConfig(
+        worker_boot=Constant(value=2.0), first_frame_latency=Constant(value=0.5)
+    )
+)
 
 
 @pytest.fixture

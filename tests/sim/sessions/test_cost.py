@@ -16,7 +16,8 @@ def events_for(kit: Kit, minutes: int, *, end_early: bool) -> int:
     key_caller = world.caller(caller)
     before = world.service.scheduled_events
     session_id = world.service.create(
-        key_caller, kit.body(max_duration_seconds=minutes * 60)  # idle timeout: default 30 s
+        key_caller,
+        kit.body(max_duration_seconds=minutes * 60),  # idle timeout: default 30 s
     )["id"]
     world.advance(20)
     # A talk-spurt pattern that does not depend on the length: speech then continuous silence.
@@ -34,8 +35,9 @@ def events_for(kit: Kit, minutes: int, *, end_early: bool) -> int:
 
 @pytest.mark.req("SIM-4")
 @pytest.mark.parametrize("end_early", [False, True])
-def test_a_long_session_schedules_no_more_events_than_a_short_one(kit: Kit,
-                                                                  end_early: bool) -> None:
+def test_a_long_session_schedules_no_more_events_than_a_short_one(
+    kit: Kit, end_early: bool
+) -> None:
     one_minute = events_for(kit, 1, end_early=end_early)
     sixty_minutes = events_for(kit, 60, end_early=end_early)
     assert sixty_minutes <= one_minute

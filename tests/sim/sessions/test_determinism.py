@@ -14,8 +14,9 @@ if TYPE_CHECKING:
 
 
 def scenario(kit: Kit, seed: int) -> str:
-    world = kit.world(SimConfig(seed=seed, scheduler=SchedulerConfig(workers=2,
-                                                                     max_queue_length=2)))
+    world = kit.world(
+        SimConfig(seed=seed, scheduler=SchedulerConfig(workers=2, max_queue_length=2))
+    )
     org = world.accounts.create_organization("Det", "enterprise").id
     callers = [world.caller(org) for _ in range(6)]
     made: list[str] = []
@@ -31,11 +32,19 @@ def scenario(kit: Kit, seed: int) -> str:
     world.advance(40)
     world.service.end(callers[0], made[0])
     world.advance(700)
-    rendered = [world.service.retrieve(callers[i], s) for i, s in enumerate(made)
-                if s.startswith("sess_")]  # fmt: skip
+    rendered = [
+        world.service.retrieve(callers[i], s) for i, s in enumerate(made) if s.startswith("sess_")
+    ]
     events = [e.to_payload() for e in world.kernel.events]
-    return json.dumps({"made": made, "sessions": rendered, "events": events,
-                       "charges": [repr(c) for c in world.billing.charges]}, sort_keys=True)
+    return json.dumps(
+        {
+            "made": made,
+            "sessions": rendered,
+            "events": events,
+            "charges": [repr(c) for c in world.billing.charges],
+        },
+        sort_keys=True,
+    )
 
 
 @pytest.mark.req("SIM-2", "SIM-1")
@@ -50,4 +59,5 @@ def test_different_seed_gives_different_ids(kit: Kit) -> None:
     assert {s["id"] for s in first["sessions"]}.isdisjoint({s["id"] for s in second["sessions"]})
     # Timestamps come from the virtual clock alone: the creates happen at the same moments.
     assert [s["created_at"] for s in first["sessions"]] == [
-        s["created_at"] for s in second["sessions"]]
+        s["created_at"] for s in second["sessions"]
+    ]

@@ -16,8 +16,10 @@ FIRST_FRAME = 2.5
 
 
 def fixed(**scheduler: Any) -> SimConfig:
-    base: dict[str, Any] = {"worker_boot": Constant(value=2.0),
-                            "first_frame_latency": Constant(value=0.5)}
+    base: dict[str, Any] = {
+        "worker_boot": Constant(value=2.0),
+        "first_frame_latency": Constant(value=0.5),
+    }
     base.update(scheduler)
     return SimConfig(scheduler=SchedulerConfig(**base))
 

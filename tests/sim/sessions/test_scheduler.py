@@ -14,8 +14,10 @@ if TYPE_CHECKING:
 
 
 def config(**scheduler: Any) -> SimConfig:
-    base: dict[str, Any] = {"worker_boot": Constant(value=2.0),
-                            "first_frame_latency": Constant(value=0.5)}
+    base: dict[str, Any] = {
+        "worker_boot": Constant(value=2.0),
+        "first_frame_latency": Constant(value=0.5),
+    }
     base.update(scheduler)
     return SimConfig(scheduler=SchedulerConfig(**base))
 
@@ -98,12 +100,14 @@ def test_reject_policy_has_no_queue(kit: Kit) -> None:
 
 @pytest.mark.req("SIM-3", "SIM-6")
 def test_latencies_come_from_the_configured_distributions(kit: Kit) -> None:
-    world = kit.world(config(workers=2, worker_boot=Constant(value=7.0),
-                             first_frame_latency=Constant(value=1.25)))
+    world = kit.world(
+        config(workers=2, worker_boot=Constant(value=7.0), first_frame_latency=Constant(value=1.25))
+    )
     caller, session_id = create(world, kit)
     world.at(8.25)
     assert world.service.retrieve(caller, session_id)["first_frame_at"] == (
-        "2026-01-01T00:00:08.250Z")
+        "2026-01-01T00:00:08.250Z"
+    )
 
 
 @pytest.mark.req("SIM-9", "SES-ST-2")

@@ -14,8 +14,11 @@ if TYPE_CHECKING:
     from conftest import Kit, World
 
 #: Fixed latencies: placement at the create instant, first frame 2.5 s later.
-FIXED = SimConfig(scheduler=SchedulerConfig(worker_boot=Constant(value=2.0),
-                                            first_frame_latency=Constant(value=0.5)))
+FIXED = SimConfig(
+    scheduler=SchedulerConfig(
+        worker_boot=Constant(value=2.0), first_frame_latency=Constant(value=0.5)
+    )
+)
 FIRST_FRAME = 2.5
 
 
@@ -39,13 +42,29 @@ def test_create_answers_queued_with_every_field(world: World, kit: Kit) -> None:
     assert made["id"].startswith("sess_") and len(made["id"]) == len("sess_") + 26
     assert made["object"] == "session"
     assert set(made) == {
-        "id", "object", "avatar_id", "status", "quality", "billing_surface", "transport",
-        "idle_timeout_seconds", "max_duration_seconds", "metadata", "created_at", "started_at",
-        "first_frame_at", "usage", "error",
+        "id",
+        "object",
+        "avatar_id",
+        "status",
+        "quality",
+        "billing_surface",
+        "transport",
+        "idle_timeout_seconds",
+        "max_duration_seconds",
+        "metadata",
+        "created_at",
+        "started_at",
+        "first_frame_at",
+        "usage",
+        "error",
     }
     assert made["quality"] == "pro" and made["billing_surface"] == "api"
-    assert made["transport"] == {"type": "livekit", "url": "wss://rooms.example.com",
-                                 "room_name": "r1", "audio_source": "track"}
+    assert made["transport"] == {
+        "type": "livekit",
+        "url": "wss://rooms.example.com",
+        "room_name": "r1",
+        "audio_source": "track",
+    }
     assert made["created_at"] == "2026-01-01T00:00:00.000Z"
     assert made["started_at"] is None and made["first_frame_at"] is None
     assert made["usage"] == {"billable_seconds": 0, "frames": 0}
@@ -72,18 +91,21 @@ def test_worker_token_is_never_exposed(world_fixed: World, kit: Kit) -> None:
 
 
 @pytest.mark.req("RES-SESS-3", "EP-SESS-1")
-@pytest.mark.parametrize(("plan", "effective"),
-                         [("free", 600), ("starter", 1800), ("pro", 3600)])
-def test_max_duration_is_clamped_to_the_plan(world: World, kit: Kit, plan: str,
-                                              effective: int) -> None:  # fmt: skip
+@pytest.mark.parametrize(("plan", "effective"), [("free", 600), ("starter", 1800), ("pro", 3600)])
+def test_max_duration_is_clamped_to_the_plan(
+    world: World, kit: Kit, plan: str, effective: int
+) -> None:
     caller = world.caller(plan=plan)
-    made = world.service.create(caller, kit.body(max_duration_seconds=3600,
-                                                 idle_timeout_seconds=45))
+    made = world.service.create(
+        caller, kit.body(max_duration_seconds=3600, idle_timeout_seconds=45)
+    )
     assert made["max_duration_seconds"] == effective
     assert made["idle_timeout_seconds"] == 45
     second = world.caller(plan=plan)
-    assert world.service.create(second, kit.body(max_duration_seconds=120))[
-        "max_duration_seconds"] == 120
+    assert (
+        world.service.create(second, kit.body(max_duration_seconds=120))["max_duration_seconds"]
+        == 120
+    )
 
 
 @pytest.mark.req("RES-SESS-4", "EV-1", "SIM-3")
@@ -101,7 +123,10 @@ def test_starting_then_first_frame(world_fixed: World, kit: Kit) -> None:
     assert now["status"] == "running"
     assert now["first_frame_at"] == "2026-01-01T00:00:02.500Z"
     assert event_types(world, made["id"]) == [
-        "session.queued", "session.starting", "session.first_frame"]
+        "session.queued",
+        "session.starting",
+        "session.first_frame",
+    ]
     first = world.kernel.events.of_type("session.first_frame")[0]
     assert first.data["object"]["first_frame_at"] == now["first_frame_at"]
 
@@ -199,7 +224,8 @@ def test_idle_timeout_in_data_stream_mode_ignores_silence(world_fixed: World, ki
     transport = dict(kit.body()["transport"], audio_source="data_stream")
     caller, session_id = running(world, kit, transport=transport, idle_timeout_seconds=10)
     assert world.service.retrieve(caller, session_id)["transport"]["audio_source"] == (
-        "data_stream")
+        "data_stream"
+    )
     world.service.inject_audio(session_id, kind="speech", duration=4)
     world.service.inject_audio(session_id, kind="silence", duration=30)  # not sent: no reset
     world.at(FIRST_FRAME + 4 + 10 - 0.01)
@@ -214,7 +240,9 @@ def test_barge_in_drops_the_buffer(world_fixed: World, kit: Kit) -> None:
     world = world_fixed
     caller, session_id = running(world, kit, idle_timeout_seconds=20)
     assert world.service.session(session_id).published_tracks == (
-        "service-avatar", "service-avatar-audio")
+        "service-avatar",
+        "service-avatar-audio",
+    )
     world.service.inject_audio(session_id, kind="speech", duration=60)
     world.advance(10)
     world.service.rpc(session_id, "lk.clear_buffer")
@@ -276,8 +304,10 @@ def test_another_organizations_session_does_not_exist(world: World, kit: Kit) ->
     mine = world.caller()
     theirs = world.caller()
     made = world.service.create(mine, kit.body())
-    for action in (lambda: world.service.retrieve(theirs, made["id"]),
-                   lambda: world.service.end(theirs, made["id"])):  # fmt: skip
+    for action in (
+        lambda: world.service.retrieve(theirs, made["id"]),
+        lambda: world.service.end(theirs, made["id"]),
+    ):
         with pytest.raises(NotFound) as info:
             action()
         assert info.value.code == "session.not_found"
@@ -305,7 +335,10 @@ def test_list_newest_first_with_cursor_and_status(world: World, kit: Kit) -> Non
     running_now = world.service.list(owner, limit=10, starting_after=None, status="running")
     assert {s["status"] for s in running_now["data"]} == {"running"}
     assert world.service.list(owner, limit=10, starting_after=None, status="failed") == {
-        "object": "list", "data": [], "has_more": False}
+        "object": "list",
+        "data": [],
+        "has_more": False,
+    }
     with pytest.raises(Unprocessable) as info:
         world.service.list(owner, limit=10, starting_after=None, status="asleep")
     assert info.value.param == "status"
@@ -333,8 +366,9 @@ def test_usage_lags_by_at_most_one_heartbeat(world_fixed: World, kit: Kit) -> No
 
 @pytest.mark.req("RES-SESS-7")
 def test_billing_surfaces(world: World, kit: Kit) -> None:
-    made = world.service.create(world.caller(), kit.body(), billing_surface="embed",
-                                embed_id="emb_1")  # fmt: skip
+    made = world.service.create(
+        world.caller(), kit.body(), billing_surface="embed", embed_id="emb_1"
+    )
     assert made["billing_surface"] == "embed"
     assert world.service.session(made["id"]).embed_id == "emb_1"
     with pytest.raises(Unprocessable):
@@ -345,8 +379,9 @@ def test_billing_surfaces(world: World, kit: Kit) -> None:
 def test_pipecat_session(world: World, kit: Kit) -> None:
     caller = world.caller()
     world.advance(7)
-    made = world.service.create_pipecat(caller, {"avatar_id": kit.stock, "quality": "lite",
-                                                 "idle_timeout_seconds": 20})
+    made = world.service.create_pipecat(
+        caller, {"avatar_id": kit.stock, "quality": "lite", "idle_timeout_seconds": 20}
+    )
     assert made["object"] == "pipecat.session"
     session = made["session"]
     assert session["status"] == "queued" and session["billing_surface"] == "pipecat"

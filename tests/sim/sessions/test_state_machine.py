@@ -45,8 +45,10 @@ class SessionMachine(RuleBasedStateMachine):
         self.kit = kit
         self.world: World = kit.world(CONFIG)
         accounts = self.world.accounts
-        self.orgs = [accounts.create_organization("A", "free").id,
-                     accounts.create_organization("B", "free").id]  # fmt: skip
+        self.orgs = [
+            accounts.create_organization("A", "free").id,
+            accounts.create_organization("B", "free").id,
+        ]
         accounts.set_concurrency_override(self.orgs[1], 2)
         self.callers: list[Caller] = [self.world.caller(org) for org in self.orgs for _ in range(3)]
         self.ids: list[str] = []
@@ -56,23 +58,39 @@ class SessionMachine(RuleBasedStateMachine):
 
     # -- rules -------------------------------------------------------------------------------
 
-    @rule(who=st.integers(0, 5), source=st.sampled_from(["track", "data_stream"]),
-          idle=st.integers(1, 40), max_duration=st.integers(1, 120),
-          quality=st.sampled_from(["mock", "lite", "standard", "pro"]))  # fmt: skip
+    @rule(
+        who=st.integers(0, 5),
+        source=st.sampled_from(["track", "data_stream"]),
+        idle=st.integers(1, 40),
+        max_duration=st.integers(1, 120),
+        quality=st.sampled_from(["mock", "lite", "standard", "pro"]),
+    )
     def create(self, who: int, source: str, idle: int, max_duration: int, quality: str) -> None:
         caller = self.callers[who]
         transport = dict(self.kit.body()["transport"], audio_source=source)
-        active_key = sum(1 for s in self.world.service.sessions()
-                         if s.key_id == caller.key_id and s.status in ACTIVE)  # fmt: skip
+        active_key = sum(
+            1
+            for s in self.world.service.sessions()
+            if s.key_id == caller.key_id and s.status in ACTIVE
+        )
         try:
-            made = self.world.service.create(caller, self.kit.body(
-                transport=transport, idle_timeout_seconds=idle,
-                max_duration_seconds=max_duration, quality=quality))  # fmt: skip
+            made = self.world.service.create(
+                caller,
+                self.kit.body(
+                    transport=transport,
+                    idle_timeout_seconds=idle,
+                    max_duration_seconds=max_duration,
+                    quality=quality,
+                ),
+            )
         except QuotaExceeded as error:
             assert error.code == "concurrent_sessions"
             limit = self.world.accounts.concurrency_limit(caller.org_id)
-            active_org = sum(1 for s in self.world.service.sessions()
-                             if s.org_id == caller.org_id and s.status in ACTIVE)  # fmt: skip
+            active_org = sum(
+                1
+                for s in self.world.service.sessions()
+                if s.org_id == caller.org_id and s.status in ACTIVE
+            )
             assert active_key >= 1 or active_org >= limit  # refused only at a cap
             return
         except ServiceUnavailable as error:
@@ -102,12 +120,17 @@ class SessionMachine(RuleBasedStateMachine):
         self.world.advance(seconds)
 
     @precondition(lambda self: bool(self.ids))
-    @rule(pick=st.integers(0, 1000), kind=st.sampled_from(["speech", "silence"]),
-          duration=st.floats(0, 60, allow_nan=False))  # fmt: skip
+    @rule(
+        pick=st.integers(0, 1000),
+        kind=st.sampled_from(["speech", "silence"]),
+        duration=st.floats(0, 60, allow_nan=False),
+    )
     def audio(self, pick: int, kind: str, duration: float) -> None:
-        self.world.service.inject_audio(self.ids[pick % len(self.ids)],
-                                        kind="speech" if kind == "speech" else "silence",
-                                        duration=duration)  # fmt: skip
+        self.world.service.inject_audio(
+            self.ids[pick % len(self.ids)],
+            kind="speech" if kind == "speech" else "silence",
+            duration=duration,
+        )
 
     @precondition(lambda self: bool(self.ids))
     @rule(pick=st.integers(0, 1000))
@@ -215,11 +238,28 @@ class SessionMachine(RuleBasedStateMachine):
         assert len(active) == pool.capacity
 
 
-@pytest.mark.req("SES-ST-1", "SES-ST-3", "SES-ST-4", "SES-ST-5", "SES-ST-8", "SES-ST-9", "LIM-1",
-                 "LIM-2", "RES-SESS-4", "RES-SESS-5", "SIM-3", "SIM-4", "SIM-9")  # fmt: skip
+@pytest.mark.req(
+    "SES-ST-1",
+    "SES-ST-3",
+    "SES-ST-4",
+    "SES-ST-5",
+    "SES-ST-8",
+    "SES-ST-9",
+    "LIM-1",
+    "LIM-2",
+    "RES-SESS-4",
+    "RES-SESS-5",
+    "SIM-3",
+    "SIM-4",
+    "SIM-9",
+)
 def test_session_state_machine(kit: Kit) -> None:
     run_state_machine_as_test(
         lambda: SessionMachine(kit),
-        settings=settings(max_examples=60, stateful_step_count=40, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow]),
+        settings=settings(
+            max_examples=60,
+            stateful_step_count=40,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow],
+        ),
     )

@@ -70,14 +70,33 @@ def test_metadata_size_counts_utf8_bytes(world: World) -> None:
         ({"avatar_id": "av_stock_anna"}, "validation.required", "transport"),
         (body(transport="livekit"), "validation.type", "transport"),
         (body(transport={"url": "wss://x"}), "validation.required", "transport.type"),
-        (body(transport={"type": "livekit", "url": "https://x", "room_name": "r"}),
-         "validation.format", "transport.url"),
-        (body(transport={"type": "livekit", "url": "wss://x"}),
-         "validation.required", "transport.room_name"),
-        (body(transport={"type": "livekit", "url": "wss://x", "room_name": "r",
-                         "audio_source": "mic"}), "validation.enum", "transport.audio_source"),
-        (body(transport={"type": "livekit", "url": "wss://x", "room_name": "r", "x": 1}),
-         "validation.unknown_field", "transport.x"),
+        (
+            body(transport={"type": "livekit", "url": "https://x", "room_name": "r"}),
+            "validation.format",
+            "transport.url",
+        ),
+        (
+            body(transport={"type": "livekit", "url": "wss://x"}),
+            "validation.required",
+            "transport.room_name",
+        ),
+        (
+            body(
+                transport={
+                    "type": "livekit",
+                    "url": "wss://x",
+                    "room_name": "r",
+                    "audio_source": "mic",
+                }
+            ),
+            "validation.enum",
+            "transport.audio_source",
+        ),
+        (
+            body(transport={"type": "livekit", "url": "wss://x", "room_name": "r", "x": 1}),
+            "validation.unknown_field",
+            "transport.x",
+        ),
         (body(idle_timeout_seconds=0), "validation.range", "idle_timeout_seconds"),
         (body(idle_timeout_seconds=601), "validation.range", "idle_timeout_seconds"),
         (body(idle_timeout_seconds=True), "validation.type", "idle_timeout_seconds"),
@@ -89,8 +108,9 @@ def test_metadata_size_counts_utf8_bytes(world: World) -> None:
         (body(colour="red"), "validation.unknown_field", "colour"),
     ],
 )
-def test_schema_failures_are_422(world: World, payload: dict[str, Any], code: str,
-                                 param: str) -> None:  # fmt: skip
+def test_schema_failures_are_422(
+    world: World, payload: dict[str, Any], code: str, param: str
+) -> None:
     error = _refusal(world, payload)
     assert isinstance(error, Unprocessable)
     assert (error.code, error.param) == (code, param)
@@ -108,7 +128,8 @@ def test_defaults_and_bounds_are_accepted() -> None:
     assert parsed.metadata == {}
     edge = parse_session_request(
         body(idle_timeout_seconds=600, max_duration_seconds=3600, quality="mock"),
-        config.limits, config.sessions,
+        config.limits,
+        config.sessions,
     )
     assert (edge.idle_timeout_seconds, edge.max_duration_seconds) == (600, 3600)
 
@@ -128,10 +149,12 @@ def test_pipecat_body(world: World) -> None:
         world.service.create_pipecat(caller, {"avatar_id": "av_stock_anna", "relay_type": "sse"})
     assert (info.value.code, info.value.param) == ("validation.enum", "relay_type")
     with pytest.raises(Unprocessable) as info:
-        world.service.create_pipecat(caller, {"avatar_id": "av_stock_anna",
-                                              "transport": {"type": "livekit"}})
+        world.service.create_pipecat(
+            caller, {"avatar_id": "av_stock_anna", "transport": {"type": "livekit"}}
+        )
     assert info.value.code == "validation.unknown_field"
     with pytest.raises(Unprocessable) as info:
-        world.service.create_pipecat(caller, {"avatar_id": "av_stock_anna",
-                                              "max_duration_seconds": 4000})
+        world.service.create_pipecat(
+            caller, {"avatar_id": "av_stock_anna", "max_duration_seconds": 4000}
+        )
     assert info.value.code == "validation.range"

@@ -71,8 +71,9 @@ def test_signature_verifies_with_the_standard_webhooks_library(
         hooks.kernel.clock.unix_seconds(event.at)
     )
     with pytest.raises(WebhookVerificationError):
-        Webhook(endpoint.secret).verify(request.body.replace("sess_1", "sess_2"),
-                                        dict(request.headers))  # fmt: skip
+        Webhook(endpoint.secret).verify(
+            request.body.replace("sess_1", "sess_2"), dict(request.headers)
+        )
     other = hooks.dispatcher.register_endpoint("org_a", URL)
     with pytest.raises(WebhookVerificationError):
         Webhook(other.secret).verify(request.body, dict(request.headers))
@@ -340,10 +341,20 @@ def test_delivery_statuses_follow_the_declared_table(
         for current, trigger, _ in moves
     ]
     assert statuses == [
-        "scheduled", "attempting", "scheduled", "attempting", "scheduled", "attempting",
-        "scheduled", "attempting", "succeeded",
-        "scheduled", "attempting", "scheduled", "canceled",
-    ]  # fmt: skip
+        "scheduled",
+        "attempting",
+        "scheduled",
+        "attempting",
+        "scheduled",
+        "attempting",
+        "scheduled",
+        "attempting",
+        "succeeded",
+        "scheduled",
+        "attempting",
+        "scheduled",
+        "canceled",
+    ]
     for status in FINAL_DELIVERY_STATUSES:
         for trigger in ("attempt_started", "retry", "succeeded", "matched"):
             with pytest.raises(InternalError):
@@ -402,9 +413,14 @@ def test_endpoints_have_distinct_whsec_secrets_and_render(hooks: Hooks) -> None:
     assert first.secret != second.secret
     assert first.event_types == ("avatar.ready",)
     body = first.to_resource(hooks.kernel.clock)
-    assert body == {"id": first.id, "object": "webhook_endpoint", "url": URL,
-                    "event_types": ["avatar.ready"], "secret": first.secret,
-                    "created_at": "2026-01-01T00:00:00.000Z"}  # fmt: skip
+    assert body == {
+        "id": first.id,
+        "object": "webhook_endpoint",
+        "url": URL,
+        "event_types": ["avatar.ready"],
+        "secret": first.secret,
+        "created_at": "2026-01-01T00:00:00.000Z",
+    }
     assert hooks.dispatcher.endpoint("org_a", first.id) == first
     with pytest.raises(NotFound):
         hooks.dispatcher.endpoint("org_b", first.id)
@@ -423,8 +439,12 @@ def test_same_seed_same_requests_and_records(seed: int, make_hooks: Callable[...
             hooks.advance(60)
         hooks.advance(3600)
         requests = [(r.url, dict(r.headers), r.body) for r in hooks.sender.requests]
-        return (endpoint.secret, requests, hooks.dispatcher.deliveries(),
-                hooks.dispatcher.attempts())  # fmt: skip
+        return (
+            endpoint.secret,
+            requests,
+            hooks.dispatcher.deliveries(),
+            hooks.dispatcher.attempts(),
+        )
 
     assert run() == run()
 
@@ -462,8 +482,9 @@ def test_avatar_fitting_outcome_reaches_the_organizations_endpoint(
     avatars = AvatarService(hooks.kernel)
     buffer = io.BytesIO()
     Image.new("RGB", (128, 128), (10, 20, 30)).save(buffer, format="PNG")
-    created = avatars.create(caller, image=buffer.getvalue(), filename=None, content_type=None,
-                             name="Desk")  # fmt: skip
+    created = avatars.create(
+        caller, image=buffer.getvalue(), filename=None, content_type=None, name="Desk"
+    )
     hooks.advance(SimConfig().avatars.fitting_time.cap or 600)
     (request,) = hooks.sender.requests
     payload = json.loads(request.body)
