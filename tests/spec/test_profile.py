@@ -122,7 +122,7 @@ def _instance(name: str, change: dict[str, Any]) -> dict[str, Any]:
     return {**base, **change}
 
 
-@pytest.mark.req("HAR-5")
+@pytest.mark.req("HAR-5", "EV-2")
 @pytest.mark.parametrize(("name", "change", "why"), GAP_VARIANTS, ids=[v[2] for v in GAP_VARIANTS])
 def test_profile_accepts_what_only_the_simulator_refuses(
     name: str, change: dict[str, Any], why: str, sim_schema: Any, profile_schema: Any
