@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from sim.config import LimitsConfig
 from sim.errors import Unprocessable
 
-__all__ = ["page", "validate_limit"]
+__all__ = ["newest_first_page", "page", "validate_limit"]
 
 T = TypeVar("T")
 
@@ -60,3 +61,30 @@ def page(
     if chunk:
         body["next_cursor"] = cursor_of(chunk[-1])
     return body
+
+
+def newest_first_page(
+    oldest_first: Sequence[T],
+    *,
+    limit: int,
+    starting_after: str | None,
+    limits: LimitsConfig,
+    cursor_of: Callable[[T], str],
+    render: Callable[[T], dict[str, Any]],
+) -> dict[str, Any]:
+    """The usual list of one organization's resources: newest first, ``limit`` in the page-size
+    range, a ``starting_after`` id of at most ``cursor_max_length`` characters (runs, assets)."""
+    validate_limit(limit, limits.page_size_min, limits.page_size_max)
+    if starting_after is not None and len(starting_after) > limits.cursor_max_length:
+        raise Unprocessable(
+            "validation.range",
+            f"starting_after is at most {limits.cursor_max_length} characters.",
+            param="starting_after",
+        )
+    return page(
+        oldest_first[::-1],
+        limit=limit,
+        starting_after=starting_after,
+        cursor_of=cursor_of,
+        render=render,
+    )

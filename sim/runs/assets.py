@@ -19,7 +19,7 @@ from PIL import Image
 from sim.accounts import Caller
 from sim.errors import NotFound, Unprocessable
 from sim.kernel import Kernel
-from sim.pagination import page, validate_limit
+from sim.pagination import newest_first_page
 from sim.runs.content import Content, StoredBytes
 
 __all__ = [
@@ -177,19 +177,11 @@ class AssetService:
 
     def list(self, caller: Caller, *, limit: int, starting_after: str | None) -> dict[str, Any]:
         caller.require("runs:read")
-        limits = self._kernel.config.limits
-        validate_limit(limit, limits.page_size_min, limits.page_size_max)
-        if starting_after is not None and len(starting_after) > limits.cursor_max_length:
-            raise Unprocessable(
-                "validation.range",
-                f"starting_after is at most {limits.cursor_max_length} characters.",
-                param="starting_after",
-            )
-        newest_first = self._by_org.get(caller.org_id, [])[::-1]
-        return page(
-            newest_first,
+        return newest_first_page(
+            self._by_org.get(caller.org_id, []),
             limit=limit,
             starting_after=starting_after,
+            limits=self._kernel.config.limits,
             cursor_of=lambda a: a.id,
             render=self.render,
         )

@@ -22,9 +22,9 @@ import simpy
 
 from sim.accounts import AccountRegistry, Caller
 from sim.config import ModelConfig
-from sim.errors import Conflict, NotFound, PermissionDenied, RateLimited, Unprocessable
+from sim.errors import Conflict, NotFound, PermissionDenied, RateLimited
 from sim.kernel import Kernel
-from sim.pagination import page, validate_limit
+from sim.pagination import newest_first_page, validate_limit
 from sim.ports import BillingPort, RunCharge
 from sim.rng import sample
 from sim.runs.assets import AssetService, Modality
@@ -349,19 +349,11 @@ class RunService:
 
     def list(self, caller: Caller, *, limit: int, starting_after: str | None) -> dict[str, Any]:
         caller.require("runs:read")
-        limits = self._kernel.config.limits
-        validate_limit(limit, limits.page_size_min, limits.page_size_max)
-        if starting_after is not None and len(starting_after) > limits.cursor_max_length:
-            raise Unprocessable(
-                "validation.range",
-                f"starting_after is at most {limits.cursor_max_length} characters.",
-                param="starting_after",
-            )
-        newest_first = self._by_org.get(caller.org_id, [])[::-1]
-        return page(
-            newest_first,
+        return newest_first_page(
+            self._by_org.get(caller.org_id, []),
             limit=limit,
             starting_after=starting_after,
+            limits=self._kernel.config.limits,
             cursor_of=lambda r: r.id,
             render=self._render,
         )
