@@ -8,7 +8,6 @@ from bench import bench_sessions
 from bench.__main__ import discover
 
 
-@pytest.mark.req("SIM-3")
 def test_sessions_bench_runs_at_a_tiny_scale() -> None:
     result = bench_sessions.run(0.005)  # raises if any session did not finish
     assert result["customers"] == 200
