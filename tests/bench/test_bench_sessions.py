@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from bench import bench_sessions
 from bench.__main__ import discover
 
