@@ -45,6 +45,8 @@ class Command:
 COMMANDS: list[Command] = [
     # Planned, each added here when its module exists: demo, run, sweep, serve, conformance.
     Command("demo", "harness.demo", "play a scripted day through the facade and summarise it"),
+    Command("run", "harness.runner.command", "run a scenario file; write its tables and a summary"),
+    Command("sweep", "harness.sweep.command", "run a parameter sweep with replications and CIs"),
     Command("serve", "harness.serve.command", "serve the simulated API on a real HTTP port"),
     Command("spec", "harness.spec_cli", "build, check or diff the contract in spec/"),
     Command(

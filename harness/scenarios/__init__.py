@@ -1,0 +1,48 @@
+"""Scenarios as data (NB-1): the YAML format, its pydantic models and the loader."""
+
+from __future__ import annotations
+
+from harness.scenarios.durations import Seconds, parse_duration
+from harness.scenarios.loader import (
+    ScenarioError,
+    format_errors,
+    load_scenario,
+    load_yaml,
+    parse_scenario,
+)
+from harness.scenarios.model import (
+    QUALITIES,
+    RUN_MODELS,
+    Arrival,
+    AudioPattern,
+    Burst,
+    ClientBehaviour,
+    Diurnal,
+    Organization,
+    Poisson,
+    RunMix,
+    Scenario,
+    SessionProfile,
+)
+
+__all__ = [
+    "QUALITIES",
+    "RUN_MODELS",
+    "Arrival",
+    "AudioPattern",
+    "Burst",
+    "ClientBehaviour",
+    "Diurnal",
+    "Organization",
+    "Poisson",
+    "RunMix",
+    "Scenario",
+    "ScenarioError",
+    "Seconds",
+    "SessionProfile",
+    "format_errors",
+    "load_scenario",
+    "load_yaml",
+    "parse_duration",
+    "parse_scenario",
+]

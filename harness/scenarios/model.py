@@ -1,0 +1,259 @@
+"""The scenario file format (NB-1): a typed, validated description of a workload.
+
+Why a closed pydantic model (``extra="forbid"``) rather than free YAML: a scenario is an
+experiment's input, so a misspelt key must fail loudly, naming the field, instead of silently
+running a different experiment. Every number of the simulated *service* stays in ``SimConfig``
+(the ``config`` block is a partial ``SimConfig`` validated by it); this file only adds what the
+*customers* do: who they are, when they arrive, how long they stay, what they say, and how their
+clients retry.
+
+Cross-references (an arrival naming an organization, a plan, a model) are checked against the
+``SimConfig`` the scenario itself configures, so a plan added in ``config.billing.plans`` can be
+used by an organization of the same file.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from harness.scenarios.durations import Seconds
+from sim.config import Distribution, Exponential, SimConfig
+from sim.sessions.service import BILLING_SURFACES
+
+__all__ = [
+    "QUALITIES",
+    "RUN_MODELS",
+    "Arrival",
+    "AudioPattern",
+    "Burst",
+    "ClientBehaviour",
+    "Diurnal",
+    "Organization",
+    "Poisson",
+    "RunMix",
+    "Scenario",
+    "SessionProfile",
+]
+
+QUALITIES: tuple[str, ...] = ("mock", "lite", "standard", "pro")
+#: Models a scenario can drive: those whose input is plain text the runner can generate.
+RUN_MODELS: dict[str, str] = {"sim/echo-text": "prompt", "sim/speech": "text"}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Organization(_Strict):
+    """One customer: its plan, how many API keys its clients spread over, its share of traffic."""
+
+    name: str = Field(min_length=1)
+    plan: str = "free"
+    keys: int = Field(default=1, ge=1, le=100, description="unrestricted keys used round-robin")
+    concurrency: int | None = Field(
+        default=None, ge=1, description="support's per-organization concurrency override"
+    )
+    weight: float = Field(default=1.0, gt=0, description="share of the global arrivals")
+
+
+class _ArrivalBase(_Strict):
+    organization: str | None = Field(
+        default=None, description="the organization these arrivals belong to; None: all, by weight"
+    )
+
+
+class Poisson(_ArrivalBase):
+    """Arrivals at a constant rate, memoryless, between ``start`` and ``end``."""
+
+    kind: Literal["poisson"] = "poisson"
+    rate_per_hour: float = Field(gt=0)
+    start: Seconds = 0.0
+    end: Seconds | None = None
+
+
+class Diurnal(_ArrivalBase):
+    """Poisson arrivals whose rate follows the hour of the (UTC) day: ``base * profile[hour]``."""
+
+    kind: Literal["diurnal"] = "diurnal"
+    base_rate_per_hour: float = Field(ge=0)
+    profile: tuple[float, ...] = Field(min_length=24, max_length=24)
+
+    @field_validator("profile")
+    @classmethod
+    def _non_negative(cls, profile: tuple[float, ...]) -> tuple[float, ...]:
+        if any(v < 0 for v in profile):
+            raise ValueError("hourly factors must be >= 0")
+        return profile
+
+
+class Burst(_ArrivalBase):
+    """``count`` arrivals spread uniformly over ``within`` seconds from ``at`` (a flash crowd)."""
+
+    kind: Literal["burst"] = "burst"
+    at: Seconds
+    count: int = Field(ge=1)
+    within: Seconds = 0.0
+
+
+Arrival = Annotated[Poisson | Diurnal | Burst, Field(discriminator="kind")]
+
+
+class AudioPattern(_Strict):
+    """Talk-spurts: speech and silence alternate, each drawn from its distribution."""
+
+    speech: Distribution = Exponential(mean_value=4.0)
+    silence: Distribution = Exponential(mean_value=2.0)
+
+    @model_validator(mode="after")
+    def _progresses(self) -> AudioPattern:
+        if self.speech.mean + self.silence.mean <= 0:
+            raise ValueError("speech and silence cannot both have a mean of 0")
+        return self
+
+
+def _weights(value: dict[str, float], allowed: tuple[str, ...], what: str) -> dict[str, float]:
+    unknown = sorted(set(value) - set(allowed))
+    if unknown:
+        raise ValueError(f"unknown {what} {', '.join(unknown)}; allowed: {', '.join(allowed)}")
+    if any(w < 0 for w in value.values()) or sum(value.values()) <= 0:
+        raise ValueError("weights must be >= 0 with a positive sum")
+    return value
+
+
+class SessionProfile(_Strict):
+    """What each arriving client asks for and how long it keeps the session."""
+
+    avatar_id: str = "av_stock_aria"
+    length: Distribution = Field(
+        default=Exponential(mean_value=300.0),
+        description="seconds the client keeps a running session before ending it",
+    )
+    audio: AudioPattern | None = Field(
+        default_factory=AudioPattern,
+        description="talk-spurts; null: the client sends nothing and the idle timeout ends it",
+    )
+    audio_source: Literal["track", "data_stream"] = "track"
+    idle_timeout_seconds: int | None = Field(default=None, ge=1)
+    max_duration_seconds: int | None = Field(default=None, ge=1)
+    quality: dict[str, float] = Field(default_factory=lambda: {"standard": 1.0})
+    surface: dict[str, float] = Field(default_factory=lambda: {"api": 1.0})
+
+    @field_validator("quality")
+    @classmethod
+    def _quality(cls, value: dict[str, float]) -> dict[str, float]:
+        return _weights(value, QUALITIES, "quality")
+
+    @field_validator("surface")
+    @classmethod
+    def _surface(cls, value: dict[str, float]) -> dict[str, float]:
+        return _weights(value, BILLING_SURFACES, "billing surface")
+
+
+class ClientBehaviour(_Strict):
+    """How clients retry refused creates: exponential backoff, Retry-After, idempotency keys."""
+
+    max_attempts: int = Field(default=1, ge=1, description="1: never retry")
+    base_delay: Seconds = 1.0
+    multiplier: float = Field(default=2.0, ge=1)
+    max_delay: Seconds = 60.0
+    jitter: float = Field(default=0.0, ge=0, le=1, description="± fraction of each delay")
+    honour_retry_after: bool = True
+    idempotency_keys: bool = True
+    retry_on: tuple[str, ...] = Field(
+        default=("rate_limit", "at_capacity", "concurrent_sessions"),
+        description="error codes or error types that are retried",
+    )
+
+
+class RunMix(_Strict):
+    """Model runs created at a Poisson rate, with a prompt of ``characters`` characters."""
+
+    model: str
+    rate_per_hour: float = Field(gt=0)
+    organization: str | None = None
+    characters: int = Field(default=200, ge=1, le=5_000)
+
+    @field_validator("model")
+    @classmethod
+    def _known(cls, model: str) -> str:
+        if model not in RUN_MODELS:
+            raise ValueError(f"unsupported model {model!r}; allowed: {', '.join(RUN_MODELS)}")
+        return model
+
+
+class Scenario(_Strict):
+    """A whole workload; ``load_scenario`` reads one from YAML."""
+
+    name: str = "scenario"
+    description: str = ""
+    seed: int = 0
+    duration: Seconds = Field(description="arrivals happen in [0, duration)")
+    cooldown: Seconds = Field(default=0.0, description="simulated time after the last arrival")
+    sample_every: Seconds = Field(default=60.0, description="utilization sampling interval")
+    config: dict[str, Any] = Field(default_factory=dict, description="partial SimConfig")
+    organizations: tuple[Organization, ...] = Field(min_length=1)
+    arrivals: tuple[Arrival, ...] = ()
+    sessions: SessionProfile = SessionProfile()
+    client: ClientBehaviour = ClientBehaviour()
+    runs: tuple[RunMix, ...] = ()
+    usage_timezones: tuple[str, ...] = ("UTC",)
+
+    @field_validator("duration", "sample_every")
+    @classmethod
+    def _positive(cls, value: float) -> float:
+        if value <= 0:
+            raise ValueError("must be > 0")
+        return value
+
+    @field_validator("config")
+    @classmethod
+    def _config(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if "seed" in value:
+            raise ValueError("set the seed at the top level (`seed:`), not in config")
+        SimConfig.model_validate(value)  # the loader reports these errors with their paths
+        return value
+
+    def sim_config(self, seed: int | None = None) -> SimConfig:
+        """The service configuration of this scenario, with ``seed`` (default: the file's)."""
+        return SimConfig.model_validate(
+            {**self.config, "seed": self.seed if seed is None else seed}
+        )
+
+    @model_validator(mode="after")
+    def _references(self) -> Scenario:
+        config = self.sim_config()
+        plans = [p.key for p in config.billing.plans]
+        names = [o.name for o in self.organizations]
+        ceiling = config.limits.concurrent_sessions_per_org_ceiling
+        problems: list[str] = []
+        for i, org in enumerate(self.organizations):
+            if org.plan not in plans:
+                problems.append(
+                    f"organizations[{i}].plan: unknown plan {org.plan!r}; "
+                    f"allowed: {', '.join(plans)}"
+                )
+            if org.concurrency is not None and org.concurrency > ceiling:
+                problems.append(
+                    f"organizations[{i}].concurrency: {org.concurrency} exceeds the "
+                    f"organization ceiling {ceiling}"
+                )
+            if names.count(org.name) > 1 and names.index(org.name) != i:
+                problems.append(f"organizations[{i}].name: {org.name!r} is used twice")
+        for field, items in (("arrivals", self.arrivals), ("runs", self.runs)):
+            for i, item in enumerate(items):
+                if item.organization is not None and item.organization not in names:
+                    problems.append(
+                        f"{field}[{i}].organization: no organization named {item.organization!r}"
+                    )
+        for i, arrival in enumerate(self.arrivals):
+            if (
+                isinstance(arrival, Poisson)
+                and arrival.end is not None
+                and arrival.end <= arrival.start
+            ):
+                problems.append(f"arrivals[{i}].end: must be after start")
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
