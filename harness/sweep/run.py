@@ -1,0 +1,91 @@
+"""``run_sweep``: every (grid point, replication) of a sweep, then per-point CIs (NB-3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness.sweep.aggregate import aggregate
+from harness.sweep.execute import Task, run_local, run_on_dask
+from harness.sweep.model import Point, Sweep, replication_seed
+
+__all__ = ["SweepResult", "run_sweep", "tasks_of"]
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """``runs``: one row per (point, replication); ``summary``: one row per (point, metric)."""
+
+    name: str
+    params: tuple[str, ...]
+    metrics: tuple[str, ...]
+    runs: pd.DataFrame
+    summary: pd.DataFrame
+
+    def wide(self) -> pd.DataFrame:
+        """One row per point: ``<metric>_mean``, ``<metric>_ci_low``, ``<metric>_ci_high``."""
+        rows: dict[int, dict[str, Any]] = {}
+        for record in self.summary.to_dict("records"):
+            point = int(record["point"])
+            row = rows.setdefault(point, {"point": point, **{p: record[p] for p in self.params}})
+            for stat in ("mean", "ci_low", "ci_high"):
+                row[f"{record['metric']}_{stat}"] = record[stat]
+        return pd.DataFrame([rows[p] for p in sorted(rows)])
+
+    def write(self, directory: str | Path) -> list[Path]:
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        paths = [out / "runs.parquet", out / "summary.parquet"]
+        self.runs.to_parquet(paths[0], index=False)
+        self.summary.to_parquet(paths[1], index=False)
+        return paths
+
+    def markdown(self) -> str:
+        lines = [f"# Sweep `{self.name}`", "", "Means with 95 % t confidence intervals.", ""]
+        header = [*self.params, "metric", "n", "mean", "95 % CI"]
+        lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        for values in self.summary.to_dict("records"):
+            ci = f"[{values['ci_low']:.4g}, {values['ci_high']:.4g}]"
+            cells = [str(values[p]) for p in self.params]
+            cells += [str(values["metric"]), str(values["n"]), f"{values['mean']:.4g}", ci]
+            lines.append("| " + " | ".join(cells) + " |")
+        return "\n".join(lines) + "\n"
+
+
+def tasks_of(sweep: Sweep, points: list[Point], replications: int | None = None) -> list[Task]:
+    count = sweep.replications if replications is None else replications
+    return [
+        Task(
+            point=p.index,
+            replication=r,
+            seed=replication_seed(sweep.seed, r),
+            params=p.params,
+            scenario=p.scenario,
+        )
+        for p in points
+        for r in range(count)
+    ]
+
+
+def run_sweep(
+    sweep: Sweep,
+    points: list[Point],
+    *,
+    replications: int | None = None,
+    workers: int = 1,
+    dask_client: Any = None,
+    progress: bool = True,
+) -> SweepResult:
+    """Run every task on the process pool (``workers``) or on ``dask_client`` when given."""
+    tasks = tasks_of(sweep, points, replications)
+    if dask_client is not None:
+        rows = run_on_dask(tasks, dask_client, progress)
+    else:
+        rows = run_local(tasks, workers, progress)
+    params = tuple(sweep.grid)
+    runs = pd.DataFrame(rows)
+    summary = aggregate(runs, params, sweep.metrics)
+    return SweepResult(sweep.name, params, sweep.metrics, runs, summary)
