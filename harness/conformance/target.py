@@ -1,0 +1,234 @@
+"""The one seam through which the conformance harness reaches an implementation.
+
+Why a seam: the same checks must run against a deployment by URL and against an in-process app,
+and the harness must not know which it has (DESIGN principle 7). A ``Target`` holds an
+``httpx.Client`` (a real base URL, or an ASGI transport around an app) and the credentials it was
+given by role; every request goes through ``Target.send``, which records an ``Exchange`` (what was
+sent and what came back) and hands it to the observers (the per-response checks).
+
+Credentials are named by role (``api``, ``other_org``, ``runs_read``, ``runs_write``, ``revoked``,
+``admin``) so a reproduction can print ``$API_KEY`` instead of a secret.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+__all__ = [
+    "ROLE_PLACEHOLDERS",
+    "Credentials",
+    "Exchange",
+    "SyncASGITransport",
+    "Target",
+    "TargetUnreachable",
+]
+
+#: The shell variable a reproduction names instead of each role's secret.
+ROLE_PLACEHOLDERS: dict[str, str] = {
+    "api": "$API_KEY",
+    "other_org": "$OTHER_ORG_KEY",
+    "runs_read": "$RUNS_READ_KEY",
+    "runs_write": "$RUNS_WRITE_KEY",
+    "revoked": "$REVOKED_KEY",
+    "admin": "$SIM_ADMIN_TOKEN",
+}
+
+
+class TargetUnreachable(Exception):
+    """The target did not answer at all (connection refused, DNS, timeout)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """The keys a run was given; every role but ``api`` is optional."""
+
+    api: str
+    other_org: str | None = None
+    runs_read: str | None = None
+    runs_write: str | None = None
+    revoked: str | None = None
+    admin: str | None = None
+
+    def get(self, role: str) -> str | None:
+        value = getattr(self, role, None)
+        return value if isinstance(value, str) else None
+
+    def secrets(self) -> dict[str, str]:
+        """Each given secret mapped to its placeholder (for redaction)."""
+        out: dict[str, str] = {}
+        for role, placeholder in ROLE_PLACEHOLDERS.items():
+            secret = self.get(role)
+            if secret:
+                out[secret] = placeholder
+        return out
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One request and its response, as observed on the wire."""
+
+    method: str
+    url: str
+    path: str
+    request_headers: Mapping[str, str]
+    request_body: bytes
+    status: int
+    headers: httpx.Headers
+    body: bytes
+    operation: str = ""
+    response: httpx.Response | None = field(default=None, compare=False, repr=False)
+
+    def json(self) -> Any:
+        """The parsed body, or ``None`` when it is not JSON."""
+        try:
+            return json.loads(self.body)
+        except ValueError:
+            return None
+
+    def curl(self, secrets: Mapping[str, str]) -> str:
+        """A shell command that sends the same request, with every known secret redacted."""
+
+        def redact(text: str) -> str:
+            for secret, placeholder in secrets.items():
+                text = text.replace(secret, placeholder)
+            return text
+
+        parts = ["curl", "-sS", "-i", "-X", self.method]
+        for name, value in self.request_headers.items():
+            if name.lower() in {"host", "content-length", "accept-encoding", "connection"}:
+                continue
+            parts += ["-H", _quote(f"{name}: {redact(value)}")]
+        if self.request_body:
+            text = self.request_body.decode("utf-8", errors="replace")
+            parts += ["--data-binary", _quote(redact(text))]
+        parts.append(_quote(redact(self.url)))
+        return " ".join(parts)
+
+
+def _quote(text: str) -> str:
+    """Double-quote for a POSIX shell, so ``$API_KEY`` expands and nothing else does."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("`", "\\`")
+    escaped = escaped.replace("$", "\\$")
+    for placeholder in ROLE_PLACEHOLDERS.values():
+        escaped = escaped.replace("\\" + placeholder, placeholder)
+    return f'"{escaped}"'
+
+
+Observer = Callable[[Exchange], None]
+
+
+@dataclass
+class Target:
+    """An implementation under test, reached through ``client``."""
+
+    client: httpx.Client
+    credentials: Credentials
+    observers: list[Observer] = field(default_factory=list)
+
+    @classmethod
+    def remote(cls, base_url: str, credentials: Credentials, timeout: float = 30.0) -> Target:
+        """A deployment by URL (``http(s)://host[:port]``, without ``/v1``)."""
+        client = httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout)
+        return cls(client, credentials)
+
+    @classmethod
+    def in_process(cls, app: Any, credentials: Credentials) -> Target:
+        """An ASGI app in this process (no socket)."""
+        client = httpx.Client(transport=SyncASGITransport(app), base_url="http://testserver")
+        return cls(client, credentials)
+
+    @property
+    def base_url(self) -> str:
+        return str(self.client.base_url).rstrip("/")
+
+    def close(self) -> None:
+        self.client.close()
+
+    def authorization(self, role: str | None) -> dict[str, str]:
+        """The ``Authorization`` header of ``role`` (none for ``None``)."""
+        if role is None:
+            return {}
+        secret = self.credentials.get(role)
+        if secret is None:
+            raise KeyError(f"no credential for role {role!r}")
+        return {"Authorization": f"Bearer {secret}"}
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        role: str | None = "api",
+        headers: Mapping[str, str] | None = None,
+        json_body: Any = None,
+        params: Mapping[str, Any] | None = None,
+        operation: str = "",
+        observe: bool = True,
+    ) -> Exchange:
+        """Send one request as ``role`` (its bearer key) and return the observed exchange."""
+        merged = {**self.authorization(role), **dict(headers or {})}
+        content: bytes | None = None
+        if json_body is not None:
+            content = json.dumps(json_body, separators=(",", ":")).encode()
+            merged.setdefault("Content-Type", "application/json")
+        request = self.client.build_request(
+            method, path, headers=merged, content=content, params=dict(params or {})
+        )
+        return self.send(request, operation=operation or f"{method} {path}", observe=observe)
+
+    def send(
+        self, request: httpx.Request, *, operation: str = "", observe: bool = True
+    ) -> Exchange:
+        """Send a prepared request; observers see the exchange (unless ``observe`` is false)."""
+        request.read()  # a multipart body is a stream; the exchange keeps its bytes
+        try:
+            response = self.client.send(request)
+        except httpx.TransportError as exc:
+            raise TargetUnreachable(f"{request.method} {request.url}: {exc}") from exc
+        body = response.read()
+        response.close()
+        exchange = Exchange(
+            method=request.method,
+            url=str(request.url),
+            path=request.url.path,
+            request_headers=dict(request.headers),
+            request_body=request.content,
+            status=response.status_code,
+            headers=response.headers,
+            body=body,
+            operation=operation or f"{request.method} {request.url.path}",
+            response=response,
+        )
+        for observer in list(self.observers) if observe else []:
+            observer(exchange)
+        return exchange
+
+
+class SyncASGITransport(httpx.BaseTransport):
+    """httpx's ASGI transport driven from a synchronous client: one event loop per request."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self._inner = httpx.ASGITransport(app=app)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        content = request.read()
+
+        async def go() -> tuple[int, httpx.Headers, bytes]:
+            inner = httpx.Request(
+                request.method, request.url, headers=request.headers, content=content
+            )
+            response = await self._inner.handle_async_request(inner)
+            return response.status_code, response.headers, await response.aread()
+
+        status, headers, data = asyncio.run(go())
+        # A stream (not ``content``) so the client times the response like a network one.
+        return httpx.Response(
+            status, headers=headers, stream=httpx.ByteStream(data), request=request
+        )
