@@ -1,0 +1,209 @@
+"""NB-2 and SIM-2: the runner's tables, their shapes, their consistency and their determinism."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.collect import TABLES, RunResult
+from harness.runner import run_scenario
+from harness.runner.arrivals import arrival_times
+from harness.runner.metrics import METRICS, USAGE_KINDS, summarize, summary_markdown
+from harness.scenarios import parse_scenario
+from tests.scenarios.helpers import scenario, small
+
+UTC_TIME = "datetime64[us, UTC]"
+
+
+@pytest.fixture(scope="module")
+def result() -> RunResult:
+    return run_scenario(scenario())
+
+
+def _kinds(frame: pd.DataFrame) -> dict[str, str]:
+    out = {}
+    for column, dtype in frame.dtypes.items():
+        if str(dtype) == UTC_TIME:
+            out[str(column)] = "time"
+        elif pd.api.types.is_string_dtype(dtype):
+            out[str(column)] = "str"
+        elif pd.api.types.is_bool_dtype(dtype):
+            out[str(column)] = "bool"
+        elif pd.api.types.is_integer_dtype(dtype):
+            out[str(column)] = "int"
+        elif pd.api.types.is_float_dtype(dtype):
+            out[str(column)] = "float"
+        else:
+            out[str(column)] = str(dtype)
+    return out
+
+
+@pytest.mark.req("NB-2")
+def test_session_table_schema(result: RunResult) -> None:
+    assert _kinds(result.sessions) == {
+        "session_id": "str", "organization": "str", "org_id": "str", "client": "int",
+        "quality": "str", "surface": "str", "transport": "str", "status": "str",
+        "billable_seconds": "int", "frames": "int", "error_code": "str", "end_reason": "str",
+        "worker_id": "str", "created_at": "time", "started_at": "time",
+        "first_frame_at": "time", "ended_at": "time", "wait_seconds": "float",
+        "planned_length": "float",
+    }  # fmt: skip
+    assert result.sessions["session_id"].is_unique
+    assert result.sessions["session_id"].str.startswith("sess_").all()
+
+
+@pytest.mark.req("NB-2")
+def test_api_calls_utilization_and_ledger_schemas(result: RunResult) -> None:
+    assert _kinds(result.api_calls) == {
+        "at": "time", "t": "float", "client": "int", "operation": "str", "surface": "str",
+        "organization": "str", "org_id": "str", "key": "int", "attempt": "int", "outcome": "str",
+        "error_type": "str", "retry_after": "float", "delay": "float", "idempotency_key": "str",
+        "resource_id": "str", "retried": "bool",
+    }  # fmt: skip
+    assert _kinds(result.utilization) == {
+        "at": "time", "t": "float", "capacity": "int", "workers": "int", "idle": "int",
+        "busy": "int", "restarting": "int", "queued": "int", "utilization": "float",
+    }  # fmt: skip
+    ledger = _kinds(result.ledger)
+    for column, kind in {"id": "str", "at": "time", "t": "float", "kind": "str",
+                         "organization": "str", "credits": "int", "billing_surface": "str",
+                         "overage": "int", "billable_seconds": "int"}.items():  # fmt: skip
+        assert ledger[column] == kind, column
+    assert _kinds(result.events)["at"] == "time"
+    assert set(result.tables()) == set(TABLES)
+
+
+@pytest.mark.req("NB-2")
+def test_tables_agree_with_each_other(result: RunResult) -> None:
+    sessions = result.sessions
+    placed = sessions[sessions["started_at"].notna()]
+    wait = (placed["started_at"] - placed["created_at"]).dt.total_seconds()
+    assert wait.to_numpy() == pytest.approx(placed["wait_seconds"].to_numpy(), abs=1e-6)
+    # The API's own usage summary (UTC) equals the session table and the ledger, per organization.
+    usage = result.usage[result.usage["timezone"] == "UTC"].set_index("organization")
+    seconds = sessions.groupby("organization")["billable_seconds"].sum()
+    ledger = result.ledger[result.ledger["kind"].isin(USAGE_KINDS)]
+    credits = ledger.groupby("organization")["credits"].sum()
+    for org in usage.index:
+        assert usage.loc[org, "billable_seconds"] == seconds.get(org, 0)
+        assert usage.loc[org, "credits_charged"] == credits.get(org, 0)
+    # Daily buckets add up to the total in every timezone.
+    daily = result.usage_daily.groupby(["organization", "timezone"])["credits"].sum()
+    for row in result.usage.itertuples(index=False):
+        assert daily.get((row.organization, row.timezone), 0) == row.credits_charged
+    # Every created session has exactly one successful create call.
+    ok = result.api_calls[
+        (result.api_calls["operation"] == "createSession") & (result.api_calls["outcome"] == "ok")
+    ]
+    assert sorted(ok["resource_id"]) == sorted(sessions["session_id"])
+    assert set(sessions["surface"]) <= {"api", "playground", "pipecat"}
+    assert (sessions.loc[sessions["surface"] == "pipecat", "transport"] == "pipecat").all()
+    # The session ids in the events are the sessions'.
+    session_events = result.events[result.events["object_type"] == "session"]
+    assert set(session_events["object_id"]) == set(sessions["session_id"])
+
+
+@pytest.mark.req("NB-2")
+def test_utilization_is_sampled_on_a_fixed_grid(result: RunResult) -> None:
+    grid = result.utilization["t"].to_numpy()
+    expected = [60.0 * i for i in range(int(result.duration // 60) + 1)]
+    assert list(grid) == expected
+    util = result.utilization
+    assert (util["busy"] + util["idle"] + util["restarting"] == util["workers"]).all()
+    assert util["utilization"].between(0, 1).all()
+
+
+@pytest.mark.req("SIM-2", "NB-2")
+def test_same_seed_gives_identical_tables_and_files(tmp_path: Path) -> None:
+    first = run_scenario(scenario())
+    second = run_scenario(scenario())
+    for name in TABLES:
+        pd.testing.assert_frame_equal(first.tables()[name], second.tables()[name], obj=name)
+    a = first.write_parquet(tmp_path / "a")
+    b = second.write_parquet(tmp_path / "b")
+    assert [p.read_bytes() for p in a] == [p.read_bytes() for p in b]
+    other = run_scenario(scenario(), seed=4)
+    assert not first.sessions["session_id"].equals(other.sessions["session_id"])
+
+
+@pytest.mark.req("NB-1", "NB-2")
+def test_retries_wait_exactly_retry_after_and_reuse_one_idempotency_key() -> None:
+    loaded = parse_scenario(
+        small(
+            config={"scheduler": {"workers": 1, "admission_policy": "reject"}},
+            organizations=[{"name": "Solo", "plan": "enterprise", "keys": 10}],
+            arrivals=[{"kind": "burst", "at": 0, "count": 6, "within": "10s"}],
+            sessions={"length": {"kind": "constant", "value": 40}, "surface": {"api": 1}},
+            client={"max_attempts": 4, "base_delay": "1s", "honour_retry_after": True},
+            runs=[],
+        )
+    )
+    calls = run_scenario(loaded).api_calls
+    creates = calls[calls["operation"] == "createSession"]
+    refused = creates[creates["outcome"] == "at_capacity"]
+    assert len(refused) > 0 and refused["retry_after"].notna().all()
+    for client, attempts in creates.groupby("client"):
+        attempts = attempts.sort_values("attempt")
+        assert attempts["attempt"].tolist() == list(range(1, len(attempts) + 1)), client
+        assert attempts["idempotency_key"].nunique() == 1
+        assert attempts["retried"].tolist() == [a > 1 for a in attempts["attempt"]]
+        rows = attempts.to_dict("records")
+        for before, after in itertools.pairwise(rows):
+            assert before["delay"] == before["retry_after"]
+            assert after["t"] == pytest.approx(before["t"] + before["retry_after"])
+        last = rows[-1]
+        assert last["outcome"] == "ok" or last["attempt"] == 4 or math.isnan(last["delay"])
+
+
+@pytest.mark.req("NB-1")
+def test_without_retry_after_the_client_backs_off_exponentially() -> None:
+    loaded = parse_scenario(
+        small(
+            config={"scheduler": {"workers": 1, "admission_policy": "reject"}},
+            organizations=[{"name": "Solo", "plan": "enterprise", "keys": 10}],
+            arrivals=[{"kind": "burst", "at": 0, "count": 3, "within": 0}],
+            sessions={"length": {"kind": "constant", "value": 600}, "surface": {"api": 1}},
+            client={"max_attempts": 4, "base_delay": "3s", "multiplier": 2,
+                    "honour_retry_after": False, "idempotency_keys": False},
+            runs=[],
+        )
+    )  # fmt: skip
+    creates = run_scenario(loaded).api_calls.query("operation == 'createSession'")
+    refused_clients = creates[creates["attempt"] == 4]["client"].unique()
+    assert len(refused_clients) == 2
+    for client in refused_clients:
+        rows = creates[creates["client"] == client].sort_values("attempt")
+        assert rows["delay"].tolist()[:3] == [3.0, 6.0, 12.0]
+        assert rows["t"].diff().dropna().tolist() == [3.0, 6.0, 12.0]
+        assert rows["idempotency_key"].isna().all()
+
+
+@pytest.mark.req("NB-1")
+def test_diurnal_arrivals_follow_the_profile() -> None:
+    import random
+
+    loaded = parse_scenario(
+        small(
+            duration="2d",
+            arrivals=[{"kind": "diurnal", "base_rate_per_hour": 30,
+                       "profile": [0.0] * 9 + [1.0] + [0.0] * 14}],
+        )
+    )  # fmt: skip
+    times = arrival_times(loaded.arrivals[0], loaded.duration, loaded.sim_config().epoch,
+                          random.Random(1))  # fmt: skip
+    assert times and all(int(t // 3600) % 24 == 9 for t in times)
+    assert 20 < len(times) < 110  # two hours at 30/h
+
+
+@pytest.mark.req("NB-2")
+def test_metrics_and_summary(result: RunResult) -> None:
+    metrics = summarize(result)
+    assert set(metrics) == set(METRICS)
+    assert metrics["sessions_created"] == len(result.sessions)
+    assert metrics["credits_charged"] > 0
+    text = summary_markdown(result)
+    assert "# Scenario `small` (seed 3)" in text and "| sessions_created |" in text

@@ -1,0 +1,141 @@
+"""NB-3: sweeps over dotted paths, seeds per replication, process pool vs Dask, CIs."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from harness.scenarios import ScenarioError
+from harness.sweep import (
+    SweepResult,
+    parse_sweep,
+    replication_seed,
+    run_sweep,
+    set_path,
+    t_interval,
+    tasks_of,
+)
+from tests.scenarios.helpers import small
+
+
+def _sweep(**overrides: Any) -> dict[str, Any]:
+    base = small(duration="10m", cooldown="2m", runs=[], usage_timezones=["UTC"])
+    data: dict[str, Any] = {
+        "name": "tiny",
+        "scenario": base,
+        "seed": 5,
+        "replications": 2,
+        "grid": {"config.scheduler.workers": [1, 3], "arrivals[0].rate_per_hour": [60]},
+        "metrics": ["sessions_created", "at_capacity_refusals", "mean_utilization"],
+    }
+    data.update(overrides)
+    return data
+
+
+@pytest.mark.req("NB-3")
+def test_set_path_creates_mappings_and_indexes_lists() -> None:
+    data = {"arrivals": [{"rate": 1}, {"rate": 2}]}
+    assert set_path(data, "config.scheduler.workers", 4)["config"] == {"scheduler": {"workers": 4}}
+    assert set_path(data, "arrivals[1].rate", 9)["arrivals"][1]["rate"] == 9
+    assert set_path(data, "arrivals.0.rate", 7)["arrivals"][0]["rate"] == 7
+    assert data == {"arrivals": [{"rate": 1}, {"rate": 2}]}  # never mutated
+    with pytest.raises(ValueError, match="no item 5"):
+        set_path(data, "arrivals[5].rate", 1)
+    with pytest.raises(ValueError, match="not a dotted path"):
+        set_path(data, "a..b", 1)
+
+
+@pytest.mark.req("NB-3")
+def test_points_are_validated_naming_the_point_and_field() -> None:
+    with pytest.raises(ScenarioError) as info:
+        parse_sweep(_sweep(grid={"config.scheduler.workers": [2, -1]}), "s.yaml")
+    assert "grid point 1 (config.scheduler.workers=-1)" in info.value.source
+    assert info.value.problems[0].startswith("config.scheduler.workers: ")
+    with pytest.raises(ScenarioError, match="metrics: unknown metrics nope"):
+        parse_sweep(_sweep(metrics=["nope"]))
+    with pytest.raises(ScenarioError, match="exactly one of"):
+        parse_sweep(_sweep(scenario=None))
+
+
+@pytest.mark.req("NB-3")
+def test_seeds_derive_from_the_base_seed_and_are_shared_across_points() -> None:
+    sweep, _base, points = parse_sweep(_sweep())
+    tasks = tasks_of(sweep, points, replications=3)
+    assert len(tasks) == 2 * 3
+    by_rep = {(t.point, t.replication): t.seed for t in tasks}
+    assert by_rep[(0, 1)] == by_rep[(1, 1)] == replication_seed(5, 1)
+    assert len({replication_seed(5, r) for r in range(50)}) == 50
+    assert replication_seed(5, 0) != replication_seed(6, 0)
+
+
+@pytest.fixture(scope="module")
+def pooled() -> SweepResult:
+    sweep, _base, points = parse_sweep(_sweep())
+    return run_sweep(sweep, points, workers=2, progress=False)
+
+
+@pytest.mark.req("NB-3")
+def test_process_pool_and_in_process_dask_give_identical_results(pooled: SweepResult) -> None:
+    from distributed import Client
+
+    sweep, _base, points = parse_sweep(_sweep())
+    serial = run_sweep(sweep, points, workers=1, progress=False)
+    with Client(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=None) as c:
+        on_dask = run_sweep(sweep, points, dask_client=c, progress=False)
+    for other in (serial, on_dask):
+        pd.testing.assert_frame_equal(pooled.runs, other.runs)
+        pd.testing.assert_frame_equal(pooled.summary, other.summary)
+
+
+@pytest.mark.req("NB-3")
+def test_summary_has_means_and_confidence_intervals(pooled: SweepResult) -> None:
+    summary = pooled.summary
+    assert list(summary.columns) == [
+        "point", "config.scheduler.workers", "arrivals[0].rate_per_hour", "metric", "n", "mean",
+        "std", "ci_low", "ci_high",
+    ]  # fmt: skip
+    assert len(summary) == 2 * 3
+    for row in summary.to_dict("records"):
+        values = pooled.runs.loc[pooled.runs["point"] == row["point"], row["metric"]]
+        assert row["mean"] == pytest.approx(values.mean())
+        assert row["ci_low"] <= row["mean"] <= row["ci_high"]
+    wide = pooled.wide()
+    assert {"sessions_created_mean", "sessions_created_ci_low", "mean_utilization_ci_high"} <= set(
+        wide.columns
+    )
+    assert len(wide) == 2
+    # More workers, fewer refusals: the parameter really reached the simulator.
+    refusals = wide.set_index("config.scheduler.workers")["at_capacity_refusals_mean"]
+    assert refusals[3] <= refusals[1]
+    assert "| config.scheduler.workers |" in pooled.markdown()
+
+
+@pytest.mark.req("NB-3")
+@settings(max_examples=30)
+@given(st.lists(st.floats(0, 1000, allow_nan=False), min_size=2, max_size=20))
+def test_t_interval_matches_the_textbook(values: list[float]) -> None:
+    low, high = t_interval(values)
+    mean = statistics.fmean(values)
+    sd = statistics.stdev(values)
+    if sd == 0:
+        assert low == high == pytest.approx(mean)
+        return
+    half = stats.t.ppf(0.975, len(values) - 1) * sd / math.sqrt(len(values))
+    assert low == pytest.approx(mean - half, rel=1e-6, abs=1e-6)
+    assert high == pytest.approx(mean + half, rel=1e-6, abs=1e-6)
+
+
+@pytest.mark.req("NB-3")
+def test_t_interval_known_value_and_degenerate_cases() -> None:
+    # n = 3, mean 2, sd 1: half-width = t(0.975, 2) * 1 / sqrt(3) = 4.302653 / 1.732051.
+    low, high = t_interval([1.0, 2.0, 3.0])
+    assert (low, high) == pytest.approx((2 - 2.484138, 2 + 2.484138), abs=1e-5)
+    assert all(math.isnan(v) for v in t_interval([1.0]))
+    assert all(math.isnan(v) for v in t_interval([]))
