@@ -3,14 +3,15 @@
 ``Target`` is the seam (a base URL or an in-process app), ``run`` applies every registered check
 (``CHECKS``) and fuzzes through it, and the ``Report`` renders the outcome for a terminal, a CI
 (JUnit XML) and an archive (JSON or Markdown). ``avatar-sim conformance`` is the command line.
+
+Names are imported on first use: the pytest plugin loads ``harness.conformance.fixtures`` in every
+test run, which must not pay for schemathesis and the fuzzer it does not use.
 """
 
 from __future__ import annotations
 
-from harness.conformance.checks import CHECKS, Check, CheckFailed, Skipped
-from harness.conformance.report import CheckResult, FailureRecord, Report
-from harness.conformance.runner import RunOptions, run
-from harness.conformance.target import Credentials, Exchange, Target, TargetUnreachable
+import importlib
+from typing import Any
 
 __all__ = [
     "CHECKS",
@@ -27,3 +28,26 @@ __all__ = [
     "TargetUnreachable",
     "run",
 ]
+
+_HOMES = {
+    "CHECKS": "runner",
+    "Check": "checks",
+    "CheckFailed": "checks",
+    "Skipped": "checks",
+    "CheckResult": "report",
+    "FailureRecord": "report",
+    "Report": "report",
+    "RunOptions": "runner",
+    "run": "runner",
+    "Credentials": "target",
+    "Exchange": "target",
+    "Target": "target",
+    "TargetUnreachable": "target",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
