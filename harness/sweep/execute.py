@@ -14,7 +14,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any, cast
 
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from harness.runner import run_scenario
 from harness.runner.metrics import summarize

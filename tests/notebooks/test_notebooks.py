@@ -1,0 +1,72 @@
+"""NB-6: every notebook runs top to bottom in the suite, and is stored without outputs.
+
+Each notebook is executed by nbclient in a fresh ``python3`` kernel whose interpreter must be
+this test's own (the venv's): the kernel spec names ``python``, which jupyter_client replaces by
+the launching interpreter, and the first cell executed (added in memory, never saved) proves it.
+A cell error, or a notebook's own ``assert`` against theory or the API's figures, fails the test.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from jupyter_client.kernelspec import KernelSpecManager
+from nbclient import NotebookClient
+
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+ALL = sorted(NOTEBOOKS.glob("*.ipynb"))
+REQUIREMENTS = {"capacity.ipynb": "NB-4", "billing.ipynb": "NB-5"}
+
+
+@pytest.mark.req("NB-6")
+def test_both_notebooks_exist() -> None:
+    assert {p.name for p in ALL} >= set(REQUIREMENTS)
+
+
+@pytest.mark.req("NB-6")
+def test_the_kernel_spec_resolves_to_this_interpreter() -> None:
+    spec = KernelSpecManager().get_kernel_spec("python3")
+    command = spec.argv[0]
+    assert (
+        command in {"python", "python3"}
+        or Path(command).resolve() == Path(sys.executable).resolve()
+    )
+
+
+@pytest.mark.req("NB-6")
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
+def test_notebooks_are_stored_without_outputs(path: Path) -> None:
+    notebook = nbformat.read(path, as_version=4)
+    nbformat.validate(notebook)
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [], f"{path.name}: strip outputs before committing"
+            assert cell.execution_count is None
+
+
+@pytest.mark.parametrize(
+    "path",
+    [pytest.param(p, marks=pytest.mark.req("NB-6", REQUIREMENTS[p.name]), id=p.name)
+     for p in ALL if p.name in REQUIREMENTS]
+    + [pytest.param(p, marks=pytest.mark.req("NB-6"), id=p.name)
+       for p in ALL if p.name not in REQUIREMENTS],
+)  # fmt: skip
+def test_notebook_runs_top_to_bottom(path: Path) -> None:
+    notebook = nbformat.read(path, as_version=4)
+    probe = nbformat.v4.new_code_cell("import sys; print(sys.executable)")
+    notebook.cells.insert(0, probe)
+    client = NotebookClient(
+        notebook,
+        timeout=300,
+        kernel_name="python3",
+        allow_errors=False,
+        resources={"metadata": {"path": str(NOTEBOOKS)}},
+    )
+    client.execute()  # raises CellExecutionError on the first failing cell
+    printed = "".join(o.get("text", "") for o in notebook.cells[0].outputs).strip()
+    assert Path(printed).resolve() == Path(sys.executable).resolve()
+    ran = [c for c in notebook.cells if c.cell_type == "code"]
+    assert all(c.execution_count is not None for c in ran)
