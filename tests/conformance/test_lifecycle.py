@@ -1,0 +1,67 @@
+"""HAR-3: the seed's session table as the lifecycle check reads it, and the check on a target."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.conformance.checks import CheckFailed
+from harness.conformance.lifecycle import END_RULES, TERMINAL, check_history, judge_end
+from harness.conformance.target import Exchange
+
+pytestmark = pytest.mark.req("HAR-3")
+
+STATES = ["created", "queued", "starting", "running", "ending", "ended", "failed", "canceled"]
+
+
+def _exchange() -> Exchange:
+    return Exchange("POST", "http://t/v1/sessions/s/end", "/v1/sessions/s/end", {}, b"", 200,
+                    httpx.Headers(), b"{}")  # fmt: skip
+
+
+def _session(status: str, first_frame: bool) -> dict[str, Any]:
+    return {"status": status, "first_frame_at": "2026-01-01T00:00:00.000Z" if first_frame else None}
+
+
+def test_the_table_is_the_seeds() -> None:
+    assert {"ended", "failed", "canceled"} == TERMINAL
+    rules = {rule.had_first_frame: rule for rule in END_RULES}
+    assert rules[True].outcomes == {"ending", "ended"} and rules[True].requirement == "SES-ST-3"
+    assert rules[False].outcomes == {"canceled"} and rules[False].requirement == "SES-ST-4"
+
+
+@pytest.mark.req("SES-ST-3", "SES-ST-4", "SES-ST-5")
+@given(before=st.sampled_from([None, *STATES]), after=st.sampled_from(STATES), ran=st.booleans())
+@settings(max_examples=150)
+def test_end_is_judged_by_the_table(before: str | None, after: str, ran: bool) -> None:
+    if before in TERMINAL:
+        allowed = after == before
+    elif after == "failed":
+        allowed = True
+    else:
+        allowed = after in next(r for r in END_RULES if r.had_first_frame == ran).outcomes
+    if allowed:
+        judge_end(before, _session(after, ran), _exchange())
+    else:
+        with pytest.raises(CheckFailed):
+            judge_end(before, _session(after, ran), _exchange())
+
+
+@pytest.mark.req("SES-ST-8")
+@given(history=st.lists(st.sampled_from(STATES), min_size=1, max_size=8))
+@settings(max_examples=150)
+def test_terminal_states_are_final_in_any_history(history: list[str]) -> None:
+    pairs = list(itertools.pairwise(history))
+    bad = any(a in TERMINAL and b != a for a, b in pairs) or any(
+        a == "ending" and b not in {"ending", "ended", "failed"} for a, b in pairs
+    )
+    if bad:
+        with pytest.raises(CheckFailed):
+            check_history(history)
+    else:
+        check_history(history)
