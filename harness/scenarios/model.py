@@ -15,6 +15,7 @@ used by an organization of the same file.
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -207,6 +208,16 @@ class Scenario(_Strict):
             raise ValueError("must be > 0")
         return value
 
+    @field_validator("usage_timezones")
+    @classmethod
+    def _timezones(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            try:
+                ZoneInfo(name)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise ValueError(f"unknown IANA timezone {name!r}") from None
+        return value
+
     @field_validator("config")
     @classmethod
     def _config(cls, value: dict[str, Any]) -> dict[str, Any]:
@@ -254,6 +265,12 @@ class Scenario(_Strict):
                 and arrival.end <= arrival.start
             ):
                 problems.append(f"arrivals[{i}].end: must be after start")
+        window_days = config.billing.usage_window_max_days
+        if self.usage_timezones and self.duration + self.cooldown > window_days * 86_400:
+            problems.append(
+                f"duration: with usage_timezones the run must fit one usage window "
+                f"({window_days} days); shorten it or set usage_timezones: []"
+            )
         if problems:
             raise ValueError("\n".join(problems))
         return self

@@ -70,3 +70,28 @@ def test_sweep_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture
     assert cli.main(["sweep", str(sweep), "--no-progress"]) == 2
     assert "cannot read the file" in capsys.readouterr().err
     assert cli.main(["sweep", str(sweep), "--replications", "0"]) == 2
+
+
+@pytest.mark.req("NB-3")
+def test_sweep_runs_on_the_dask_scheduler_it_is_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from distributed import LocalCluster
+
+    _write(tmp_path / "base.yaml", small(duration="5m", cooldown=0, runs=[]))
+    sweep = _write(
+        tmp_path / "sweep.yaml",
+        {"name": "dask", "base": "base.yaml", "seed": 1, "replications": 2,
+         "grid": {"config.scheduler.workers": [1, 2]}, "metrics": ["sessions_created"]},
+    )  # fmt: skip
+    common = [str(sweep), "--no-progress", "--workers", "1"]
+    assert cli.main(["sweep", *common, "--out", str(tmp_path / "local")]) == 0
+    with LocalCluster(
+        processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None
+    ) as cluster:
+        argv = ["sweep", *common, "--dask", cluster.scheduler_address]
+        assert cli.main([*argv, "--out", str(tmp_path / "dask")]) == 0
+    capsys.readouterr()
+    local = pd.read_parquet(tmp_path / "local" / "summary.parquet")
+    remote = pd.read_parquet(tmp_path / "dask" / "summary.parquet")
+    pd.testing.assert_frame_equal(local, remote)

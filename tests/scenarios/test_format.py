@@ -69,6 +69,8 @@ def test_a_full_scenario_parses_every_part() -> None:
         ({"client": {"max_attempts": 0}}, "client.max_attempts: "),
         ({"runs": [{"model": "sim/portrait-video", "rate_per_hour": 1}]}, "runs[0].model: "),
         ({"colour": "blue"}, "colour: Extra inputs are not permitted"),
+        ({"usage_timezones": ["Mars/Olympus"]}, "usage_timezones: unknown IANA timezone"),
+        ({"duration": "400d"}, "duration: with usage_timezones the run must fit"),
     ],
 )  # fmt: skip
 def test_invalid_fields_are_named(change: dict[str, Any], expected: str) -> None:
