@@ -39,7 +39,7 @@ from schemathesis.generation.modes import GenerationMode
 
 from harness.conformance.checks import register_fuzz_check
 from harness.conformance.st_checks import SCHEMATHESIS_CHECKS, conformance_scope
-from harness.conformance.target import Exchange, Target
+from harness.conformance.target import Exchange, Target, TargetUnreachable
 from harness.contract.loader import PROFILE_FILE, default_spec_dir, load_yaml
 
 __all__ = ["BUILTIN_CHECKS", "FuzzFailure", "FuzzResult", "fuzz", "load_profile"]
@@ -201,5 +201,7 @@ def _run(
         each()
     except Unsatisfiable:
         return  # nothing to negate (an operation without parameters or body)
+    except TargetUnreachable:
+        raise
     except Exception as exc:  # a broken strategy is reported, not fatal
         result.errors.append(f"{operation.label} ({mode.value}): {type(exc).__name__}: {exc}")

@@ -14,7 +14,7 @@ from harness.conformance import lifecycle, scenarios  # noqa: F401  (they regist
 from harness.conformance.checks import CHECKS, CheckFailed, Skipped
 from harness.conformance.fuzz import fuzz
 from harness.conformance.report import CheckResult, FailureRecord, Outcome, Report
-from harness.conformance.target import Exchange, Target
+from harness.conformance.target import Exchange, Target, TargetUnreachable
 
 __all__ = ["RunOptions", "run"]
 
@@ -71,6 +71,11 @@ def run(target: Target, options: RunOptions | None = None) -> Report:
                 record(check.name, failure.message, failure.exchange)
             except Skipped as reason:
                 skipped[check.name] = str(reason)
+            except TargetUnreachable:
+                raise
+            except Exception as exc:  # an answer so far off the contract the script broke
+                applied[check.name] += 1
+                record(check.name, f"the check could not finish: {exc!r}", None)
         fuzzed = fuzz(target, max_examples=options.max_examples, seed=options.seed)
     finally:
         target.observers.remove(observe)

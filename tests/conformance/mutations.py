@@ -232,6 +232,12 @@ def quota_server_error(scope: Scope, reply: Reply, keys: Keys) -> None:
         )
 
 
+def avatars_as_array(scope: Scope, reply: Reply, keys: Keys) -> None:
+    body = reply.json()
+    if scope["path"] == "/v1/avatars" and isinstance(body, dict) and "data" in body:
+        reply.set_json(body["data"])  # scripts that expect an object must not crash the run
+
+
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation("extra_envelope_field", "error_envelope_closed", response=extra_envelope_field),
     Mutation("drop_request_id", "request_id_echoed", response=drop_request_id),
@@ -247,5 +253,6 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("cursor_as_number", "next_cursor_type", response=cursor_as_number),
     Mutation("ignore_starting_after", "list_walk", request=ignore_starting_after),
     Mutation("end_reopens", "session_lifecycle", response=end_reopens),
+    Mutation("avatars_as_array", "list_envelope", response=avatars_as_array),
     Mutation("quota_server_error", "not_a_server_error", response=quota_server_error, fuzz=True),
 )

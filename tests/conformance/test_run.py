@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import xml.etree.ElementTree as ET
+from datetime import timedelta
 
 import httpx
 import pytest
@@ -124,3 +125,29 @@ def test_response_checks_see_admin_traffic_as_outside_the_contract() -> None:
     assert "/_sim/clock/advance" in seen
     assert report.exit_code == 0
     assert isinstance(sim.target.client, httpx.Client)
+
+
+def test_response_checks_are_registered_with_schemathesis_and_act_only_in_scope() -> None:
+    from types import SimpleNamespace
+
+    from schemathesis.checks import CHECKS as ST_CHECKS
+    from schemathesis.core.failures import Failure
+    from schemathesis.core.transport import Response
+
+    from harness.conformance.st_checks import SCHEMATHESIS_CHECKS, conformance_scope
+
+    assert set(SCHEMATHESIS_CHECKS) == {c.name for c in CHECKS.values() if c.kind == "response"}
+    assert set(SCHEMATHESIS_CHECKS) <= set(ST_CHECKS.get_all_names())
+    request = httpx.Request("GET", "http://t/v1/models")
+    bad = httpx.Response(
+        404, json={"error": {"type": "not_found"}}, headers={"X-Request-Id": "req_1"}
+    )
+    bad.request = request
+    bad.elapsed = timedelta(0)
+    case = SimpleNamespace(operation=SimpleNamespace(label="GET /v1/models"))
+    check = SCHEMATHESIS_CHECKS["error_envelope_closed"]
+    response = Response.from_any(bad)
+    assert check(None, response, case) is None  # outside a conformance run: not its business
+    with conformance_scope() as applied, pytest.raises(Failure, match="missing"):
+        check(None, response, case)
+    assert applied["error_envelope_closed"] == 1
