@@ -128,7 +128,7 @@ class ClientPool:
 
     # -- one session's customer -------------------------------------------------------------
 
-    def _session_body(self, quality: str, surface: str) -> dict[str, Any]:
+    def _session_body(self, client: int, quality: str, surface: str) -> dict[str, Any]:
         profile = self.profile
         body: dict[str, Any] = {"avatar_id": profile.avatar_id, "quality": quality}
         if profile.idle_timeout_seconds is not None:
@@ -139,7 +139,7 @@ class ClientPool:
             body["transport"] = {
                 "type": "livekit",
                 "url": "wss://rtc.example",
-                "room_name": f"room-{self._count}",
+                "room_name": f"room-{client}",
                 "audio_source": profile.audio_source,
             }
         return body
@@ -148,7 +148,7 @@ class ClientPool:
         self, client: int, org: OrgHandle, quality: str, surface: str, length: float
     ) -> Generator[simpy.Event, Any, None]:
         arrived = float(self.env.now)
-        body = self._session_body(quality, surface)
+        body = self._session_body(client, quality, surface)
         platform = self.platform
 
         def create(caller: Caller, key: str | None) -> tuple[dict[str, Any], bool]:
@@ -184,8 +184,14 @@ class ClientPool:
         if happened != "session.first_frame":
             return
         self._publish_audio(session_id, length)
-        yield self.env.timeout(length)
-        # Ending is idempotent (SES-ST-5): if a timer ended the session first, this is a no-op.
+        # The client hangs up after ``length`` unless the service ends the session first (idle
+        # timeout, max duration, a lost worker), which it learns from the session.ended event.
+        ended = self.env.event()
+        self._waiters[session_id] = ended
+        yield self.env.timeout(length) | ended
+        if ended.triggered:
+            return
+        del self._waiters[session_id]
         at = float(self.env.now)
         try:
             platform.call("endSession", caller, {"session_id": session_id})

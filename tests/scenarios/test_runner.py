@@ -207,3 +207,36 @@ def test_metrics_and_summary(result: RunResult) -> None:
     assert metrics["credits_charged"] > 0
     text = summary_markdown(result)
     assert "# Scenario `small` (seed 3)" in text and "| sessions_created |" in text
+
+
+@pytest.mark.req("NB-1", "NB-2")
+def test_silent_clients_are_ended_by_the_idle_timeout_and_never_hang_up() -> None:
+    loaded = parse_scenario(
+        small(
+            sessions={"length": {"kind": "constant", "value": 300}, "audio": None,
+                      "idle_timeout_seconds": 20, "surface": {"api": 1}},
+            runs=[],
+        )
+    )  # fmt: skip
+    result = run_scenario(loaded)
+    started = result.sessions[result.sessions["first_frame_at"].notna()]
+    assert len(started) > 0
+    assert (started["end_reason"] == "idle_timeout").all()
+    assert (started["billable_seconds"] <= 21).all()
+    assert not (result.api_calls["operation"] == "endSession").any()
+
+
+@pytest.mark.req("NB-1", "NB-2")
+def test_talking_clients_hang_up_after_their_planned_length() -> None:
+    loaded = parse_scenario(
+        small(sessions={"length": {"kind": "constant", "value": 90}, "surface": {"api": 1}},
+              runs=[])
+    )  # fmt: skip
+    result = run_scenario(loaded)
+    started = result.sessions[result.sessions["first_frame_at"].notna()]
+    assert (started["end_reason"] == "client_request").all()
+    running = (started["ended_at"] - started["first_frame_at"]).dt.total_seconds()
+    # 90 s of running, then the drain (at most drain_max_seconds = 5).
+    assert running.between(90, 95 + 1e-6).all()
+    ends = result.api_calls[result.api_calls["operation"] == "endSession"]
+    assert sorted(ends["resource_id"]) == sorted(started["session_id"])
