@@ -36,6 +36,8 @@ def run(target: Target, options: RunOptions | None = None) -> Report:
 
     def record(name: str, message: str, exchange: Exchange | None) -> None:
         if len(failures[name]) < _FAILURES_PER_CHECK:
+            for secret, placeholder in secrets.items():
+                message = message.replace(secret, placeholder)
             curl = exchange.curl(secrets) if exchange is not None else None
             operation = exchange.operation if exchange is not None else ""
             failures[name].append(FailureRecord(message, operation, curl))
