@@ -69,10 +69,12 @@ def remaining_quantile(dist: Distribution, elapsed: float, q: float) -> float | 
                 return 0.0
             # Work in the upper tail (survival = cdf(-z)) so a long-running run keeps an exact
             # figure instead of losing it to 1 - cdf(z) rounding to zero.
-            survived = _lognormal_survival(dist, elapsed)
-            if survived <= 0.0:
-                return None  # beyond the distribution's numerical range: no honest figure
-            z = -_STANDARD_NORMAL.inv_cdf(survived * (1.0 - q))
+            tail = _lognormal_survival(dist, elapsed) * (1.0 - q)
+            if tail <= 0.0:
+                # Beyond the distribution's numerical range (the tail underflowed, possibly only
+                # after scaling by 1 - q): no honest figure.
+                return None
+            z = -_STANDARD_NORMAL.inv_cdf(tail)
             x = dist.median * math.exp(dist.sigma * z)
             if dist.cap is not None:
                 x = min(x, dist.cap)

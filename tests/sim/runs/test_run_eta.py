@@ -142,3 +142,12 @@ def test_a_running_eta_is_conditioned_on_the_time_already_spent(
     assert expected.p50_seconds < created["eta"]["p50_seconds"]
     world.advance(100)
     assert "eta" not in world.runs.retrieve(world.alice, created["id"])
+
+
+@pytest.mark.req("RES-RUN-2")
+def test_no_estimate_when_the_tail_underflows_only_after_scaling() -> None:
+    # The survival at this elapsed time is a subnormal float (> 0) but survival * (1 - q)
+    # underflows to 0: there is no honest p95, so no eta at all (found by hypothesis).
+    dist = LogNormal(median=1.0, sigma=1.0)
+    elapsed = math.exp(38.4375)
+    assert remaining_time(dist, elapsed) is None
