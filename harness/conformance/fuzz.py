@@ -21,6 +21,7 @@ contract lists for a refusal; ``not_a_server_error`` still fails every 5xx but t
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -115,9 +116,31 @@ def _request(target: Target, case: Any) -> httpx.Request:
         params=kwargs.get("params") or None,
         json=kwargs.get("json"),
         data=form,
-        files=kwargs.get("files"),
+        files=_files(kwargs.get("files")),
         content=content,
     )
+
+
+def _part(value: Any) -> Any:
+    """A multipart part's content as httpx takes it. Negative cases put any JSON value where a
+    file belongs (an int, a list); such a value is sent as its JSON text, which is exactly the
+    malformed upload the case means to try."""
+    if isinstance(value, bytes | str) or hasattr(value, "read"):
+        return value
+    return json.dumps(value).encode()
+
+
+def _files(files: Any) -> Any:
+    if not files:
+        return None
+    items = files.items() if isinstance(files, dict) else files
+    normalised: list[tuple[str, Any]] = []
+    for name, value in items:
+        if isinstance(value, tuple) and len(value) >= 2:
+            normalised.append((name, (value[0], _part(value[1]), *value[2:])))
+        else:
+            normalised.append((name, _part(value)))
+    return normalised
 
 
 def _checks() -> list[tuple[str, Callable[..., Any]]]:
