@@ -33,25 +33,27 @@ class Transition:
     to_status: SessionStatus
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class SessionState:
+    # What the create decided: no defaults here, so the configured values are the only ones.
     id: str
     org_id: str
     key_id: str
     key_secret: str = field(repr=False)  # for the per-key cap only; never exposed
-    avatar_id: str = ""
-    quality: str = "standard"
-    billing_surface: str = "api"
-    transport: dict[str, Any] = field(default_factory=dict)  # rendered form, no worker_token
-    worker_token: str | None = field(default=None, repr=False)
-    idle_timeout_seconds: int = 30
-    max_duration_seconds: int = 600
-    metadata: dict[str, Any] = field(default_factory=dict)
-    embed_id: str | None = None
+    avatar_id: str
+    quality: str
+    billing_surface: str
+    transport: dict[str, Any]  # rendered form, no worker_token
+    worker_token: str | None = field(repr=False)
+    idle_timeout_seconds: int
+    max_duration_seconds: int
+    metadata: dict[str, Any]
+    embed_id: str | None
+    resets_on_silence: bool
+    created_at: float
+    # What the session's life changes.
     observes_audio: bool = True
-    resets_on_silence: bool = True
     status: SessionStatus = "created"
-    created_at: float = 0.0
     started_at: float | None = None
     first_frame_at: float | None = None
     ending_at: float | None = None
