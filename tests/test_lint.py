@@ -22,8 +22,10 @@ FACADE: Final = SIM / "asgi"
 
 BANNED_IMPORTS: Final = frozenset(
     {"starlette", "httpx", "pandas", "uvicorn", "jsonschema", "schemathesis", "harness"}
+    | {"os", "pathlib", "shutil", "tempfile", "glob", "sqlite3", "socket"}
 )
-"""Top-level packages the domain must not import."""
+"""Top-level packages the domain must not import: HTTP, data frames, the harness, and the file
+system or network (the domain works on bytes in memory; the facade and harness do the I/O)."""
 
 WALL_CLOCK: Final = frozenset(
     {
@@ -141,6 +143,16 @@ class _Purity(ast.NodeVisitor):
                 return
         self.generic_visit(node)
 
+    def visit_Call(self, node: ast.Call) -> None:
+        # The builtin ``open`` (not ``Image.open(BytesIO(...))``, which is an attribute).
+        if (
+            isinstance(node.func, ast.Name)
+            and node.func.id == "open"
+            and "open" not in self.aliases
+        ):
+            self.problems.append((node.lineno, "does file I/O: open()"))
+        self.generic_visit(node)
+
     def visit_Name(self, node: ast.Name) -> None:
         # A bare name bound by ``from time import time`` was reported at the import.
         return
@@ -192,6 +204,9 @@ def test_domain_imports_no_http_and_reads_no_wall_clock() -> None:
         "import random\nrandom.seed(1)",
         "from random import choice",
         "import random as r\nx = r.randint(1, 2)",
+        "data = open('x.bin', 'rb').read()",
+        "from pathlib import Path",
+        "import os\nx = os.environ['SEED']",
     ],
     ids=lambda source: source.replace("\n", "; "),
 )
@@ -210,6 +225,7 @@ def test_purity_checker_catches(source: str) -> None:
         "import simpy\nenv = simpy.Environment()\nx = env.now",
         "from . import clock\nfrom sim.clock import Clock",
         "x = obj.time.time()",
+        "import io\nfrom PIL import Image\nx = Image.open(io.BytesIO(b''))",
     ],
     ids=lambda source: source.replace("\n", "; "),
 )
