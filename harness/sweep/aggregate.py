@@ -29,6 +29,10 @@ def t_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple
     mean = sum(clean) / n
     if n == 1:
         return math.nan, math.nan
+    if min(clean) == max(clean):
+        # Identical replications: the interval is the point itself (scipy's sem can come out an
+        # ulp above zero here, from rounding in its own mean).
+        return mean, mean
     sem = float(stats.sem(clean))
     if sem == 0 or math.isnan(sem):
         return mean, mean

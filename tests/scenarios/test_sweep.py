@@ -139,3 +139,11 @@ def test_t_interval_known_value_and_degenerate_cases() -> None:
     assert (low, high) == pytest.approx((2 - 2.484138, 2 + 2.484138), abs=1e-5)
     assert all(math.isnan(v) for v in t_interval([1.0]))
     assert all(math.isnan(v) for v in t_interval([]))
+
+
+@pytest.mark.req("NB-3")
+def test_identical_replications_give_a_degenerate_interval() -> None:
+    # Found by hypothesis: scipy's sem of identical values can be an ulp above zero.
+    values = [683.2161577319099] * 7
+    low, high = t_interval(values)
+    assert low == high == pytest.approx(values[0])
