@@ -22,7 +22,7 @@ from harness.scenarios.model import Scenario
 from sim.platform import Platform
 from sim.sessions.scheduler import PoolStatus
 
-__all__ = ["RawRun", "simulate"]
+__all__ = ["Installed", "RawRun", "install", "simulate"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,8 +39,20 @@ class RawRun:
     end: float
 
 
-def _organizations(platform: Platform, scenario: Scenario) -> tuple[OrgHandle, ...]:
+@dataclass(frozen=True, slots=True)
+class Installed:
+    """A scenario set up on a platform: its organizations and the clients already under way."""
+
+    organizations: tuple[OrgHandle, ...]
+    accounts: tuple[dict[str, Any], ...]  # admin records: id, name, plan and the four key kinds
+    pool: ClientPool
+
+
+def _organizations(
+    platform: Platform, scenario: Scenario
+) -> tuple[tuple[OrgHandle, ...], tuple[dict[str, Any], ...]]:
     handles = []
+    accounts = []
     for org in scenario.organizations:
         made = platform.admin.create_organization(
             org.name, org.plan, concurrency_override=org.concurrency
@@ -49,7 +61,8 @@ def _organizations(platform: Platform, scenario: Scenario) -> tuple[OrgHandle, .
         secrets += [platform.admin.create_key(made["id"])["key"] for _ in range(org.keys - 1)]
         callers = [platform.authenticate(f"Bearer {secret}") for secret in secrets]
         handles.append(OrgHandle(org.name, made["id"], org.plan, callers))
-    return tuple(handles)
+        accounts.append(made)
+    return tuple(handles), tuple(accounts)
 
 
 def _schedule(
@@ -141,20 +154,30 @@ def _usage(
     return tuple(out)
 
 
-def simulate(scenario: Scenario, seed: int | None = None) -> RawRun:
-    """Run ``scenario`` (with ``seed``, default the file's) and return its raw records."""
-    run_seed = scenario.seed if seed is None else seed
-    platform = Platform.create(scenario.sim_config(run_seed))
+def install(platform: Platform, scenario: Scenario) -> Installed:
+    """Create the scenario's organizations on ``platform`` and start its traffic: arrivals and
+    runs become SimPy processes on the platform's clock, so they unfold as the clock advances,
+    whoever advances it (``simulate`` below, or the wall-clock driver of ``avatar-sim serve``)."""
     env = platform.clock.env
-    orgs = _organizations(platform, scenario)
+    orgs, accounts = _organizations(platform, scenario)
     pool = ClientPool.create(platform, scenario.client, scenario.sessions)
-    end = scenario.duration + scenario.cooldown
-    samples: list[PoolStatus] = []
     weights = [o.weight for o in scenario.organizations]
     env.process(_dispatch(env, pool, _schedule(scenario, platform, orgs), orgs, weights))
     if scenario.runs:
         env.process(_runs(env, pool, scenario, orgs))
+    return Installed(orgs, accounts, pool)
+
+
+def simulate(scenario: Scenario, seed: int | None = None) -> RawRun:
+    """Run ``scenario`` (with ``seed``, default the file's) and return its raw records."""
+    run_seed = scenario.seed if seed is None else seed
+    platform = Platform.create(scenario.sim_config(run_seed))
+    installed = install(platform, scenario)
+    end = scenario.duration + scenario.cooldown
+    samples: list[PoolStatus] = []
+    env = platform.clock.env
     env.process(_sampler(env, platform, scenario.sample_every, end, samples))
     platform.clock.advance_to(end)
+    orgs = installed.organizations
     usage = _usage(platform, scenario, orgs, end)
-    return RawRun(scenario, run_seed, platform, orgs, pool, tuple(samples), usage, end)
+    return RawRun(scenario, run_seed, platform, orgs, installed.pool, tuple(samples), usage, end)
