@@ -65,10 +65,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="write the admin token, base URL and keys as JSON once the server is listening",
     )
     parser.add_argument(
+        "--scenario",
+        type=Path,
+        metavar="FILE",
+        help=(
+            "a scenario YAML file: serve its configuration and organizations (each with the four "
+            "kinds of key) and run its traffic on the served clock"
+        ),
+    )
+    parser.add_argument(
         "--seed",
         type=int,
-        default=0,
-        help="seed of the simulation: the same seed gives the same API keys and random draws",
+        default=None,
+        help=(
+            "seed of the simulation (default: the scenario's, else 0): the same seed gives the "
+            "same API keys and random draws"
+        ),
     )
     parser.add_argument(
         "--log-level",
@@ -79,9 +91,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import sys
+
+    from harness.scenarios import ScenarioError, load_scenario
     from harness.serve.runner import ServeOptions, serve
 
+    scenario = None
+    if args.scenario is not None:
+        try:
+            scenario = load_scenario(args.scenario)
+        except ScenarioError as error:
+            for problem in error.problems:
+                print(f"avatar-sim serve: {args.scenario}: {problem}", file=sys.stderr)
+            return 2
     options = ServeOptions(
+        scenario=scenario,
         host=args.host,
         port=args.port,
         time_factor=None if args.manual_clock else args.time_factor,

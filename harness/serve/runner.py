@@ -26,12 +26,15 @@ from types import FrameType
 
 import uvicorn
 
+from harness.runner.engine import install
+from harness.scenarios.model import Scenario
 from harness.serve.app import ServedApp
 from harness.serve.clock_driver import WallClockDriver
 from harness.serve.seeding import (
     format_keys,
     keys_document,
     new_admin_token,
+    organization_record,
     seed_organizations,
     write_keys_file,
 )
@@ -51,9 +54,10 @@ class ServeOptions:
     port: int = 0
     time_factor: float | None = 1.0  # None: manual clock
     keys_out: Path | None = None
-    seed: int = 0
+    seed: int | None = None  # None: the scenario's seed, else 0
     log_level: str = "warning"
     epoch: datetime | None = None  # None: the wall-clock start
+    scenario: Scenario | None = None  # its config, organizations and traffic
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,9 +93,19 @@ def build(options: ServeOptions, base_url: str) -> ServedSimulator:
     ``webhook-timestamp`` match real time and webhook receivers can check their tolerance.
     """
     epoch = options.epoch or datetime.now(UTC).replace(microsecond=0)
-    config = SimConfig(seed=options.seed, public_base_url=base_url, epoch=epoch)
-    platform = Platform.create(config)
-    organizations = seed_organizations(platform.admin)
+    served = {"public_base_url": base_url, "epoch": epoch}
+    scenario = options.scenario
+    if scenario is None:
+        config = SimConfig(seed=options.seed or 0, **served)
+        platform = Platform.create(config)
+        organizations = seed_organizations(platform.admin)
+    else:
+        # The scenario's configuration, organizations and traffic: its arrivals and runs are
+        # processes on the platform's clock, so they unfold as the served clock advances.
+        config = scenario.sim_config(options.seed).model_copy(update=served)
+        platform = Platform.create(config)
+        installed = install(platform, scenario)
+        organizations = [organization_record(account) for account in installed.accounts]
     admin_token = new_admin_token()
     facade = create_app(platform, admin_token=admin_token)
     driver = (

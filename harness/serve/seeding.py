@@ -28,6 +28,7 @@ __all__ = [
     "format_keys",
     "keys_document",
     "new_admin_token",
+    "organization_record",
     "seed_organizations",
     "write_keys_file",
 ]
@@ -62,21 +63,22 @@ def seed_organizations(
     organizations: Sequence[tuple[str, str]] = DEFAULT_ORGANIZATIONS,
 ) -> list[dict[str, Any]]:
     """Create each organization and return its ``{"id", "plan", "keys"}`` record."""
-    seeded: list[dict[str, Any]] = []
-    for name, plan in organizations:
-        created = admin.create_organization(name, plan)
-        keys = created["keys"]
-        missing = [kind for kind in KEY_KINDS if kind not in keys]
-        if missing:
-            raise ValueError(f"organization {created['id']} was created without keys {missing}")
-        seeded.append(
-            {
-                "id": created["id"],
-                "plan": created["plan"],
-                "keys": {kind: keys[kind] for kind in KEY_KINDS},
-            }
-        )
-    return seeded
+    return [
+        organization_record(admin.create_organization(name, plan)) for name, plan in organizations
+    ]
+
+
+def organization_record(created: dict[str, Any]) -> dict[str, Any]:
+    """The keys document's entry for an organization the admin API created."""
+    keys = created["keys"]
+    missing = [kind for kind in KEY_KINDS if kind not in keys]
+    if missing:
+        raise ValueError(f"organization {created['id']} was created without keys {missing}")
+    return {
+        "id": created["id"],
+        "plan": created["plan"],
+        "keys": {kind: keys[kind] for kind in KEY_KINDS},
+    }
 
 
 def keys_document(
