@@ -70,3 +70,6 @@ def test_notebook_runs_top_to_bottom(path: Path) -> None:
     assert Path(printed).resolve() == Path(sys.executable).resolve()
     ran = [c for c in notebook.cells if c.cell_type == "code"]
     assert all(c.execution_count is not None for c in ran)
+    # The plots show inline, as they would in JupyterLab (no forced non-interactive backend).
+    images = [o for c in ran for o in c.outputs if "image/png" in o.get("data", {})]
+    assert images, f"{path.name} drew no plot inline"
