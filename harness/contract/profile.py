@@ -92,7 +92,7 @@ def derive_profile(spec: Mapping[str, Any]) -> dict[str, Any]:
     info = profile.setdefault("info", {})
     info["title"] = f"{info.get('title', 'API')} — contract profile"
     info["description"] = (
-        "Derived from spec/openapi.yaml by `python -m harness.contract build`; do not edit. "
+        "Derived from spec/openapi.yaml by `avatar-sim spec build`; do not edit. "
         "The simulator's gap choices (x-gap) are dropped or relaxed (spec/DECISIONS.md, "
         "GAP-SPEC-1), so this document checks only what the service's specification states."
     )
