@@ -11,7 +11,6 @@ stable whatever the component schemas are called.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -23,23 +22,20 @@ from referencing.jsonschema import DRAFT202012
 
 from harness.conformance.target import Exchange
 from harness.contract.loader import PROFILE_FILE, default_spec_dir, load_yaml
+from sim.asgi.routes import RouteTable
+from sim.asgi.validation import SpecSchemas
 
-__all__ = ["Operation", "body_problem", "load_profile", "operation_of", "profile_operations"]
+__all__ = ["Operation", "body_problem", "load_profile", "operation_of"]
 
 _URI = "urn:avatar-sim:contract-profile"
-_METHODS = ("get", "put", "post", "delete", "patch")
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 @dataclass(frozen=True, slots=True)
 class Operation:
-    """One operation of the profile: its id, method, template and success body schema."""
+    """One operation of the profile: its id and the schema of its 2xx JSON body, if any."""
 
     operation_id: str
-    method: str
-    template: str
-    regex: re.Pattern[str]
-    success_schema: str | None  # JSON pointer of the 2xx JSON body schema, if any
+    success_schema: str | None  # JSON pointer into the profile
 
 
 @functools.cache
@@ -52,18 +48,15 @@ def _pointer(*segments: str) -> str:
     return "/" + "/".join(s.replace("~", "~0").replace("/", "~1") for s in segments)
 
 
-def _compile(template: str) -> re.Pattern[str]:
-    pattern, position = "", 0
-    for found in _PLACEHOLDER.finditer(template):
-        pattern += re.escape(template[position : found.start()])
-        # A trailing id may hold a slash: a model id is ``<publisher>/<model>`` (the seed).
-        last = found.end() == len(template)
-        pattern += f"(?P<{found.group(1)}>.+)" if last else f"(?P<{found.group(1)}>[^/]+)"
-        position = found.end()
-    return re.compile(pattern + re.escape(template[position:]))
+@functools.cache
+def _routes() -> RouteTable:
+    # The facade's own table, read from the profile: the same path matching (a trailing model
+    # id may hold its ``/``) without writing it a second time.
+    return RouteTable(SpecSchemas(load_profile()))
 
 
-def _success_schema(path: str, method: str, operation: Mapping[str, Any]) -> str | None:
+def _success_schema(path: str, method: str) -> str | None:
+    operation = load_profile()["paths"][path][method]
     for status, response in (operation.get("responses") or {}).items():
         if not str(status).upper().startswith("2") or not isinstance(response, Mapping):
             continue
@@ -77,33 +70,17 @@ def _success_schema(path: str, method: str, operation: Mapping[str, Any]) -> str
 
 
 @functools.cache
-def profile_operations() -> tuple[Operation, ...]:
-    """Every operation of the profile, literal paths before templated ones."""
-    found: list[Operation] = []
-    for path, item in (load_profile().get("paths") or {}).items():
-        for method in _METHODS:
-            operation = item.get(method) if isinstance(item, Mapping) else None
-            if isinstance(operation, Mapping) and "operationId" in operation:
-                found.append(
-                    Operation(
-                        operation_id=str(operation["operationId"]),
-                        method=method.upper(),
-                        template=str(path),
-                        regex=_compile(str(path)),
-                        success_schema=_success_schema(str(path), method, operation),
-                    )
-                )
-    found.sort(key=lambda op: (op.template.count("{"), -len(op.template)))
-    return tuple(found)
+def _operation(path: str, method: str) -> Operation:
+    operation_id = str(load_profile()["paths"][path][method]["operationId"])
+    return Operation(operation_id, _success_schema(path, method))
 
 
 def operation_of(exchange: Exchange) -> Operation | None:
     """The profile operation ``exchange`` called, or ``None`` (outside the contract)."""
-    path = unquote(exchange.path)
-    for operation in profile_operations():
-        if operation.method == exchange.method and operation.regex.fullmatch(path):
-            return operation
-    return None
+    found = _routes().match(unquote(exchange.path))
+    if found is None or exchange.method.upper() not in found[0].routes:
+        return None
+    return _operation(found[0].template, exchange.method.lower())
 
 
 @functools.cache

@@ -28,8 +28,23 @@ Keys = dict[str, str]
 _request_ids = itertools.count(1)
 
 
+class JsonBody:
+    """A buffered body read and written as JSON."""
+
+    body: bytes
+
+    def json(self) -> Any:
+        try:
+            return json.loads(self.body)
+        except ValueError:
+            return None
+
+    def set_json(self, value: Any) -> None:
+        self.body = json.dumps(value).encode()
+
+
 @dataclass
-class Reply:
+class Reply(JsonBody):
     """A buffered response an edit may change."""
 
     status: int
@@ -48,15 +63,6 @@ class Reply:
         self.drop(name)
         self.headers.append((name.lower().encode(), value.encode()))
 
-    def json(self) -> Any:
-        try:
-            return json.loads(self.body)
-        except ValueError:
-            return None
-
-    def set_json(self, value: Any) -> None:
-        self.body = json.dumps(value).encode()
-
     def error(self) -> dict[str, Any] | None:
         """The envelope's ``error`` object of a refusal, else ``None``."""
         body = self.json()
@@ -72,7 +78,7 @@ class Reply:
 
 
 @dataclass
-class Call:
+class Call(JsonBody):
     """One request as an edit sees it."""
 
     scope: Scope
@@ -105,15 +111,6 @@ class Call:
 
     def set_query(self, pairs: Iterable[tuple[str, str]]) -> None:
         self.scope["query_string"] = urlencode(list(pairs)).encode()
-
-    def json(self) -> Any:
-        try:
-            return json.loads(self.body)
-        except ValueError:
-            return None
-
-    def set_json(self, value: Any) -> None:
-        self.body = json.dumps(value).encode()
 
     def refuse(self, status: int, kind: str, code: str, message: str, param: str | None) -> None:
         """Answer with the error envelope, as the facade would."""
