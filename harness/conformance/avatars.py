@@ -16,6 +16,7 @@ from PIL import Image, ImageDraw
 from harness.conformance.checks import CheckFailed, Skipped, envelope_of, scenario_check
 from harness.conformance.context import Context, expect_status, is_success
 from harness.conformance.scenarios import walk
+from harness.conformance.seed import SEED
 from harness.conformance.target import Exchange
 
 __all__ = ["portrait", "upload"]
@@ -144,7 +145,7 @@ def avatar_list_default(ctx: Context) -> None:
     exchange = ctx.target.request("GET", "/v1/avatars", operation="listAvatars")
     body = expect_status(exchange, 200, what="GET /v1/avatars")
     data = body.get("data") if isinstance(body, dict) else None
-    expected = min(len(every), 20)
+    expected = min(len(every), SEED.avatar_page_default)
     if not isinstance(data, list) or len(data) != expected:
         count = len(data) if isinstance(data, list) else data
         raise CheckFailed(
@@ -152,7 +153,7 @@ def avatar_list_default(ctx: Context) -> None:
             f"{expected}",
             exchange,
         )
-    if body.get("has_more") is not (len(every) > 20):
+    if body.get("has_more") is not (len(every) > SEED.avatar_page_default):
         raise CheckFailed(f"has_more is {body.get('has_more')!r} with {len(every)}", exchange)
 
 

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 from harness.conformance.checks import CheckFailed, Skipped, envelope_of
 from harness.conformance.instances import minimal_instance
 from harness.conformance.responses import DEFAULT_WORKER_TOKEN
+from harness.conformance.seed import SEED
 from harness.conformance.target import Exchange, Target
 
 __all__ = [
@@ -57,10 +58,10 @@ DEFAULT_TRANSPORT: Mapping[str, Any] = {
     "audio_source": "data_stream",
 }
 
-#: The seed's own values for the optional create fields, sent explicitly (never a default).
+#: The seed's values for the optional create fields, sent explicitly (never a default).
 SESSION_DEFAULTS: Mapping[str, Any] = {
-    "idle_timeout_seconds": 30,
-    "max_duration_seconds": 600,
+    "idle_timeout_seconds": SEED.idle_default,
+    "max_duration_seconds": SEED.max_duration_default,
     "quality": "mock",
 }
 
@@ -206,7 +207,7 @@ class Context:
 
     def _pick_avatar(self) -> str | Skipped:
         listed = self.target.request(
-            "GET", "/v1/avatars", params={"limit": 100}, operation="listAvatars"
+            "GET", "/v1/avatars", params={"limit": SEED.page_max}, operation="listAvatars"
         )
         body = listed.json() if is_success(listed) else None
         data = body.get("data") if isinstance(body, dict) else None

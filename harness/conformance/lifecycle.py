@@ -34,6 +34,7 @@ from harness.conformance.context import (
     refusal_code,
 )
 from harness.conformance.scenarios import walk
+from harness.conformance.seed import SEED
 from harness.conformance.target import Exchange
 
 __all__ = ["END_RULES", "TERMINAL", "EndRule", "check_history", "judge_end"]
@@ -56,7 +57,7 @@ END_RULES: tuple[EndRule, ...] = (
 
 #: The seed's start-up timeout (SES-ST-2), and how long the harness lets a session take to
 #: reach its first frame, to drain, or to be ended by a timer after its limit (no bound stated).
-STARTUP_TIMEOUT_SECONDS = 15.0
+STARTUP_TIMEOUT_SECONDS = SEED.startup_timeout_seconds
 _PLACEMENT_SECONDS = 60.0
 _GRACE_SECONDS = 60.0
 _SETTLE_SECONDS = 3600.0
@@ -240,13 +241,13 @@ def _ends_on_its_own(ctx: Context, room: str, idle: int, limit: int, reason: str
 @scenario_check("max_duration_ends", "SES-ST-6", needs=("time",))
 def max_duration_ends(ctx: Context) -> None:
     """A running session with max_duration_seconds 1 (and idle 600) is ended by the worker."""
-    _ends_on_its_own(ctx, "max-duration", 600, 1, "max duration")
+    _ends_on_its_own(ctx, "max-duration", SEED.idle_max, SEED.max_duration_min, "max duration")
 
 
 @scenario_check("idle_timeout_ends", "SES-ST-7", needs=("time",))
 def idle_timeout_ends(ctx: Context) -> None:
     """A running livekit session that receives no audio for idle_timeout_seconds 1 is ended."""
-    _ends_on_its_own(ctx, "idle", 1, 3600, "idle timeout")
+    _ends_on_its_own(ctx, "idle", SEED.idle_min, SEED.max_duration_ceiling, "idle timeout")
 
 
 # -- capacity, through the simulator's admin API ------------------------------------------------
@@ -290,17 +291,20 @@ def startup_timeout_fails(ctx: Context) -> None:
     with _no_capacity(ctx):
         _, session = ctx.new_session("no-capacity")
         sid = session["id"]
-        ctx.wait(STARTUP_TIMEOUT_SECONDS - 1, "just under the start-up timeout")
+        before, after = STARTUP_TIMEOUT_SECONDS - 1, STARTUP_TIMEOUT_SECONDS + 1
+        ctx.wait(before, "just under the start-up timeout")
         exchange, early = ctx.get_session(sid)
         if early.get("status") in TERMINAL:
             raise CheckFailed(
-                f"a job waiting for a worker is {early.get('status')!r} after 14 s", exchange
+                f"a job waiting for a worker is {early.get('status')!r} after {before:g} s",
+                exchange,
             )
-        ctx.wait(2, "just past the start-up timeout")
+        ctx.wait(after - before, "just past the start-up timeout")
         exchange, late = ctx.get_session(sid)
         if late.get("status") != "failed":
             raise CheckFailed(
-                f"a job no worker took is {late.get('status')!r} after 16 s, not failed", exchange
+                f"a job no worker took is {late.get('status')!r} after {after:g} s, not failed",
+                exchange,
             )
         if not _mentions(late.get("error"), "no_capacity"):
             raise CheckFailed(

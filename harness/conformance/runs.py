@@ -15,6 +15,7 @@ from typing import Any
 from harness.conformance.checks import CheckFailed, Skipped, scenario_check
 from harness.conformance.context import Context, expect_status, is_success
 from harness.conformance.scenarios import expect_refused, expect_scope_required, walk
+from harness.conformance.seed import SEED
 from harness.conformance.target import Exchange
 
 __all__: list[str] = []
@@ -64,7 +65,8 @@ def run_events(ctx: Context) -> None:
     if ctx.has_time:  # a run that has progressed shows several events to order
 
         def page() -> Any:
-            return ctx.target.request("GET", path, params={"limit": 500}, observe=False).json()
+            params = {"limit": SEED.run_events_page_max}
+            return ctx.target.request("GET", path, params=params, observe=False).json()
 
         ctx.poll(
             page,
@@ -73,7 +75,7 @@ def run_events(ctx: Context) -> None:
             step=1.0,
             why="the run to record a few events",
         )
-    for limit in (1, 500):
+    for limit in (SEED.page_min, SEED.run_events_page_max):
         exchange = ctx.target.request("GET", path, params={"limit": limit})
         body = expect_status(exchange, 200, what=f"GET {path}?limit={limit}")
         data = body.get("data") if isinstance(body, dict) else None
@@ -82,7 +84,7 @@ def run_events(ctx: Context) -> None:
         cursor = body.get("next_cursor")
         if body.get("has_more") and (not isinstance(cursor, int) or isinstance(cursor, bool)):
             raise CheckFailed(f"run events' next_cursor is {cursor!r}, not an integer", exchange)
-    for limit in (0, 501):
+    for limit in (SEED.page_min - 1, SEED.run_events_page_max + 1):
         expect_refused(ctx.target.request("GET", path, params={"limit": limit}), f"limit {limit}")
 
 
@@ -144,7 +146,7 @@ def run_deletion(ctx: Context) -> None:
 @scenario_check("asset_content", "EP-ASSET-1")
 def asset_content(ctx: Context) -> None:
     """An asset the organization lists can be downloaded (GET /v1/assets/{id}/content, 2xx)."""
-    exchange = ctx.target.request("GET", "/v1/assets", params={"limit": 100})
+    exchange = ctx.target.request("GET", "/v1/assets", params={"limit": SEED.page_max})
     body = expect_status(exchange, 200, what="GET /v1/assets")
     assets = [
         a

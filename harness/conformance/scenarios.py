@@ -12,6 +12,7 @@ from typing import Any
 
 from harness.conformance.checks import CheckFailed, Skipped, envelope_of, scenario_check
 from harness.conformance.context import Context, expect_status, refusal_type
+from harness.conformance.seed import SEED
 from harness.conformance.target import Exchange, Target
 
 __all__ = ["LISTS", "a_run_id", "expect_refused", "expect_scope_required", "list_page", "walk"]
@@ -217,7 +218,7 @@ def _check_envelope(exchange: Exchange, body: Any) -> None:
         raise CheckFailed("a list answer with has_more true has no next_cursor", exchange)
 
 
-def walk(target: Target, path: str, role: str = "api", limit: int = 100) -> list[str]:
+def walk(target: Target, path: str, role: str = "api", limit: int = SEED.page_max) -> list[str]:
     """The ids of every item of a string-cursor list, walked page by page."""
     ids: list[str] = []
     params: dict[str, Any] = {"limit": limit}
@@ -281,13 +282,13 @@ def next_cursor_type(ctx: Context) -> None:
     from an empty last page."""
     target = ctx.target
     for path, role, prefix in LISTS:
-        for limit in (1, 100):
+        for limit in (SEED.page_min, SEED.page_max):
             exchange = target.request("GET", path, role=role, params={"limit": limit})
             body = expect_status(exchange, 200, what=f"GET {path}")
             _check_envelope(exchange, body)
             _cursor_rule(exchange, body, str, prefix)
     run_id = a_run_id(ctx)
-    for limit in (1, 500) if run_id is not None else ():
+    for limit in (SEED.page_min, SEED.run_events_page_max) if run_id is not None else ():
         exchange = target.request("GET", f"/v1/runs/{run_id}/events", params={"limit": limit})
         body = expect_status(exchange, 200, what="GET run events")
         _check_envelope(exchange, body)
@@ -341,13 +342,13 @@ def page_size_bounds(ctx: Context) -> None:
     """Page sizes 1 and 100 are accepted by every string-cursor list; 0 and 101 are refused
     with 400 or 422 and the envelope (run events: ``run_events``)."""
     target = ctx.target
-    for path, top in ((path, 100) for path, _, _ in LISTS):
-        for good in (1, top):
+    for path, top in ((path, SEED.page_max) for path, _, _ in LISTS):
+        for good in (SEED.page_min, top):
             exchange = target.request("GET", path, params={"limit": good})
             body = expect_status(exchange, 200, what=f"GET {path}?limit={good}")
             if isinstance(body, dict) and len(body.get("data") or []) > good:
                 raise CheckFailed(f"GET {path}?limit={good} returned more items", exchange)
-        for bad in (0, top + 1):
+        for bad in (SEED.page_min - 1, top + 1):
             exchange = target.request("GET", path, params={"limit": bad})
             expect_refused(exchange, f"GET {path}?limit={bad}")
 
@@ -358,9 +359,9 @@ def cursor_length_bound(ctx: Context) -> None:
     refused with 400 or 422, and a real cursor taken from a page is accepted."""
     target = ctx.target
     for path, prefix in (("/v1/runs", "run_"), ("/v1/assets", "asset_")):
-        too_long = prefix + "0" * (41 - len(prefix))
+        too_long = prefix + "0" * (SEED.cursor_max_length + 1 - len(prefix))
         exchange = target.request("GET", path, params={"starting_after": too_long, "limit": 1})
-        expect_refused(exchange, f"GET {path} with a 41-character cursor")
+        expect_refused(exchange, f"GET {path} with a {len(too_long)}-character cursor")
         body = list_page(target, path, "api", {"limit": 1})
         if body["data"] and isinstance(body.get("next_cursor"), str):
             cursor = body["next_cursor"]

@@ -27,17 +27,19 @@ from harness.conformance.context import (
     refusal_type,
 )
 from harness.conformance.scenarios import expect_refused
+from harness.conformance.seed import SEED
 from harness.conformance.target import Exchange
 
-__all__ = ["RATE_LIMIT", "RATE_WINDOW_SECONDS"]
+__all__: list[str] = []
 
-#: The seed's create limit: 10 requests per minute per key (LIM-3).
-RATE_LIMIT = 10
-RATE_WINDOW_SECONDS = 60.0
-#: Metadata sizes around the seed's 8 KB: under 8000 bytes however it is counted or
-#: serialised, and over 8192 however it is counted.
-_METADATA_FITS = 7_900
-_METADATA_TOO_BIG = 8_400
+#: The seed's create limit per key and window (LIM-3).
+RATE_LIMIT = SEED.creates_per_window
+RATE_WINDOW_SECONDS = SEED.rate_window_seconds
+#: Metadata sizes around the seed's 8 KB: under it whether a KB is 1000 or 1024 bytes and
+#: however the JSON around the value is spaced, and over it either way.
+_METADATA_FITS = SEED.metadata_max_bytes * 1000 // 1024 - 100
+_METADATA_TOO_BIG = SEED.metadata_max_bytes + 200
+_IDLE = 45  # an accepted idle timeout other than the default
 
 
 def _accepted(ctx: Context, exchange: Exchange, what: str) -> dict[str, Any]:
@@ -56,26 +58,29 @@ def session_defaults(ctx: Context) -> None:
     body = ctx.session_body("defaults")
     del body["idle_timeout_seconds"], body["max_duration_seconds"]
     default = _accepted(ctx, ctx.create_session(body), "a create without timeouts")
+    asked = SEED.max_duration_ceiling
     exchange = ctx.create_session(
-        ctx.session_body("ceiling", idle_timeout_seconds=45, max_duration_seconds=3600)
+        ctx.session_body("ceiling", idle_timeout_seconds=_IDLE, max_duration_seconds=asked)
     )
-    ceiling = _accepted(ctx, exchange, "a create with max_duration_seconds 3600")
-    if default.get("idle_timeout_seconds") != 30:
+    ceiling = _accepted(ctx, exchange, f"a create with max_duration_seconds {asked}")
+    if default.get("idle_timeout_seconds") != SEED.idle_default:
         raise CheckFailed(
-            f"the default idle_timeout_seconds is {default.get('idle_timeout_seconds')!r}, not 30"
+            f"the default idle_timeout_seconds is {default.get('idle_timeout_seconds')!r}, "
+            f"not {SEED.idle_default}"
         )
-    if ceiling.get("idle_timeout_seconds") != 45:
+    if ceiling.get("idle_timeout_seconds") != _IDLE:
         raise CheckFailed(
-            f"idle_timeout_seconds 45 answered {ceiling.get('idle_timeout_seconds')!r}", exchange
+            f"idle_timeout_seconds {_IDLE} answered {ceiling.get('idle_timeout_seconds')!r}",
+            exchange,
         )
     plan_limit = ceiling.get("max_duration_seconds")
-    if not isinstance(plan_limit, int) or not 1 <= plan_limit <= 3600:
-        raise CheckFailed(f"max_duration_seconds 3600 answered {plan_limit!r}", exchange)
-    expected = min(600, plan_limit)
+    if not isinstance(plan_limit, int) or not SEED.max_duration_min <= plan_limit <= asked:
+        raise CheckFailed(f"max_duration_seconds {asked} answered {plan_limit!r}", exchange)
+    expected = min(SEED.max_duration_default, plan_limit)
     if default.get("max_duration_seconds") != expected:
         raise CheckFailed(
             f"the default max_duration_seconds is {default.get('max_duration_seconds')!r}, not "
-            f"600 clamped to the plan's {plan_limit} ({expected})"
+            f"{SEED.max_duration_default} clamped to the plan's {plan_limit} ({expected})"
         )
 
 
@@ -115,16 +120,23 @@ def session_create_bounds(ctx: Context) -> None:
     transport, non-object metadata and an unknown avatar are refused with the envelope."""
     fits = {"note": "x" * _METADATA_FITS}
     too_big = {"note": "x" * _METADATA_TOO_BIG}
+    low_idle, high_idle = SEED.idle_min, SEED.idle_max
+    low_max, high_max = SEED.max_duration_min, SEED.max_duration_ceiling
     accepted: list[tuple[str, dict[str, Any]]] = [
-        ("idle 1, max 3600", {"idle_timeout_seconds": 1, "max_duration_seconds": 3600}),
-        ("idle 600, max 1, metadata under 8 KB",
-         {"idle_timeout_seconds": 600, "max_duration_seconds": 1, "metadata": fits}),
+        (f"idle {low_idle}, max {high_max}",
+         {"idle_timeout_seconds": low_idle, "max_duration_seconds": high_max}),
+        (f"idle {high_idle}, max {low_max}, metadata under 8 KB",
+         {"idle_timeout_seconds": high_idle, "max_duration_seconds": low_max, "metadata": fits}),
     ]  # fmt: skip
     refused: list[tuple[str, Callable[[dict[str, Any]], dict[str, Any]], tuple[int, ...]]] = [
-        ("idle_timeout_seconds 0", lambda b: {**b, "idle_timeout_seconds": 0}, ()),
-        ("idle_timeout_seconds 601", lambda b: {**b, "idle_timeout_seconds": 601}, ()),
-        ("max_duration_seconds 0", lambda b: {**b, "max_duration_seconds": 0}, ()),
-        ("max_duration_seconds 3601", lambda b: {**b, "max_duration_seconds": 3601}, ()),
+        (f"idle_timeout_seconds {low_idle - 1}",
+         lambda b: {**b, "idle_timeout_seconds": low_idle - 1}, ()),
+        (f"idle_timeout_seconds {high_idle + 1}",
+         lambda b: {**b, "idle_timeout_seconds": high_idle + 1}, ()),
+        (f"max_duration_seconds {low_max - 1}",
+         lambda b: {**b, "max_duration_seconds": low_max - 1}, ()),
+        (f"max_duration_seconds {high_max + 1}",
+         lambda b: {**b, "max_duration_seconds": high_max + 1}, ()),
         ("metadata over 8 KB", lambda b: {**b, "metadata": too_big}, ()),
         ("metadata that is not an object", lambda b: {**b, "metadata": ["x"]}, ()),
         ("quality 'ultra'", lambda b: {**b, "quality": "ultra"}, ()),
@@ -140,8 +152,8 @@ def session_create_bounds(ctx: Context) -> None:
             asked = fields.get(name)
             if name == "idle_timeout_seconds" and session.get(name) != asked:
                 raise CheckFailed(f"{name} {asked} answered {session.get(name)!r}", exchange)
-            if name == "max_duration_seconds" and asked == 1 and session.get(name) != 1:
-                raise CheckFailed(f"{name} 1 answered {session.get(name)!r}", exchange)
+            if name == "max_duration_seconds" and asked == low_max and session.get(name) != asked:
+                raise CheckFailed(f"{name} {asked} answered {session.get(name)!r}", exchange)
     for what, edit, statuses in refused:
         exchange = ctx.create_session(edit(ctx.session_body("bounds")))
         if is_success(exchange):
@@ -174,10 +186,10 @@ def transport_unsupported(ctx: Context) -> None:
 def reserved_metadata_key(ctx: Context) -> None:
     """An _avatar.* metadata key other than _avatar.debug_record answers 400 invalid_request
     metadata.reserved_key; _avatar.debug_record true is accepted."""
-    metadata = {"_avatar.debug_record": True, "conformance": "avatar-sim"}
+    metadata = {SEED.debug_record_key: True, "conformance": "avatar-sim"}
     exchange = ctx.create_session(ctx.session_body("debug-record", metadata=metadata))
-    _accepted(ctx, exchange, "a create with _avatar.debug_record true")
-    reserved = {"_avatar.conformance_probe": True}
+    _accepted(ctx, exchange, f"a create with {SEED.debug_record_key} true")
+    reserved = {SEED.reserved_metadata_prefix + "conformance_probe": True}
     exchange = ctx.create_session(ctx.session_body("reserved", metadata=reserved))
     if is_success(exchange):
         ctx.end(str(exchange.json().get("id")))
@@ -272,18 +284,15 @@ def create_rate_limit(ctx: Context) -> None:
 def idempotency_key_length(ctx: Context) -> None:
     """An Idempotency-Key of 1 and of 255 characters is accepted; an empty one and one of 256
     characters are refused with the envelope."""
-    for length in (1, 255):
+    for length in (SEED.idempotency_key_min, SEED.idempotency_key_max):
         key = uuid.uuid4().hex[:length].ljust(length, "k")
         exchange = ctx.create_session(ctx.session_body("idem"), {"Idempotency-Key": key})
         _accepted(ctx, exchange, f"an Idempotency-Key of {length} characters")
-    for key in ("", "k" * 256):
+    for key in ("k" * (SEED.idempotency_key_min - 1), "k" * (SEED.idempotency_key_max + 1)):
         exchange = ctx.create_session(ctx.session_body("idem"), {"Idempotency-Key": key})
         if is_success(exchange):
             ctx.end(str(exchange.json().get("id")))
         expect_refused(exchange, f"an Idempotency-Key of {len(key)} characters")
-
-
-_DAY = 24 * 3600.0
 
 
 @scenario_check("idempotency_window", "LIM-5", needs=("time",))
@@ -293,7 +302,7 @@ def idempotency_window(ctx: Context) -> None:
     key = f"conformance-window-{uuid.uuid4()}"
     body = ctx.session_body("window")
     first = _accepted(ctx, ctx.create_session(body, {"Idempotency-Key": key}), "a keyed create")
-    ctx.wait(_DAY + 1, "the 24-hour idempotency window")
+    ctx.wait(SEED.idempotency_window_seconds + 1, "the 24-hour idempotency window")
     other = dict(body, quality="lite")
     exchange = ctx.create_session(other, {"Idempotency-Key": key})
     if exchange.status == 409:
