@@ -8,8 +8,8 @@ Three kinds of check:
 
 * ``response``: ``fn(exchange) -> bool`` judges one observed response; it returns ``False`` when
   the response is not its business and raises ``CheckFailed`` when it is wrong. The runner applies
-  every response check to every response it sees, scripted or fuzzed; the same functions are also
-  registered with schemathesis (``harness.conformance.fuzz``).
+  every response check to every response it sees, scripted or fuzzed; the same functions judge
+  schemathesis's responses too (``st_bridge``; ``st_checks`` registers them for ``st run``).
 * ``scenario``: ``fn(context) -> None`` drives the target through a short script (auth,
   idempotency, pagination, the session lifecycle) and raises ``CheckFailed``, or ``Skipped`` when
   the target cannot be asked: a key that was not given (such a check declares the roles it

@@ -5,7 +5,7 @@ transport (``requests`` for a URL, its own client for an app), so it would have 
 of target it has. Here schemathesis only generates cases (every operation of the profile, positive
 and negative data, ``max_examples`` each, seeded) and judges answers; each case is sent through
 ``Target.send`` like every other request of the harness, then validated with schemathesis's
-response checks and the harness's own (registered through ``st_checks``).
+response checks and the harness's own (in schemathesis's signature, ``st_bridge``).
 
 Built-in checks not run (they re-send requests through schemathesis's transport, bypassing the
 seam, or need its stateful recorder): ``ignored_auth`` (the ``unauthenticated_rejected`` and
