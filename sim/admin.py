@@ -108,6 +108,10 @@ class PlatformAdmin:
         self._platform.sessions.set_capacity(workers)
         return self._pool()
 
+    def capacity(self) -> dict[str, Any]:
+        """The worker pool as it is, so a client that changes capacity can put it back."""
+        return self._pool()
+
     def slow_startup(self, extra_seconds: float, duration: float | None) -> dict[str, Any]:
         self._platform.sessions.slow_startup(extra_seconds, duration=duration)
         return self._pool()

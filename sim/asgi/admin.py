@@ -185,6 +185,9 @@ def admin_routes(
         body = await body_of(request, Capacity)
         return ok(request, admin.set_capacity(body.workers))
 
+    async def pool(request: Request) -> Response:
+        return ok(request, admin.capacity())
+
     async def slow_startup(request: Request) -> Response:
         body = await body_of(request, SlowStartup)
         return ok(request, admin.slow_startup(body.extra_seconds, body.duration))
@@ -224,6 +227,7 @@ def admin_routes(
         ("/sessions/{session_id}/clear_buffer", "POST", clear_buffer),
         ("/faults/worker_crash", "POST", worker_crash),
         ("/faults/capacity", "POST", capacity),
+        ("/faults/capacity", "GET", pool),
         ("/faults/slow_startup", "POST", slow_startup),
         ("/faults/heartbeat_loss", "POST", heartbeat_loss),
         ("/faults/purge_failure", "POST", purge_failure),
