@@ -3,6 +3,11 @@
 The time part of each ULID is the simulated time, and the random part comes from the seeded
 ``ids`` stream, so the same seed gives the same ids. API keys and secrets are base62 strings drawn
 from the same stream.
+
+High-volume records (events, ledger rows) keep only the 80 random bits drawn when they were
+written (``IdFactory.draw``) next to their simulated time, and format the id when they are read
+(``format_id``): the same bits and the same millisecond give the same string, so an id read later
+is exactly the one that would have been written at once.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from ulid import ULID
 
 from sim.clock import Clock
 
-__all__ = ["PREFIXES", "IdFactory"]
+__all__ = ["PREFIXES", "IdFactory", "format_id", "format_ulid", "format_value"]
 
 #: Every id prefix the service hands out, by resource.
 PREFIXES: dict[str, str] = {
@@ -36,15 +41,36 @@ PREFIXES: dict[str, str] = {
 _BASE62 = string.digits + string.ascii_letters
 
 
+def format_ulid(epoch_ms: int, randomness: int) -> str:
+    """The 26-character ULID of a Unix millisecond and 80 random bits."""
+    return str(ULID.from_int((epoch_ms << 80) | randomness))
+
+
+def format_value(kind: str, value: int) -> str:
+    """The prefixed id of resource ``kind`` from a whole 128-bit ULID value."""
+    return PREFIXES[kind] + str(ULID.from_int(value))
+
+
+def format_id(kind: str, epoch_ms: int, randomness: int) -> str:
+    """The prefixed id of resource ``kind`` (a key of ``PREFIXES``)."""
+    return PREFIXES[kind] + format_ulid(epoch_ms, randomness)
+
+
 class IdFactory:
     def __init__(self, clock: Clock, rng: random.Random) -> None:
         self._clock = clock
         self._rng = rng
 
+    def draw(self) -> int:
+        """The random part of an id made now; ``format_id`` with the time makes the id."""
+        return self._rng.getrandbits(80)
+
+    def value(self) -> int:
+        """A ULID made now, as its 128-bit integer (``format_ulid`` of its parts reads it)."""
+        return (self._clock.epoch_ms() << 80) | self.draw()
+
     def ulid(self) -> str:
-        ms = self._clock.epoch_ms()
-        randomness = self._rng.getrandbits(80)
-        return str(ULID.from_bytes(ms.to_bytes(6, "big") + randomness.to_bytes(10, "big")))
+        return format_ulid(self._clock.epoch_ms(), self.draw())
 
     def new(self, kind: str) -> str:
         """A fresh id for resource ``kind`` (a key of ``PREFIXES``)."""

@@ -9,8 +9,9 @@ through the Python API. They learn that a session started or ended the way a rea
 does, from the service's events (the ``session.first_frame`` webhook), never by polling.
 
 Cost per session is constant: one create (plus retries), one wait on an event, one timer for the
-planned length and one end call. The whole talk-spurt timeline is published at the first frame
-in one go (GAP-SES-5: injected intervals play back to back), so it schedules no events.
+planned length and one end call. The talk-spurt pattern is handed to the session in one call at
+the first frame (``play_audio``, GAP-SES-5), whatever the session's length, and schedules no
+events.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from sim.errors import DomainError
 from sim.events import Event
 from sim.platform import Platform
 from sim.rng import sample
+from sim.sessions.audio import TalkSpurts
 
 __all__ = ["ClientPool", "OrgHandle"]
 
@@ -76,6 +78,7 @@ class ClientPool:
     streams: _Streams
     calls: list[CallRecord] = field(default_factory=list)
     clients: list[ClientRecord] = field(default_factory=list)
+    talk: TalkSpurts | None = None
     _waiters: dict[str, simpy.Event] = field(default_factory=dict)
     _count: int = 0
 
@@ -90,8 +93,10 @@ class ClientPool:
             audio=stream("scenario.audio"),
             backoff=stream("scenario.backoff"),
         )
-        pool = cls(platform, behaviour, profile, streams)
-        platform.kernel.events.subscribe(pool._on_event)
+        audio = profile.audio
+        talk = None if audio is None else TalkSpurts(audio.speech, audio.silence)
+        pool = cls(platform, behaviour, profile, streams, talk=talk)
+        platform.kernel.events.subscribe(pool._on_event, types=_WATCHED)
         return pool
 
     @property
@@ -101,11 +106,8 @@ class ClientPool:
     # -- events: the webhook a real client would receive ------------------------------------
 
     def _on_event(self, event: Event) -> None:
-        if event.type not in _WATCHED:
-            return
-        obj = event.data.get("object")
-        session_id = obj.get("id") if isinstance(obj, dict) else None
-        waiter = self._waiters.pop(session_id, None) if isinstance(session_id, str) else None
+        session_id = event.subject
+        waiter = self._waiters.pop(session_id, None) if session_id is not None else None
         if waiter is not None:
             waiter.succeed(event.type)
 
@@ -203,18 +205,13 @@ class ClientPool:
                   session_id, at=at)  # fmt: skip
 
     def _publish_audio(self, session_id: str, length: float) -> None:
-        pattern = self.profile.audio
-        if pattern is None:
+        """The customer talks in its rhythm until it hangs up: one call, whatever the length."""
+        if self.talk is None:
             return
-        rng = self.streams.audio
-        published = 0.0
-        inject = self.platform.sessions.inject_audio
-        while published < length:
-            speech = sample(pattern.speech, rng)
-            silence = sample(pattern.silence, rng)
-            inject(session_id, kind="speech", duration=speech)
-            inject(session_id, kind="silence", duration=silence)
-            published += speech + silence
+        until = float(self.env.now) + length
+        self.platform.sessions.play_audio(
+            session_id, self.talk, rng=self.streams.audio, until=until
+        )
 
     # -- one run's customer -----------------------------------------------------------------
 

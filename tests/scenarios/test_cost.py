@@ -33,7 +33,7 @@ def _events(length: float) -> tuple[int, int]:
     )
     raw = simulate(scenario)
     started = sum(1 for e in raw.platform.kernel.events if e.type == "session.first_frame")
-    return raw.platform.sessions.scheduled_events, started
+    return raw.platform.clock.scheduled_events, started
 
 
 @pytest.mark.req("NB-1")

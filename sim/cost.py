@@ -1,4 +1,4 @@
-"""Counting scheduled SimPy events, the yardstick of the cost rule (DESIGN: cost model).
+"""Counting scheduled SimPy events, the yardstick of the cost rule.
 
 Simulated cost must not grow with simulated duration. The honest measure is every event pushed
 onto the environment's heap, whoever pushed it, so the counter wraps ``Environment.schedule`` on

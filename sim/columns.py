@@ -1,0 +1,88 @@
+"""Append-only columns for high-volume records (events, ledger rows, the API log).
+
+Why columns: a long run writes millions of records, and a Python object per record (with a
+``datetime``, a formatted id and a copy of the resource it is about) costs kilobytes where the raw
+values cost tens of bytes. Records are appended as raw values (simulated seconds, interned codes,
+the random bits of an id) into typed arrays, and rendered only when someone reads them. A
+collector can also take the arrays in bulk (``array`` supports the buffer protocol).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable
+
+__all__ = ["Interner", "RandomBits", "Ulids"]
+
+
+class Interner:
+    """A small vocabulary of repeated strings (event types, org ids, codes) and their codes."""
+
+    __slots__ = ("_codes", "values")
+
+    def __init__(self, values: Iterable[str] = ()) -> None:
+        self.values: list[str] = []
+        self._codes: dict[str, int] = {}
+        for value in values:
+            self.code(value)
+
+    def code(self, value: str) -> int:
+        code = self._codes.get(value)
+        if code is None:
+            code = self._codes[value] = len(self.values)
+            self.values.append(value)
+        return code
+
+    def find(self, value: str) -> int | None:
+        """The code of ``value`` if it was ever interned (without adding it)."""
+        return self._codes.get(value)
+
+    def __getitem__(self, code: int) -> str:
+        return self.values[code]
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+class RandomBits:
+    """The 80 random bits of many ULIDs, 10 bytes each (a high 16-bit and a low 64-bit part)."""
+
+    __slots__ = ("high", "low")
+
+    def __init__(self) -> None:
+        self.high = array("H")
+        self.low = array("Q")
+
+    def append(self, bits: int) -> None:
+        self.high.append(bits >> 64)
+        self.low.append(bits & 0xFFFF_FFFF_FFFF_FFFF)
+
+    def __getitem__(self, index: int) -> int:
+        return (self.high[index] << 64) | self.low[index]
+
+    def __len__(self) -> int:
+        return len(self.low)
+
+    def drop_front(self, count: int) -> None:
+        del self.high[:count]
+        del self.low[:count]
+
+
+class Ulids:
+    """Whole 128-bit ULID values, 16 bytes each (two 64-bit halves)."""
+
+    __slots__ = ("high", "low")
+
+    def __init__(self) -> None:
+        self.high = array("Q")
+        self.low = array("Q")
+
+    def append(self, value: int) -> None:
+        self.high.append(value >> 64)
+        self.low.append(value & 0xFFFF_FFFF_FFFF_FFFF)
+
+    def __getitem__(self, index: int) -> int:
+        return (self.high[index] << 64) | self.low[index]
+
+    def __len__(self) -> int:
+        return len(self.low)

@@ -1,0 +1,63 @@
+"""Every session's transitions, as raw values in columns (SIM-2, GAP-SES-1).
+
+A transition is appended as four numbers (the session's row, the simulated time, the trigger,
+the target status; the source is the previous target) and read back as ``Transition`` records.
+Each row points at the previous transition of the same session, so a session's history is read
+by walking its own chain, without scanning anyone else's. With ``keep=False`` nothing is kept.
+"""
+
+from __future__ import annotations
+
+from array import array
+
+from sim.lifecycle import STATUSES, TRIGGERS, SessionStatus, Trigger
+from sim.sessions.records import Transition
+
+__all__ = ["TransitionLog"]
+
+_STATUS_CODE = {status: code for code, status in enumerate(STATUSES)}
+_TRIGGER_CODE = {trigger: code for code, trigger in enumerate(TRIGGERS)}
+
+
+class TransitionLog:
+    def __init__(self, *, keep: bool = True) -> None:
+        self.keep = keep
+        self.sessions = array("I")
+        self.times = array("d")
+        self.triggers = array("B")
+        self.targets = array("B")
+        self._previous = array("i")  # the session's previous transition, -1 for its first
+        self._last = array("i")  # by session row: its latest transition
+
+    def append(self, session: int, at: float, trigger: Trigger, target: SessionStatus) -> None:
+        if not self.keep:
+            return
+        while len(self._last) <= session:  # rows are numbered in creation order
+            self._last.append(-1)
+        self._previous.append(self._last[session])
+        self._last[session] = len(self.times)
+        self.sessions.append(session)
+        self.times.append(at)
+        self.triggers.append(_TRIGGER_CODE[trigger])
+        self.targets.append(_STATUS_CODE[target])
+
+    def of(self, session: int) -> tuple[Transition, ...]:
+        """The session's transitions, oldest first."""
+        chain: list[int] = []
+        index = self._last[session] if session < len(self._last) else -1
+        while index >= 0:
+            chain.append(index)
+            index = self._previous[index]
+        chain.reverse()
+        steps: list[Transition] = []
+        source: SessionStatus | None = None
+        for index in chain:
+            target = STATUSES[self.targets[index]]
+            steps.append(
+                Transition(self.times[index], source, TRIGGERS[self.triggers[index]], target)
+            )
+            source = target
+        return tuple(steps)
+
+    def __len__(self) -> int:
+        return len(self.times)

@@ -1,0 +1,197 @@
+"""Every session of the platform: live ones as objects, finished ones as columns.
+
+Why two forms: a live session needs a mutable working state (timers, audio, heartbeats), but a
+month of traffic leaves millions of finished sessions that the API must still list and retrieve.
+Each session gets a row number in creation order; what the create decided is appended to typed
+columns at once, and when the session turns terminal its final values are written to its row and
+the live object is dropped. ``state(row)`` reads either form back as a ``SessionState``, so the
+service renders both the same way. A finished session costs a few hundred bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Iterator
+from typing import Any
+
+from sim.columns import Interner
+from sim.config import BILLING_SURFACES, QUALITIES
+from sim.lifecycle import STATUSES
+from sim.sessions.records import SessionState
+
+__all__ = ["SessionStore"]
+
+_NAN = math.nan
+_STATUS_CODE = {status: code for code, status in enumerate(STATUSES)}
+_QUALITY_CODE = {quality: code for code, quality in enumerate(QUALITIES)}
+_SURFACE_CODE = {surface: code for code, surface in enumerate(BILLING_SURFACES)}
+
+
+def _time(value: float | None) -> float:
+    return _NAN if value is None else value
+
+
+def _optional(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
+class SessionStore:
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self._rows: dict[str, int] = {}
+        self._live: dict[int, SessionState] = {}
+        self._by_org: dict[str, array[int]] = {}
+        # Decided at creation.
+        self.orgs = Interner()
+        self.org_codes = array("I")
+        self.keys = Interner()
+        self.key_codes = array("I")
+        self.avatars = Interner()
+        self.avatar_codes = array("I")
+        self.quality_codes = array("B")
+        self.surface_codes = array("B")
+        self._transport_shapes = Interner()  # the keys of a transport, joined
+        self.transports: list[tuple[Any, ...]] = []  # (shape code, *values)
+        self.idle_timeouts = array("I")
+        self.max_durations = array("I")
+        self.metadata: list[dict[str, Any] | None] = []  # None: empty
+        self.embeds: dict[int, str] = {}
+        self.resets_on_silence = array("B")
+        self.created_at = array("d")
+        # Written when the session turns terminal (placeholders until then).
+        self.status_codes = array("B")
+        self.started_at = array("d")
+        self.first_frame_at = array("d")
+        self.ending_at = array("d")
+        self.ended_at = array("d")
+        self.reasons = Interner([""])  # end reasons and error codes; "" for none
+        self.end_reason_codes = array("B")
+        self.error_codes = array("B")
+        self.workers = Interner([""])
+        self.worker_codes = array("I")
+        self.billable_seconds = array("I")
+        self.charged = array("B")
+        self.barge_ins = array("I")
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def next_row(self) -> int:
+        return len(self.ids)
+
+    def add(self, state: SessionState) -> None:
+        """A session just created (``state.number`` must be ``next_row()``)."""
+        row = state.number
+        if row != len(self.ids):
+            raise ValueError("sessions are added in row order")
+        self.ids.append(state.id)
+        self._rows[state.id] = row
+        self._live[row] = state
+        org_rows = self._by_org.get(state.org_id)
+        if org_rows is None:
+            org_rows = self._by_org[state.org_id] = array("I")
+        org_rows.append(row)
+        self.org_codes.append(self.orgs.code(state.org_id))
+        self.key_codes.append(self.keys.code(state.key_id))
+        self.avatar_codes.append(self.avatars.code(state.avatar_id))
+        self.quality_codes.append(_QUALITY_CODE[state.quality])
+        self.surface_codes.append(_SURFACE_CODE[state.billing_surface])
+        shape = self._transport_shapes.code("\0".join(state.transport))
+        self.transports.append((shape, *state.transport.values()))
+        self.idle_timeouts.append(state.idle_timeout_seconds)
+        self.max_durations.append(state.max_duration_seconds)
+        self.metadata.append(state.metadata or None)
+        if state.embed_id is not None:
+            self.embeds[row] = state.embed_id
+        self.resets_on_silence.append(state.resets_on_silence)
+        self.created_at.append(state.created_at)
+        self.status_codes.append(_STATUS_CODE[state.status])
+        for column in (self.started_at, self.first_frame_at, self.ending_at, self.ended_at):
+            column.append(_NAN)
+        self.end_reason_codes.append(0)
+        self.error_codes.append(0)
+        self.worker_codes.append(0)
+        self.billable_seconds.append(0)
+        self.charged.append(0)
+        self.barge_ins.append(0)
+
+    def archive(self, state: SessionState) -> None:
+        """Write a terminal session's final values to its row and drop the live object."""
+        row = state.number
+        self.status_codes[row] = _STATUS_CODE[state.status]
+        self.started_at[row] = _time(state.started_at)
+        self.first_frame_at[row] = _time(state.first_frame_at)
+        self.ending_at[row] = _time(state.ending_at)
+        self.ended_at[row] = _time(state.ended_at)
+        self.end_reason_codes[row] = self.reasons.code(state.end_reason or "")
+        self.error_codes[row] = self.reasons.code(state.error_code or "")
+        self.worker_codes[row] = self.workers.code(state.worker_id or "")
+        self.billable_seconds[row] = state.final_billable_seconds or 0
+        self.charged[row] = state.charged
+        self.barge_ins[row] = state.barge_ins
+        del self._live[row]
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def row(self, session_id: str) -> int | None:
+        return self._rows.get(session_id)
+
+    def live(self, row: int) -> SessionState | None:
+        """The working state of a session that is not terminal yet."""
+        return self._live.get(row)
+
+    def live_states(self) -> Iterator[SessionState]:
+        return iter(self._live.values())
+
+    def state(self, row: int) -> SessionState:
+        """The session of ``row``: its live state, or its final state read from the columns."""
+        live = self._live.get(row)
+        return live if live is not None else self._read(row)
+
+    def status(self, row: int) -> str:
+        live = self._live.get(row)
+        return live.status if live is not None else STATUSES[self.status_codes[row]]
+
+    def org_rows(self, org_id: str) -> array[int]:
+        """The organization's session rows, oldest first."""
+        return self._by_org.get(org_id, array("I"))
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def _transport(self, row: int) -> dict[str, Any]:
+        shape, *values = self.transports[row]
+        return dict(zip(self._transport_shapes[shape].split("\0"), values, strict=True))
+
+    def _read(self, row: int) -> SessionState:
+        metadata = self.metadata[row]
+        worker = self.workers[self.worker_codes[row]]
+        return SessionState(
+            id=self.ids[row],
+            number=row,
+            org_id=self.orgs[self.org_codes[row]],
+            key_id=self.keys[self.key_codes[row]],
+            key_secret="",
+            avatar_id=self.avatars[self.avatar_codes[row]],
+            quality=QUALITIES[self.quality_codes[row]],
+            billing_surface=BILLING_SURFACES[self.surface_codes[row]],
+            transport=self._transport(row),
+            worker_token=None,
+            idle_timeout_seconds=self.idle_timeouts[row],
+            max_duration_seconds=self.max_durations[row],
+            metadata={} if metadata is None else metadata,
+            embed_id=self.embeds.get(row),
+            resets_on_silence=bool(self.resets_on_silence[row]),
+            created_at=self.created_at[row],
+            status=STATUSES[self.status_codes[row]],
+            started_at=_optional(self.started_at[row]),
+            first_frame_at=_optional(self.first_frame_at[row]),
+            ending_at=_optional(self.ending_at[row]),
+            ended_at=_optional(self.ended_at[row]),
+            end_reason=self.reasons[self.end_reason_codes[row]] or None,
+            error_code=self.reasons[self.error_codes[row]] or None,
+            worker_id=worker or None,
+            final_billable_seconds=self.billable_seconds[row],
+            charged=bool(self.charged[row]),
+            barge_ins=self.barge_ins[row],
+        )
