@@ -22,6 +22,7 @@ from typing import Any
 
 from sim.accounts import AccountRegistry
 from sim.billing import Billing
+from sim.billing.ledger import attribute
 from sim.billing.usage import parse_window, summarize
 from sim.kernel import Kernel
 
@@ -58,12 +59,14 @@ def _build(scale: float, seed: int) -> tuple[Kernel, Billing, list[str], float]:
                 at,
                 seconds * 2,
                 session_id=f"sess_b{i}",
-                billing_surface=surface,
-                quality=_QUALITIES[rng.randrange(4)],
-                speech_billing_mode="customer_managed",
-                operation="session.realtime",
                 billable_seconds=seconds,
-                embed_id=f"emb_b{i % 7}" if surface == "embed" else None,
+                attribution=attribute(
+                    billing_surface=surface,
+                    quality=_QUALITIES[rng.randrange(4)],
+                    speech_billing_mode="customer_managed",
+                    operation="session.realtime",
+                    embed_id=f"emb_b{i % 7}" if surface == "embed" else None,
+                ),
             )
         else:  # a run's settlement
             record(
@@ -72,11 +75,13 @@ def _build(scale: float, seed: int) -> tuple[Kernel, Billing, list[str], float]:
                 at,
                 rng.randrange(1, 500),
                 run_id=f"run_b{i}",
-                model="sim/speech",
-                billing_surface=surface,
-                speech_billing_mode="customer_managed",
-                operation="run.sim/speech.synthesize",
-                pricing_version="bench",
+                attribution=attribute(
+                    model="sim/speech",
+                    billing_surface=surface,
+                    speech_billing_mode="customer_managed",
+                    operation="run.sim/speech.synthesize",
+                    pricing_version="bench",
+                ),
             )
     gc.enable()
     gc.freeze()  # the rows live for the whole run; keep later collections from walking them

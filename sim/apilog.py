@@ -32,9 +32,9 @@ class ApiLog:
     def __init__(self, size: int | None = None) -> None:
         self.size = size
         self.dropped = 0
-        self.operations = Interner()
+        self.operations: Interner[str] = Interner()
         self.orgs = Interner([""])  # "" for a public call
-        self.outcomes = Interner()
+        self.outcomes: Interner[str] = Interner()
         self.error_types = Interner([""])  # "" for a success
         self.times = array("d")
         self.operation_codes = array("B")

@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 
 import simpy
 
-from sim.cost import ScheduleCounter
+from sim.cost import scheduled_events
 
 __all__ = ["Clock", "format_timestamp"]
 
@@ -37,7 +37,7 @@ class Clock:
     def __init__(self, epoch: datetime, env: simpy.Environment | None = None) -> None:
         self.epoch = epoch
         self.env = env if env is not None else simpy.Environment()
-        self._counter = ScheduleCounter.install(self.env)
+        self._scheduled_before = scheduled_events(self.env)
         # Microseconds of the epoch since the Unix epoch, exactly (datetime arithmetic is exact).
         self._epoch_us = (epoch - _UNIX_EPOCH) // _MICROSECOND
         self._days: dict[int, str] = {}  # "YYYY-MM-DDT" of a day since the Unix epoch
@@ -50,7 +50,7 @@ class Clock:
     @property
     def scheduled_events(self) -> int:
         """Events scheduled on the environment so far: the yardstick of the cost rule."""
-        return self._counter.count
+        return scheduled_events(self.env) - self._scheduled_before
 
     def _unix_us(self, seconds: float) -> int:
         # Round to whole microseconds so the same float always renders the same text.

@@ -3,69 +3,50 @@
 Why columns: a long run writes millions of records, and a Python object per record (with a
 ``datetime``, a formatted id and a copy of the resource it is about) costs kilobytes where the raw
 values cost tens of bytes. Records are appended as raw values (simulated seconds, interned codes,
-the random bits of an id) into typed arrays, and rendered only when someone reads them. A
+the bits of an id) into typed arrays, and rendered only when someone reads them. A
 collector can also take the arrays in bulk (``array`` supports the buffer protocol).
 """
 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
+from typing import Generic, TypeVar
 
-__all__ = ["Interner", "RandomBits", "Ulids"]
+__all__ = ["Interner", "Ulids"]
 
 
-class Interner:
-    """A small vocabulary of repeated strings (event types, org ids, codes) and their codes."""
+V = TypeVar("V", bound=Hashable)
+
+
+class Interner(Generic[V]):
+    """A small vocabulary of repeated values (event types, org ids, attribution tuples) and their
+    codes: a column stores the code, the vocabulary the value once."""
 
     __slots__ = ("_codes", "values")
 
-    def __init__(self, values: Iterable[str] = ()) -> None:
-        self.values: list[str] = []
-        self._codes: dict[str, int] = {}
+    def __init__(self, values: Iterable[V] = ()) -> None:
+        self.values: list[V] = []
+        self._codes: dict[V, int] = {}
         for value in values:
             self.code(value)
 
-    def code(self, value: str) -> int:
+    def code(self, value: V) -> int:
         code = self._codes.get(value)
         if code is None:
             code = self._codes[value] = len(self.values)
             self.values.append(value)
         return code
 
-    def find(self, value: str) -> int | None:
+    def find(self, value: V) -> int | None:
         """The code of ``value`` if it was ever interned (without adding it)."""
         return self._codes.get(value)
 
-    def __getitem__(self, code: int) -> str:
+    def __getitem__(self, code: int) -> V:
         return self.values[code]
 
     def __len__(self) -> int:
         return len(self.values)
-
-
-class RandomBits:
-    """The 80 random bits of many ULIDs, 10 bytes each (a high 16-bit and a low 64-bit part)."""
-
-    __slots__ = ("high", "low")
-
-    def __init__(self) -> None:
-        self.high = array("H")
-        self.low = array("Q")
-
-    def append(self, bits: int) -> None:
-        self.high.append(bits >> 64)
-        self.low.append(bits & 0xFFFF_FFFF_FFFF_FFFF)
-
-    def __getitem__(self, index: int) -> int:
-        return (self.high[index] << 64) | self.low[index]
-
-    def __len__(self) -> int:
-        return len(self.low)
-
-    def drop_front(self, count: int) -> None:
-        del self.high[:count]
-        del self.low[:count]
 
 
 class Ulids:

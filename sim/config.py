@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -322,11 +323,13 @@ class BillingConfig(_Frozen):
     def signup_grant_credits(self) -> int:
         return round(self.signup_grant_usd / self.usd_per_credit)
 
+    @cached_property
+    def _plans_by_key(self) -> dict[str, PlanConfig]:
+        return {plan.key: plan for plan in self.plans}
+
     def plan(self, key: str) -> PlanConfig:
-        for plan in self.plans:
-            if plan.key == key:
-                return plan
-        raise KeyError(key)
+        """The plan named ``key``; ``KeyError`` for an unknown one."""
+        return self._plans_by_key[key]
 
     @field_validator("quality_multipliers")
     @classmethod

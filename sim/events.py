@@ -22,7 +22,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sim.clock import Clock
-from sim.columns import Interner, RandomBits
+from sim.columns import Interner
 from sim.ids import IdFactory, format_id
 
 __all__ = ["Event", "EventLog", "Renderer", "Subscriber"]
@@ -93,18 +93,16 @@ class EventLog:
         self.clock = clock
         self._ids = ids
         self.keep = keep
-        self.types = Interner()
-        self.orgs = Interner()
+        self.kinds: Interner[tuple[str, str]] = Interner()  # (type, organization) pairs
         # One value per event, in append order.
-        self.type_codes = array("H")
-        self.org_codes = array("I")
+        self.kind_codes = array("I")
         self.times = array("d")
-        self.bits = RandomBits()
+        self.bits: list[int] = []  # the random part of each event id
         self.subjects: list[str | None] = []
         self.payloads: list[dict[str, Any] | tuple[Any, ...]] = []
         self._renderers: list[Renderer] = []
         self._subscribers: list[tuple[Subscriber, frozenset[str] | None, str | None]] = []
-        self._routes: dict[tuple[str, str], tuple[Subscriber, ...]] = {}
+        self._routes: list[tuple[Subscriber, ...] | None] = []  # by kind code
 
     # -- producers -------------------------------------------------------------------------
 
@@ -124,8 +122,8 @@ class EventLog:
         bits = self._ids.draw()
         now = self.clock.now
         event = Event(self, type_, org_id, now, subject, bits, payload)
-        self._append(type_, org_id, now, subject, bits, payload)
-        for subscriber in self._route(type_, org_id):
+        subscribers = self._append(type_, org_id, now, subject, bits, payload)
+        for subscriber in subscribers:
             subscriber(event)
         return event
 
@@ -144,8 +142,7 @@ class EventLog:
         """
         bits = self._ids.draw()
         payload = (renderer, *values)
-        self._append(type_, org_id, now, subject, bits, payload)
-        subscribers = self._route(type_, org_id)
+        subscribers = self._append(type_, org_id, now, subject, bits, payload)
         if subscribers:
             event = Event(self, type_, org_id, now, subject, bits, payload)
             for subscriber in subscribers:
@@ -159,15 +156,21 @@ class EventLog:
         subject: str | None,
         bits: int,
         payload: dict[str, Any] | tuple[Any, ...],
-    ) -> None:
-        if not self.keep:
-            return
-        self.type_codes.append(self.types.code(type_))
-        self.org_codes.append(self.orgs.code(org_id))
-        self.times.append(now)
-        self.bits.append(bits)
-        self.subjects.append(subject)
-        self.payloads.append(payload)
+    ) -> tuple[Subscriber, ...]:
+        """Store the event (if the log keeps events); returns who wants it."""
+        code = self.kinds.code((type_, org_id))
+        if self.keep:
+            self.kind_codes.append(code)
+            self.times.append(now)
+            self.bits.append(bits)
+            self.subjects.append(subject)
+            self.payloads.append(payload)
+        routes = self._routes
+        if code < len(routes):
+            route = routes[code]
+            if route is not None:
+                return route
+        return self._route(code, type_, org_id)
 
     def render(self, payload: dict[str, Any] | tuple[Any, ...]) -> dict[str, Any]:
         """The ``data`` of a stored payload."""
@@ -189,26 +192,28 @@ class EventLog:
         ``org_id`` (every organization when ``None``)."""
         wanted = None if types is None else frozenset(types)
         self._subscribers.append((subscriber, wanted, org_id))
-        self._routes.clear()
+        self._routes = []
 
-    def _route(self, type_: str, org_id: str) -> tuple[Subscriber, ...]:
-        key = (type_, org_id)
-        route = self._routes.get(key)
-        if route is None:
-            route = self._routes[key] = tuple(
-                subscriber
-                for subscriber, types, org in self._subscribers
-                if (types is None or type_ in types) and (org is None or org == org_id)
-            )
+    def _route(self, code: int, type_: str, org_id: str) -> tuple[Subscriber, ...]:
+        route = tuple(
+            subscriber
+            for subscriber, types, org in self._subscribers
+            if (types is None or type_ in types) and (org is None or org == org_id)
+        )
+        routes = self._routes
+        while len(routes) <= code:
+            routes.append(None)
+        routes[code] = route
         return route
 
     # -- reading ---------------------------------------------------------------------------
 
     def event(self, index: int) -> Event:
+        type_, org_id = self.kinds[self.kind_codes[index]]
         return Event(
             self,
-            self.types[self.type_codes[index]],
-            self.orgs[self.org_codes[index]],
+            type_,
+            org_id,
             self.times[index],
             self.subjects[index],
             self.bits[index],
@@ -222,9 +227,9 @@ class EventLog:
         return len(self.times)
 
     def of_type(self, type_: str) -> list[Event]:
-        code = self.types.find(type_)
-        return [self.event(i) for i, c in enumerate(self.type_codes) if c == code]
+        codes = {code for code, (t, _org) in enumerate(self.kinds.values) if t == type_}
+        return [self.event(i) for i, c in enumerate(self.kind_codes) if c in codes]
 
     def for_org(self, org_id: str) -> list[Event]:
-        code = self.orgs.find(org_id)
-        return [self.event(i) for i, c in enumerate(self.org_codes) if c == code]
+        codes = {code for code, (_t, org) in enumerate(self.kinds.values) if org == org_id}
+        return [self.event(i) for i, c in enumerate(self.kind_codes) if c in codes]

@@ -61,9 +61,8 @@ def debit_split(balances: Balances, credits: int, *, coverable: int) -> tuple[in
     granted)`` deltas, each <= 0.
     """
     remaining = max(0, min(credits, coverable))
-    deltas: list[int] = []
-    for pool in (balances.rollover, balances.included, balances.granted):
-        take = min(remaining, max(0, pool))
-        deltas.append(-take)
-        remaining -= take
-    return deltas[0], deltas[1], deltas[2]
+    rollover = min(remaining, max(0, balances.rollover))
+    remaining -= rollover
+    included = min(remaining, max(0, balances.included))
+    granted = min(remaining - included, max(0, balances.granted))
+    return -rollover, -included, -granted

@@ -29,13 +29,17 @@ from sim.columns import Interner, Ulids
 from sim.ids import IdFactory, format_value
 
 __all__ = [
+    "ATTRIBUTION",
     "ENTRY_KINDS",
     "KIND_RULES",
+    "NO_ATTRIBUTION",
+    "Attribution",
     "EntryKind",
     "KindRule",
     "Ledger",
     "LedgerEntry",
     "Pool",
+    "attribute",
     "check_row",
 ]
 
@@ -166,8 +170,8 @@ class LedgerEntry:
         return record
 
 
-#: Attribution fields kept as interned words ("" for ``None``), in ``LedgerEntry`` order.
-_WORDS: tuple[str, ...] = (
+#: Attribution fields kept together as one interned tuple per row, in this order.
+ATTRIBUTION: tuple[str, ...] = (
     "model",
     "billing_surface",
     "quality",
@@ -180,6 +184,35 @@ _WORDS: tuple[str, ...] = (
 )
 _KIND_CODE = {kind: code for code, kind in enumerate(ENTRY_KINDS)}
 _HOLD, _UNHOLD = _KIND_CODE["reservation"], (_KIND_CODE["settlement"], _KIND_CODE["release"])
+
+Attribution = tuple[str | None, ...]
+NO_ATTRIBUTION: Attribution = (None,) * len(ATTRIBUTION)
+
+
+def attribute(
+    *,
+    model: str | None = None,
+    billing_surface: str | None = None,
+    quality: str | None = None,
+    speech_billing_mode: str | None = None,
+    embed_id: str | None = None,
+    avatar_id: str | None = None,
+    operation: str | None = None,
+    pricing_version: str | None = None,
+    note: str | None = None,
+) -> Attribution:
+    """A row's attribution by name, in ``ATTRIBUTION`` order."""
+    return (
+        model,
+        billing_surface,
+        quality,
+        speech_billing_mode,
+        embed_id,
+        avatar_id,
+        operation,
+        pricing_version,
+        note,
+    )
 
 
 class _Org:
@@ -212,7 +245,7 @@ class Ledger:
         self._ids = ids
         self.ulids = Ulids()
         self.kinds = array("B")
-        self.orgs = Interner()
+        self.orgs: Interner[str] = Interner()
         self.org_codes = array("I")
         self.times = array("d")
         self.credits = array("q")
@@ -223,8 +256,9 @@ class Ledger:
         self.run_ids: list[str | None] = []
         self.internal = array("B")
         self.billable_seconds = array("q")
-        self.words = Interner([""])
-        self.word_codes: dict[str, array[int]] = {name: array("I") for name in _WORDS}
+        # A row's attribution (model, surface, quality...) recurs across many rows: one code.
+        self.attributions: Interner[Attribution] = Interner()
+        self.attribution_codes = array("I")
         self._by_org: dict[str, _Org] = {}
         # A session's rows are written together when it is charged: (first row, count).
         self._by_session: dict[str, tuple[int, int]] = {}
@@ -245,13 +279,11 @@ class Ledger:
         run_id: str | None = None,
         internal: bool = False,
         billable_seconds: int = 0,
-        **words: str | None,
+        attribution: Attribution = NO_ATTRIBUTION,
     ) -> int:
-        """Append one row (fields of ``LedgerEntry`` by keyword); returns its position."""
+        """Append one row; returns its position. ``attribution`` is in ``ATTRIBUTION`` order
+        (``attribute(...)`` builds it by name)."""
         check_row(kind, credits, (rollover_delta, included_delta, granted_delta), billable_seconds)
-        unknown = set(words) - set(_WORDS)
-        if unknown:
-            raise TypeError(f"unknown ledger fields: {', '.join(sorted(unknown))}")
         row = len(self.times)
         self.ulids.append(self._ids.value())
         code = _KIND_CODE[kind]
@@ -266,9 +298,7 @@ class Ledger:
         self.run_ids.append(run_id)
         self.internal.append(internal)
         self.billable_seconds.append(billable_seconds)
-        for name, column in self.word_codes.items():
-            value = words.get(name)
-            column.append(0 if value is None else self.words.code(value))
+        self.attribution_codes.append(self.attributions.code(attribution))
         org = self._by_org.get(org_id)
         if org is None:
             org = self._by_org[org_id] = _Org()
@@ -293,18 +323,18 @@ class Ledger:
         return row
 
     def record(
-        self, kind: EntryKind, org_id: str, at: float, credits: int, **attribution: Any
+        self, kind: EntryKind, org_id: str, at: float, credits: int, **fields: Any
     ) -> LedgerEntry:
         """Append one entry and return it (fields of ``LedgerEntry`` by keyword)."""
-        return self.entry(self.append(kind, org_id, at, credits, **attribution))
+        named = {name: fields.pop(name) for name in ATTRIBUTION if name in fields}
+        return self.entry(
+            self.append(kind, org_id, at, credits, attribution=attribute(**named), **fields)
+        )
 
     # -- reading ---------------------------------------------------------------------------
 
     def entry(self, row: int) -> LedgerEntry:
-        words = self.words
-        attribution = {
-            name: (words[column[row]] or None) for name, column in self.word_codes.items()
-        }
+        attribution = dict(zip(ATTRIBUTION, self.attribution(row), strict=True))
         return LedgerEntry(
             id=format_value("ledger_entry", self.ulids[row]),
             seq=row,
@@ -322,10 +352,9 @@ class Ledger:
             **attribution,
         )
 
-    def word(self, name: str, row: int) -> str | None:
-        """An attribution field of a row (``model``, ``billing_surface``...), without building
-        the entry."""
-        return self.words[self.word_codes[name][row]] or None
+    def attribution(self, row: int) -> Attribution:
+        """A row's attribution fields, in ``ATTRIBUTION`` order, without building the entry."""
+        return self.attributions[self.attribution_codes[row]]
 
     def totals(self, org_id: str) -> tuple[int, int, int, int]:
         """The organization's running ``(rollover, included, granted, held)``."""

@@ -22,7 +22,7 @@ import simpy
 
 from sim.accounts import AccountRegistry
 from sim.billing.balances import Balances, debit_split
-from sim.billing.ledger import Ledger, LedgerEntry
+from sim.billing.ledger import Ledger, LedgerEntry, attribute
 from sim.billing.periods import Month
 from sim.billing.pricing import run_operation, session_charge_lines, speech_billing_mode
 from sim.billing.quota import Quota, is_low
@@ -39,6 +39,7 @@ LOW_BALANCE_EVENT = "billing.low_balance"
 #: ``note`` values of the period bookkeeping rows (kept stable: collectors group by them).
 SIGNUP_NOTE = "signup_grant"
 INCLUDED_NOTE = "included_credits"
+_SIGNUP, _INCLUDED = attribute(note=SIGNUP_NOTE), attribute(note=INCLUDED_NOTE)
 
 
 class Billing:
@@ -67,7 +68,9 @@ class Billing:
 
     def ensure_can_start_session(self, org_id: str) -> None:
         self._account(org_id)
-        if self._balances(org_id).available < self._config.min_session_start_credits:
+        rollover, included, granted, held = self.ledger.totals(org_id)
+        available = max(0, rollover + included + granted - held)  # Balances.available
+        if available < self._config.min_session_start_credits:
             raise QuotaExceeded(
                 "insufficient_credits",
                 "The credit balance is too low to start a session.",
@@ -85,9 +88,10 @@ class Billing:
         if not lines:
             return
         mode = speech_billing_mode(self._config, usage.billing_surface)
-        before = self._balances(org_id).total
+        totals = self.ledger.totals
+        before = sum(totals(org_id)[:3])
         for line in lines:
-            balances = self._balances(org_id)
+            balances = Balances(*totals(org_id))
             deltas = debit_split(balances, line.credits, coverable=balances.total - balances.held)
             self.ledger.append(
                 "charge",
@@ -98,16 +102,18 @@ class Billing:
                 included_delta=deltas[1],
                 granted_delta=deltas[2],
                 session_id=usage.session_id,
-                model=line.model,
                 internal=line.internal,
-                billing_surface=usage.billing_surface,
-                quality=usage.quality,
-                speech_billing_mode=mode,
-                embed_id=usage.embed_id,
-                avatar_id=usage.avatar_id,
-                operation=line.operation,
-                pricing_version=self._config.session_pricing_version,
                 billable_seconds=line.billable_seconds,
+                attribution=attribute(
+                    model=line.model,
+                    billing_surface=usage.billing_surface,
+                    quality=usage.quality,
+                    speech_billing_mode=mode,
+                    embed_id=usage.embed_id,
+                    avatar_id=usage.avatar_id,
+                    operation=line.operation,
+                    pricing_version=self._config.session_pricing_version,
+                ),
             )
         self._after_debit(org_id, before)
 
@@ -129,12 +135,14 @@ class Billing:
             self._clock.now,
             credits,
             run_id=charge.run_id,
-            model=charge.model,
             internal=charge.internal_model,
-            billing_surface=charge.billing_surface,
-            speech_billing_mode=speech_billing_mode(self._config, charge.billing_surface),
-            operation=run_operation(charge.model, charge.operation),
-            pricing_version=charge.pricing_version,
+            attribution=attribute(
+                model=charge.model,
+                billing_surface=charge.billing_surface,
+                speech_billing_mode=speech_billing_mode(self._config, charge.billing_surface),
+                operation=run_operation(charge.model, charge.operation),
+                pricing_version=charge.pricing_version,
+            ),
         )
 
     def settle_run(self, run_id: str, credits: int) -> None:
@@ -296,7 +304,7 @@ class Billing:
         self._set_period(org_id, Month.containing(self._clock, at))
         grant = self._config.signup_grant_credits
         if grant > 0:
-            self.ledger.append("grant", org_id, at, grant, granted_delta=grant, note=SIGNUP_NOTE)
+            self.ledger.append("grant", org_id, at, grant, granted_delta=grant, attribution=_SIGNUP)
         self._grant_included(org_id, at)
         if self._process is None:
             self._process = self._clock.env.process(self._period_loop())
@@ -311,7 +319,7 @@ class Billing:
         included = self.plan(org_id).included_credits
         if included > 0:
             self.ledger.append(
-                "grant", org_id, at, included, included_delta=included, note=INCLUDED_NOTE
+                "grant", org_id, at, included, included_delta=included, attribution=_INCLUDED
             )
             self._included[org_id] += included
 
@@ -371,8 +379,9 @@ class Billing:
     def _after_debit(self, org_id: str, before: int) -> None:
         """Emit ``billing.low_balance`` when the balance just crossed the threshold downwards."""
         threshold = self.plan(org_id).low_balance_threshold_credits
-        after = self._balances(org_id).total
-        if not is_low(before, threshold) and is_low(after, threshold):
+        if is_low(before, threshold):
+            return
+        if is_low(sum(self.ledger.totals(org_id)[:3]), threshold):
             quota = self._render_quota(org_id)
             self._kernel.events.emit(LOW_BALANCE_EVENT, org_id, {"object": quota})
 
@@ -401,10 +410,12 @@ def _check_amount(credits: int) -> None:
 def _run_attribution(reservation: LedgerEntry) -> dict[str, Any]:
     return {
         "run_id": reservation.run_id,
-        "model": reservation.model,
         "internal": reservation.internal,
-        "billing_surface": reservation.billing_surface,
-        "speech_billing_mode": reservation.speech_billing_mode,
-        "operation": reservation.operation,
-        "pricing_version": reservation.pricing_version,
+        "attribution": attribute(
+            model=reservation.model,
+            billing_surface=reservation.billing_surface,
+            speech_billing_mode=reservation.speech_billing_mode,
+            operation=reservation.operation,
+            pricing_version=reservation.pricing_version,
+        ),
     }

@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from sim.billing.ledger import ENTRY_KINDS, KIND_RULES, Ledger
+from sim.billing.ledger import ATTRIBUTION, ENTRY_KINDS, KIND_RULES, Ledger
 from sim.billing.periods import Month
 from sim.clock import Clock
 from sim.config import BillingConfig
@@ -150,6 +150,9 @@ def _sorted(totals: dict[str, int]) -> dict[str, int]:
 
 _USAGE_KINDS = frozenset(code for code, kind in enumerate(ENTRY_KINDS) if KIND_RULES[kind].usage)
 _CHARGE, _SETTLEMENT = ENTRY_KINDS.index("charge"), ENTRY_KINDS.index("settlement")
+_MODEL, _SURFACE, _AVATAR = (
+    ATTRIBUTION.index(f) for f in ("model", "billing_surface", "avatar_id")
+)
 _DAY_BUCKET = 900.0  # seconds: local midnight of every current timezone falls on one
 
 
@@ -201,36 +204,35 @@ def summarize(
     local_day = _LocalDays(clock, window.tz)
     kinds, times, amounts = ledger.kinds, ledger.times, ledger.credits
     seconds_of, session_ids, internal = ledger.billable_seconds, ledger.session_ids, ledger.internal
-    words = ledger.words
-    codes = ledger.word_codes
-    surfaces, models, modes = codes["billing_surface"], codes["model"], codes["speech_billing_mode"]
-    operations, qualities, embed_codes = codes["operation"], codes["quality"], codes["embed_id"]
+    attribution = ledger.attribution
     for row in rows:
         at = times[row]
         kind = kinds[row]
         if not window.start <= at < window.end or kind not in _USAGE_KINDS:
             continue
+        model, surface, quality, mode, embed_id, _avatar, operation, _version, _note = attribution(
+            row
+        )
         credits = amounts[row]
         credits_charged += credits
-        surface = words[surfaces[row]] or "unknown"
+        surface = surface or "unknown"
         _add(by_surface, surface, credits)
-        model = models[row]
-        if model and not internal[row]:
-            _add(by_model, words[model], credits)
-        if modes[row]:
-            _add(by_mode, words[modes[row]], credits)
-        if operations[row]:
-            _add(by_operation, words[operations[row]], credits)
+        if model is not None and not internal[row]:
+            _add(by_model, model, credits)
+        if mode is not None:
+            _add(by_mode, mode, credits)
+        if operation is not None:
+            _add(by_operation, operation, credits)
         _add(daily[local_day(at)], surface, credits)
         session_id = session_ids[row]
         if kind == _CHARGE and session_id is not None:
             sessions.add(session_id)
             seconds = seconds_of[row]
             billable_seconds += seconds
-            if qualities[row] and seconds:
-                _add(by_quality, words[qualities[row]], seconds)
-        if embed_codes[row]:
-            embeds.setdefault(words[embed_codes[row]], []).append(row)
+            if quality is not None and seconds:
+                _add(by_quality, quality, seconds)
+        if embed_id is not None:
+            embeds.setdefault(embed_id, []).append(row)
         if kind == _SETTLEMENT:
             settled.append(row)
     return {
@@ -265,7 +267,7 @@ def _embed_usage(
                 embed_id,
                 {
                     "embed_id": embed_id,
-                    "avatar_id": ledger.word("avatar_id", last),
+                    "avatar_id": ledger.attribution(last)[_AVATAR],
                     "credits": credits,
                     "billable_seconds": sum(ledger.billable_seconds[r] for r in rows_of_embed),
                     "last_used_at": clock.timestamp(times[last]),
@@ -287,11 +289,11 @@ def _recent(ledger: Ledger, settled: list[int], clock: Clock, limit: int) -> dic
                 "credits": ledger.credits[r],
                 "settled_at": clock.timestamp(times[r]),
                 "run_id": ledger.run_ids[r],
-                "model": ledger.word("model", r),
+                "model": ledger.attribution(r)[_MODEL],
             }
             for r in rows[:limit]
         ]
 
-    studio = [r for r in newest if ledger.word("billing_surface", r) == STUDIO_SURFACE]
-    others = [r for r in newest if ledger.word("billing_surface", r) != STUDIO_SURFACE]
+    studio = [r for r in newest if ledger.attribution(r)[_SURFACE] == STUDIO_SURFACE]
+    others = [r for r in newest if ledger.attribution(r)[_SURFACE] != STUDIO_SURFACE]
     return {"model": render(others), "studio": render(studio)}

@@ -1,7 +1,8 @@
 """Every session's transitions, as raw values in columns (SIM-2, GAP-SES-1).
 
-A transition is appended as four numbers (the session's row, the simulated time, the trigger,
-the target status; the source is the previous target) and read back as ``Transition`` records.
+A transition is appended as raw values (the session's row, the simulated time, and the trigger
+and target status packed in one byte; the source is the previous target) and read back as
+``Transition`` records.
 Each row points at the previous transition of the same session, so a session's history is read
 by walking its own chain, without scanning anyone else's. With ``keep=False`` nothing is kept.
 """
@@ -17,6 +18,7 @@ __all__ = ["TransitionLog"]
 
 _STATUS_CODE = {status: code for code, status in enumerate(STATUSES)}
 _TRIGGER_CODE = {trigger: code for code, trigger in enumerate(TRIGGERS)}
+_STATUS_COUNT = len(STATUSES)
 
 
 class TransitionLog:
@@ -24,8 +26,7 @@ class TransitionLog:
         self.keep = keep
         self.sessions = array("I")
         self.times = array("d")
-        self.triggers = array("B")
-        self.targets = array("B")
+        self.moves = array("B")  # trigger * len(STATUSES) + target
         self._previous = array("i")  # the session's previous transition, -1 for its first
         self._last = array("i")  # by session row: its latest transition
 
@@ -38,8 +39,7 @@ class TransitionLog:
         self._last[session] = len(self.times)
         self.sessions.append(session)
         self.times.append(at)
-        self.triggers.append(_TRIGGER_CODE[trigger])
-        self.targets.append(_STATUS_CODE[target])
+        self.moves.append(_TRIGGER_CODE[trigger] * _STATUS_COUNT + _STATUS_CODE[target])
 
     def of(self, session: int) -> tuple[Transition, ...]:
         """The session's transitions, oldest first."""
@@ -52,10 +52,9 @@ class TransitionLog:
         steps: list[Transition] = []
         source: SessionStatus | None = None
         for index in chain:
-            target = STATUSES[self.targets[index]]
-            steps.append(
-                Transition(self.times[index], source, TRIGGERS[self.triggers[index]], target)
-            )
+            trigger, status = divmod(self.moves[index], _STATUS_COUNT)
+            target = STATUSES[status]
+            steps.append(Transition(self.times[index], source, TRIGGERS[trigger], target))
             source = target
         return tuple(steps)
 

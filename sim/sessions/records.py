@@ -119,7 +119,7 @@ class SessionState:
             "transport": dict(self.transport),
             "idle_timeout_seconds": self.idle_timeout_seconds,
             "max_duration_seconds": self.max_duration_seconds,
-            "metadata": copy.deepcopy(self.metadata),
+            "metadata": copy.deepcopy(self.metadata) if self.metadata else {},
             "created_at": clock.timestamp(self.created_at),
             "started_at": None if started is None else clock.timestamp(started),
             "first_frame_at": None if first_frame is None else clock.timestamp(first_frame),

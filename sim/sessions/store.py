@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from sim.columns import Interner
-from sim.config import BILLING_SURFACES, QUALITIES
 from sim.lifecycle import STATUSES
 from sim.sessions.records import SessionState
 
@@ -24,8 +23,6 @@ __all__ = ["SessionStore"]
 
 _NAN = math.nan
 _STATUS_CODE = {status: code for code, status in enumerate(STATUSES)}
-_QUALITY_CODE = {quality: code for code, quality in enumerate(QUALITIES)}
-_SURFACE_CODE = {surface: code for code, surface in enumerate(BILLING_SURFACES)}
 
 
 def _time(value: float | None) -> float:
@@ -36,39 +33,36 @@ def _optional(value: float) -> float | None:
     return None if math.isnan(value) else value
 
 
+#: What a create decides that many sessions share, kept as one interned tuple per session.
+_Profile = tuple[str, str, str, str, str, int, int, bool]
+_GROW = 4096  # rows added to the final-value columns at a time
+
+
 class SessionStore:
     def __init__(self) -> None:
         self.ids: list[str] = []
         self._rows: dict[str, int] = {}
         self._live: dict[int, SessionState] = {}
         self._by_org: dict[str, array[int]] = {}
-        # Decided at creation.
-        self.orgs = Interner()
-        self.org_codes = array("I")
-        self.keys = Interner()
-        self.key_codes = array("I")
-        self.avatars = Interner()
-        self.avatar_codes = array("I")
-        self.quality_codes = array("B")
-        self.surface_codes = array("B")
-        self._transport_shapes = Interner()  # the keys of a transport, joined
+        # Decided at creation: (org, key, avatar, quality, surface, idle, max, resets) as one
+        # interned profile, the transport's values, metadata, creation time.
+        self.profiles: Interner[_Profile] = Interner()
+        self.profile_codes = array("I")
+        self._transport_shapes: Interner[str] = Interner()  # the keys of a transport, joined
         self.transports: list[tuple[Any, ...]] = []  # (shape code, *values)
-        self.idle_timeouts = array("I")
-        self.max_durations = array("I")
         self.metadata: list[dict[str, Any] | None] = []  # None: empty
         self.embeds: dict[int, str] = {}
-        self.resets_on_silence = array("B")
         self.created_at = array("d")
-        # Written when the session turns terminal (placeholders until then).
+        # Written when the session turns terminal; grown ahead in blocks (placeholders).
         self.status_codes = array("B")
         self.started_at = array("d")
         self.first_frame_at = array("d")
         self.ending_at = array("d")
         self.ended_at = array("d")
-        self.reasons = Interner([""])  # end reasons and error codes; "" for none
+        self.reasons: Interner[str] = Interner([""])  # end reasons and error codes; "" for none
         self.end_reason_codes = array("B")
         self.error_codes = array("B")
-        self.workers = Interner([""])
+        self.workers: Interner[str] = Interner([""])
         self.worker_codes = array("I")
         self.billable_seconds = array("I")
         self.charged = array("B")
@@ -91,29 +85,34 @@ class SessionStore:
         if org_rows is None:
             org_rows = self._by_org[state.org_id] = array("I")
         org_rows.append(row)
-        self.org_codes.append(self.orgs.code(state.org_id))
-        self.key_codes.append(self.keys.code(state.key_id))
-        self.avatar_codes.append(self.avatars.code(state.avatar_id))
-        self.quality_codes.append(_QUALITY_CODE[state.quality])
-        self.surface_codes.append(_SURFACE_CODE[state.billing_surface])
+        profile = (
+            state.org_id,
+            state.key_id,
+            state.avatar_id,
+            state.quality,
+            state.billing_surface,
+            state.idle_timeout_seconds,
+            state.max_duration_seconds,
+            state.resets_on_silence,
+        )
+        self.profile_codes.append(self.profiles.code(profile))
         shape = self._transport_shapes.code("\0".join(state.transport))
         self.transports.append((shape, *state.transport.values()))
-        self.idle_timeouts.append(state.idle_timeout_seconds)
-        self.max_durations.append(state.max_duration_seconds)
         self.metadata.append(state.metadata or None)
         if state.embed_id is not None:
             self.embeds[row] = state.embed_id
-        self.resets_on_silence.append(state.resets_on_silence)
         self.created_at.append(state.created_at)
-        self.status_codes.append(_STATUS_CODE[state.status])
+        if row >= len(self.status_codes):
+            self._grow()
+
+    def _grow(self) -> None:
+        self.status_codes.extend(bytes(_GROW))
         for column in (self.started_at, self.first_frame_at, self.ending_at, self.ended_at):
-            column.append(_NAN)
-        self.end_reason_codes.append(0)
-        self.error_codes.append(0)
-        self.worker_codes.append(0)
-        self.billable_seconds.append(0)
-        self.charged.append(0)
-        self.barge_ins.append(0)
+            column.extend(array("d", [_NAN]) * _GROW)
+        for small in (self.end_reason_codes, self.error_codes, self.charged):
+            small.extend(bytes(_GROW))
+        for wide in (self.worker_codes, self.billable_seconds, self.barge_ins):
+            wide.extend(array("I", bytes(4 * _GROW)))
 
     def archive(self, state: SessionState) -> None:
         """Write a terminal session's final values to its row and drop the live object."""
@@ -166,22 +165,25 @@ class SessionStore:
     def _read(self, row: int) -> SessionState:
         metadata = self.metadata[row]
         worker = self.workers[self.worker_codes[row]]
+        org_id, key_id, avatar_id, quality, surface, idle, max_duration, resets = self.profiles[
+            self.profile_codes[row]
+        ]
         return SessionState(
             id=self.ids[row],
             number=row,
-            org_id=self.orgs[self.org_codes[row]],
-            key_id=self.keys[self.key_codes[row]],
+            org_id=org_id,
+            key_id=key_id,
             key_secret="",
-            avatar_id=self.avatars[self.avatar_codes[row]],
-            quality=QUALITIES[self.quality_codes[row]],
-            billing_surface=BILLING_SURFACES[self.surface_codes[row]],
+            avatar_id=avatar_id,
+            quality=quality,
+            billing_surface=surface,
             transport=self._transport(row),
             worker_token=None,
-            idle_timeout_seconds=self.idle_timeouts[row],
-            max_duration_seconds=self.max_durations[row],
+            idle_timeout_seconds=idle,
+            max_duration_seconds=max_duration,
             metadata={} if metadata is None else metadata,
             embed_id=self.embeds.get(row),
-            resets_on_silence=bool(self.resets_on_silence[row]),
+            resets_on_silence=resets,
             created_at=self.created_at[row],
             status=STATUSES[self.status_codes[row]],
             started_at=_optional(self.started_at[row]),

@@ -32,6 +32,15 @@ __all__ = ["Fire", "SessionRuntime"]
 Fire = Callable[[SessionState, Trigger], None]
 
 
+def _earliest(deadlines: list[tuple[float, Trigger]]) -> tuple[float, Trigger]:
+    """The earliest deadline; on a tie the one listed first."""
+    best = deadlines[0]
+    for deadline in deadlines[1:]:
+        if deadline[0] < best[0]:
+            best = deadline
+    return best
+
+
 class SessionRuntime:
     def __init__(
         self,
@@ -91,7 +100,7 @@ class SessionRuntime:
         if state.status != "running":
             return
         now = self.now
-        moment, trigger = min(self.deadlines(state, now), key=lambda d: d[0])
+        moment, trigger = _earliest(self.deadlines(state, now))
         if moment <= now + EPSILON:
             self._fire(state, trigger)
             return
