@@ -45,7 +45,7 @@ class Clock:
     @property
     def now(self) -> float:
         """Simulated seconds since the epoch."""
-        return float(self.env.now)
+        return float(self.env._now)  # the attribute behind simpy's ``now`` property
 
     @property
     def scheduled_events(self) -> int:

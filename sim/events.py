@@ -94,6 +94,7 @@ class EventLog:
         self._ids = ids
         self.keep = keep
         self.kinds: Interner[tuple[str, str]] = Interner()  # (type, organization) pairs
+        self._kind_code: dict[tuple[str, str], int] = {}
         # One value per event, in append order.
         self.kind_codes = array("I")
         self.times = array("d")
@@ -158,7 +159,11 @@ class EventLog:
         payload: dict[str, Any] | tuple[Any, ...],
     ) -> tuple[Subscriber, ...]:
         """Store the event (if the log keeps events); returns who wants it."""
-        code = self.kinds.code((type_, org_id))
+        key = (type_, org_id)
+        code = self._kind_code.get(key)
+        if code is None:
+            code = self.kinds.code(key)
+            self._kind_code[key] = code
         if self.keep:
             self.kind_codes.append(code)
             self.times.append(now)

@@ -70,6 +70,8 @@ class IdFactory:
     def __init__(self, clock: Clock, rng: random.Random) -> None:
         self._clock = clock
         self._rng = rng
+        self._at: float | None = None  # the instant whose millisecond is cached
+        self._shifted = 0  # its Unix millisecond, shifted into the time part of a ULID
 
     def draw(self) -> int:
         """The random part of an id made now; ``format_id`` with the time makes the id."""
@@ -77,10 +79,13 @@ class IdFactory:
 
     def value(self) -> int:
         """A ULID made now, as its 128-bit integer (``format_ulid`` of its parts reads it)."""
-        return (self._clock.epoch_ms() << 80) | self.draw()
+        now = self._clock.now
+        if now != self._at:
+            self._at, self._shifted = now, self._clock.epoch_ms(now) << 80
+        return self._shifted | self._rng.getrandbits(80)
 
     def ulid(self) -> str:
-        return format_ulid(self._clock.epoch_ms(), self.draw())
+        return _encode(self.value())
 
     def new(self, kind: str) -> str:
         """A fresh id for resource ``kind`` (a key of ``PREFIXES``)."""

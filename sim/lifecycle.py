@@ -25,6 +25,7 @@ __all__ = [
     "ACTIVE",
     "FAILURE_MESSAGES",
     "NOT_STARTED",
+    "ROWS",
     "SESSION_TRANSITIONS",
     "STATUSES",
     "TERMINAL",
@@ -126,13 +127,14 @@ FAILURE_MESSAGES: Final[Mapping[str, str]] = MappingProxyType({
     _WORKER_LOST: "The worker hosting the session stopped responding.",
 })  # fmt: skip
 
-_ROWS: Final[dict[tuple[SessionStatus | None, Trigger], SessionTransition]] = {
+#: The rows by ``(from, trigger)``.
+ROWS: Final[Mapping[tuple[SessionStatus | None, Trigger], SessionTransition]] = {
     (row.source, row.trigger): row for row in SESSION_TRANSITIONS
 }
 
 #: The table as ``(from, trigger) -> to`` (what the tests and property checks read).
 TRANSITIONS: Final[Mapping[tuple[SessionStatus | None, Trigger], SessionStatus]] = MappingProxyType(
-    {key: row.target for key, row in _ROWS.items()}
+    {key: row.target for key, row in ROWS.items()}
 )
 
 
@@ -151,7 +153,7 @@ def transition(current: SessionStatus | None, trigger: Trigger) -> SessionTransi
     Raises ``InternalError`` (never expected in a correct simulator) so that an illegal move
     surfaces loudly in tests instead of silently corrupting a session.
     """
-    row = _ROWS.get((current, trigger))
+    row = ROWS.get((current, trigger))
     if row is None:
         raise InternalError(
             "internal_error", f"Illegal session transition: {current!r} on {trigger!r}."

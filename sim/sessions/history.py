@@ -1,10 +1,10 @@
 """Every session's transitions, as raw values in columns (SIM-2, GAP-SES-1).
 
-A transition is appended as raw values (the session's row, the simulated time, and the trigger
-and target status packed in one byte; the source is the previous target) and read back as
-``Transition`` records.
-Each row points at the previous transition of the same session, so a session's history is read
-by walking its own chain, without scanning anyone else's. With ``keep=False`` nothing is kept.
+A transition is appended as raw values (the simulated time, the trigger and target status packed
+in one byte, and the position of the same session's previous transition; the source status is
+the previous target) and read back as ``Transition`` records. A session's history is read by
+walking its own chain back from its latest transition, without scanning anyone else's. With
+``keep=False`` nothing is kept.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ _STATUS_COUNT = len(STATUSES)
 class TransitionLog:
     def __init__(self, *, keep: bool = True) -> None:
         self.keep = keep
-        self.sessions = array("I")
         self.times = array("d")
         self.moves = array("B")  # trigger * len(STATUSES) + target
         self._previous = array("i")  # the session's previous transition, -1 for its first
@@ -33,11 +32,11 @@ class TransitionLog:
     def append(self, session: int, at: float, trigger: Trigger, target: SessionStatus) -> None:
         if not self.keep:
             return
-        while len(self._last) <= session:  # rows are numbered in creation order
-            self._last.append(-1)
-        self._previous.append(self._last[session])
-        self._last[session] = len(self.times)
-        self.sessions.append(session)
+        last = self._last
+        if session >= len(last):  # rows are numbered in creation order: grow in blocks
+            last.extend(array("i", [-1]) * max(4096, session + 1 - len(last)))
+        self._previous.append(last[session])
+        last[session] = len(self.times)
         self.times.append(at)
         self.moves.append(_TRIGGER_CODE[trigger] * _STATUS_COUNT + _STATUS_CODE[target])
 

@@ -60,7 +60,6 @@ class SessionState:
     resets_on_silence: bool
     created_at: float
     # What the session's life changes.
-    observes_audio: bool = True
     status: SessionStatus = "created"
     started_at: float | None = None
     first_frame_at: float | None = None

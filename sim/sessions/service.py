@@ -27,7 +27,7 @@ from sim.accounts import AccountRegistry, Caller
 from sim.config import BILLING_SURFACES
 from sim.errors import NotFound, Unprocessable
 from sim.kernel import Kernel
-from sim.lifecycle import STATUSES, SessionTransition, Trigger, transition
+from sim.lifecycle import ROWS, STATUSES, TERMINAL, SessionTransition, Trigger, transition
 from sim.pagination import paginate
 from sim.ports import AvatarLookup, BillingPort, SessionUsage
 from sim.sessions.audio import AudioKind, AudioTrack, TalkSpurts
@@ -402,12 +402,12 @@ class SessionService:
 
     def _move(self, state: SessionState, trigger: Trigger, now: float) -> SessionTransition:
         """The one place a status changes, and only along a row of the table."""
-        row = transition(state.status, trigger)
-        state.status = row.target
+        row = ROWS.get((state.status, trigger)) or transition(state.status, trigger)
+        state.status = target = row.target
         state.generation += 1
         state.armed_at = None
-        self._history.append(state.number, now, trigger, row.target)
-        if state.terminal:
+        self._history.append(state.number, now, trigger, target)
+        if target in TERMINAL:
             self._caps.remove(state.key_secret, state.org_id)
         return row
 
@@ -419,12 +419,15 @@ class SessionService:
             self._publish(row.event, state, now, extra)
 
     def _publish(self, type_: str, state: SessionState, now: float, extra: Any = None) -> None:
+        seconds = state.final_billable_seconds
+        if seconds is None:
+            seconds = 0 if state.heartbeats is None else state.heartbeats.usage_seconds(now)
         self._kernel.events.emit_values(
             type_,
             state.org_id,
             state.id,
             self._renderers[type_],
-            (state.number, state.status, usage_of(state, now), extra),
+            (state.number, state.status, seconds, extra),
             now,
         )
 

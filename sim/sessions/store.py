@@ -118,9 +118,13 @@ class SessionStore:
         """Write a terminal session's final values to its row and drop the live object."""
         row = state.number
         self.status_codes[row] = _STATUS_CODE[state.status]
-        self.started_at[row] = _time(state.started_at)
-        self.first_frame_at[row] = _time(state.first_frame_at)
-        self.ending_at[row] = _time(state.ending_at)
+        started, first_frame, ending = state.started_at, state.first_frame_at, state.ending_at
+        if started is not None:  # the columns hold NaN until written
+            self.started_at[row] = started
+        if first_frame is not None:
+            self.first_frame_at[row] = first_frame
+        if ending is not None:
+            self.ending_at[row] = ending
         self.ended_at[row] = _time(state.ended_at)
         self.end_reason_codes[row] = self.reasons.code(state.end_reason or "")
         self.error_codes[row] = self.reasons.code(state.error_code or "")

@@ -61,7 +61,7 @@ class SessionRuntime:
 
     @property
     def now(self) -> float:
-        return float(self._env.now)
+        return float(self._env._now)
 
     def _after(self, delay: float, state: SessionState, action: Callable[[], None]) -> None:
         generation = state.generation
@@ -89,7 +89,7 @@ class SessionRuntime:
             (state.first_frame_at + state.max_duration_seconds, "max_duration")
         ]
         audio = state.audio
-        if state.observes_audio and audio is not None:
+        if audio is not None:  # every transport observes inbound audio
             found.append((audio.idle_deadline(state.idle_timeout_seconds, now), "idle_timeout"))
         if state.heartbeat_lost_at is not None:
             found.append((state.heartbeat_lost_at, "heartbeat_lost"))
