@@ -19,17 +19,18 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
 import simpy
 
-from harness.runner.records import CallRecord, ClientRecord
+from harness.runner.records import CallLog, ClientLog, ClientRecord, Tallies
 from harness.scenarios.model import RUN_MODELS, ClientBehaviour, RunMix, SessionProfile
 from sim.accounts import Caller
 from sim.errors import DomainError
 from sim.events import Event
 from sim.platform import Platform
-from sim.rng import sample
+from sim.rng import Sampler, sampler
 from sim.sessions.audio import TalkSpurts
 
 __all__ = ["ClientPool", "OrgHandle"]
@@ -42,6 +43,11 @@ def _json(body: object) -> dict[str, Any]:
 
 
 _WATCHED = ("session.first_frame", "session.failed", "session.canceled", "session.ended")
+
+
+def _cumulative(weights: dict[str, float]) -> tuple[list[str], list[float]]:
+    """Choices and cumulative weights for ``Random.choices`` (the draws of ``weights=``)."""
+    return list(weights), list(accumulate(weights.values()))
 
 
 @dataclass(slots=True)
@@ -70,22 +76,34 @@ class _Streams:
 
 @dataclass(slots=True)
 class ClientPool:
-    """Starts one process per arrival and records what each one did."""
+    """Starts one process per arrival and records what each one did: every request and arrival
+    (``calls``, ``clients``; ``None`` when the run keeps only tallies) and the tallies."""
 
     platform: Platform
     behaviour: ClientBehaviour
     profile: SessionProfile
     streams: _Streams
-    calls: list[CallRecord] = field(default_factory=list)
-    clients: list[ClientRecord] = field(default_factory=list)
+    tallies: Tallies
+    calls: CallLog | None = None
+    clients: ClientLog | None = None
     talk: TalkSpurts | None = None
+    # Bound once: (choices, cumulative weights) of qualities and surfaces, the length sampler.
+    mixes: tuple[tuple[list[str], list[float]], ...] = field(init=False)
+    length: Sampler = field(init=False)
     _waiters: dict[str, simpy.Event] = field(default_factory=dict)
     _count: int = 0
 
     @classmethod
     def create(
-        cls, platform: Platform, behaviour: ClientBehaviour, profile: SessionProfile
+        cls,
+        platform: Platform,
+        behaviour: ClientBehaviour,
+        profile: SessionProfile,
+        *,
+        logs: bool = True,
+        interval: float = 60.0,
     ) -> ClientPool:
+        """A pool on ``platform``; ``logs=False`` keeps only the tallies per ``interval``."""
         stream = platform.kernel.streams.stream
         streams = _Streams(
             mix=stream("scenario.mix"),
@@ -95,9 +113,22 @@ class ClientPool:
         )
         audio = profile.audio
         talk = None if audio is None else TalkSpurts(audio.speech, audio.silence)
-        pool = cls(platform, behaviour, profile, streams, talk=talk)
+        pool = cls(
+            platform,
+            behaviour,
+            profile,
+            streams,
+            Tallies(interval),
+            calls=CallLog() if logs else None,
+            clients=ClientLog() if logs else None,
+            talk=talk,
+        )
         platform.kernel.events.subscribe(pool._on_event, types=_WATCHED)
         return pool
+
+    def __post_init__(self) -> None:
+        self.mixes = (_cumulative(self.profile.quality), _cumulative(self.profile.surface))
+        self.length = sampler(self.profile.length, self.streams.length)
 
     @property
     def env(self) -> simpy.Environment:
@@ -119,10 +150,10 @@ class ClientPool:
 
     def start_session_client(self, org: OrgHandle) -> None:
         rng = self.streams.mix
-        profile = self.profile
-        quality = rng.choices(list(profile.quality), weights=list(profile.quality.values()))[0]
-        surface = rng.choices(list(profile.surface), weights=list(profile.surface.values()))[0]
-        length = sample(profile.length, self.streams.length)
+        qualities, surfaces = self.mixes
+        quality = rng.choices(qualities[0], cum_weights=qualities[1])[0]
+        surface = rng.choices(surfaces[0], cum_weights=surfaces[1])[0]
+        length = self.length()
         self.env.process(self._session_client(self._next_client(), org, quality, surface, length))
 
     def start_run_client(self, org: OrgHandle, mix: RunMix) -> None:
@@ -172,12 +203,14 @@ class ClientPool:
             client, org, key_index, caller, "createSession", surface, create, idempotent=idempotent
         )
         session_id = None if session is None else str(session["id"])
-        self.clients.append(
-            ClientRecord(
-                client, arrived, "session", org.name, surface, quality, None, length,
-                attempts, session_id, outcome,
-            )
-        )  # fmt: skip
+        self.tallies.client(arrived, "session", outcome, attempts)
+        if self.clients is not None:
+            self.clients.append(
+                ClientRecord(
+                    client, arrived, "session", org.name, surface, quality, None, length,
+                    attempts, session_id, outcome,
+                )
+            )  # fmt: skip
         if session_id is None:
             return
         waiter = self.env.event()
@@ -237,12 +270,14 @@ class ClientPool:
             client, org, key_index, caller, "createRun", None, create,
             idempotent=self.behaviour.idempotency_keys,
         )  # fmt: skip
-        self.clients.append(
-            ClientRecord(
-                client, arrived, "run", org.name, None, None, mix.model, None, attempts,
-                None if run is None else str(run["id"]), outcome,
-            )
-        )  # fmt: skip
+        self.tallies.client(arrived, "run", outcome, attempts)
+        if self.clients is not None:
+            self.clients.append(
+                ClientRecord(
+                    client, arrived, "run", org.name, None, None, mix.model, None, attempts,
+                    None if run is None else str(run["id"]), outcome,
+                )
+            )  # fmt: skip
 
     # -- retries ----------------------------------------------------------------------------
 
@@ -317,9 +352,11 @@ class ClientPool:
         *,
         at: float | None = None,
     ) -> None:
-        self.calls.append(
-            CallRecord(
-                at=float(self.env.now) if at is None else at,
+        at = float(self.env.now) if at is None else at
+        self.tallies.call(at, operation, outcome, attempt)
+        if self.calls is not None:
+            self.calls.append(
+                at=at,
                 client=client,
                 operation=operation,
                 surface=surface,
@@ -334,4 +371,3 @@ class ClientPool:
                 idempotency_key=idempotency_key,
                 resource_id=resource_id,
             )
-        )

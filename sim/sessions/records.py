@@ -23,11 +23,19 @@ from sim.lifecycle import FAILURE_MESSAGES, TERMINAL, SessionStatus
 from sim.sessions.audio import AudioTrack
 from sim.sessions.heartbeat import HeartbeatTrack, billable_seconds
 
-__all__ = ["Session", "SessionState", "Transition", "final_usage_seconds", "usage_of"]
+__all__ = [
+    "NOT_PLACED",
+    "NO_FRAME",
+    "Session",
+    "SessionState",
+    "Transition",
+    "final_usage_seconds",
+    "usage_of",
+]
 
 #: Statuses in which ``started_at`` / ``first_frame_at`` cannot have been set yet.
-_NOT_PLACED: frozenset[SessionStatus] = frozenset({"created", "queued"})
-_NO_FRAME: frozenset[SessionStatus] = frozenset({"created", "queued", "starting"})
+NOT_PLACED: frozenset[str] = frozenset({"created", "queued"})
+NO_FRAME: frozenset[str] = frozenset({"created", "queued", "starting"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,8 +109,8 @@ class SessionState:
         shown = self.status if status is None else status
         if usage_seconds is None:
             usage_seconds = usage_of(self, clock.now)
-        started = None if shown in _NOT_PLACED else self.started_at
-        first_frame = None if shown in _NO_FRAME else self.first_frame_at
+        started = None if shown in NOT_PLACED else self.started_at
+        first_frame = None if shown in NO_FRAME else self.first_frame_at
         error = (
             {"code": self.error_code, "message": FAILURE_MESSAGES[self.error_code]}
             if shown == "failed" and self.error_code is not None

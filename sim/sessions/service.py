@@ -21,7 +21,7 @@ from __future__ import annotations
 import builtins
 import copy
 import random
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from sim.accounts import AccountRegistry, Caller
 from sim.config import BILLING_SURFACES
@@ -31,6 +31,7 @@ from sim.lifecycle import ROWS, STATUSES, TERMINAL, SessionTransition, Trigger, 
 from sim.pagination import paginate
 from sim.ports import AvatarLookup, BillingPort, SessionUsage
 from sim.sessions.audio import AudioKind, AudioTrack, TalkSpurts
+from sim.sessions.events import SessionEvents
 from sim.sessions.faults import FaultState, FleetFaults
 from sim.sessions.heartbeat import HeartbeatTrack
 from sim.sessions.history import TransitionLog
@@ -49,19 +50,6 @@ from sim.sessions.validation import parse_pipecat_request, parse_session_request
 from sim.sessions.worker import SessionRuntime
 
 __all__ = ["BILLING_SURFACES", "SessionService"]
-
-#: The extra field each session event carries next to ``object`` (its value is stored raw).
-_EXTRA: Final[dict[str, str | None]] = {
-    "session.queued": None,
-    "session.starting": "worker_id",
-    "session.first_frame": None,  # tracks: from the configuration
-    "session.ending": "drain_seconds",
-    "session.ended": "reason",
-    "session.failed": "code",
-    "session.canceled": None,
-    "session.usage": None,  # usage: the session's final usage
-    "session.barge_in": "dropped_seconds",  # and rpc, from the configuration
-}
 
 
 class SessionService:
@@ -109,10 +97,14 @@ class SessionService:
             fire=self._fire,
             check=self._runtime.check,
         )
-        self._renderers = {
-            type_: kernel.events.register(self._event_renderer(type_, extra))
-            for type_, extra in _EXTRA.items()
-        }
+        self.events = SessionEvents(
+            kernel.events,
+            self._store,
+            kernel.clock,
+            frames_per_second=self._fps,
+            tracks=self.published_tracks,
+            rpc=self._config.sessions.barge_in_rpc,
+        )
 
     # -- contract operations -----------------------------------------------------------------
 
@@ -265,14 +257,7 @@ class SessionService:
         now = self._clock.now
         dropped = state.audio.clear(now)
         state.barge_ins += 1
-        self._kernel.events.emit_values(
-            "session.barge_in",
-            state.org_id,
-            state.id,
-            self._renderers["session.barge_in"],
-            (state.number, state.status, usage_of(state, now), dropped),
-            now,
-        )
+        self.events.publish("session.barge_in", state, now, usage_of(state, now), dropped)
         self._runtime.check(state)  # cutting the timeline can bring the idle deadline forward
 
     def rpc(self, session_id: str, method: str) -> None:
@@ -422,37 +407,7 @@ class SessionService:
         seconds = state.final_billable_seconds
         if seconds is None:
             seconds = 0 if state.heartbeats is None else state.heartbeats.usage_seconds(now)
-        self._kernel.events.emit_values(
-            type_,
-            state.org_id,
-            state.id,
-            self._renderers[type_],
-            (state.number, state.status, seconds, extra),
-            now,
-        )
-
-    def _event_renderer(self, type_: str, extra_key: str | None) -> Any:
-        """The payload of a session event from its raw values: the session as it was then, and
-        the event's own field (see ``_EXTRA``)."""
-        store, clock, fps = self._store, self._clock, self._fps
-        tracks = list(self.published_tracks)
-        rpc = self._config.sessions.barge_in_rpc
-
-        def render(values: tuple[Any, ...]) -> dict[str, Any]:
-            row, status, seconds, extra = values
-            body = store.state(row).to_resource(clock, fps, status=status, usage_seconds=seconds)
-            data: dict[str, Any] = {"object": body}
-            if extra_key is not None:
-                data[extra_key] = extra
-            if type_ == "session.first_frame":
-                data["tracks"] = list(tracks)
-            elif type_ == "session.usage":
-                data["usage"] = {"billable_seconds": seconds, "frames": seconds * fps}
-            elif type_ == "session.barge_in":
-                data["rpc"] = rpc
-            return data
-
-        return render
+        self.events.publish(type_, state, now, seconds, extra)
 
     def _worker_free_by(self, state: SessionState, moment: float) -> None:
         if state.worker_id is None:
