@@ -31,7 +31,7 @@ class ApiCall:
 class ApiLog:
     def __init__(self, size: int | None = None) -> None:
         self.size = size
-        self.dropped = 0
+        self._trimmed = 0
         self.operations: Interner[str] = Interner()
         self.orgs = Interner([""])  # "" for a public call
         self.outcomes: Interner[str] = Interner()
@@ -51,7 +51,7 @@ class ApiLog:
         error_type: str | None,
     ) -> None:
         if self.size == 0:
-            self.dropped += 1
+            self._trimmed += 1
             return
         self.times.append(at)
         self.operation_codes.append(self.operations.code(operation_id))
@@ -61,8 +61,13 @@ class ApiLog:
         if self.size is not None and len(self.times) >= 2 * self.size:
             self._trim(len(self.times) - self.size)
 
+    @property
+    def dropped(self) -> int:
+        """Calls that are no longer in the log."""
+        return self._trimmed + self._first()
+
     def _trim(self, count: int) -> None:
-        self.dropped += count
+        self._trimmed += count
         for column in (
             self.times,
             self.operation_codes,

@@ -43,6 +43,7 @@ def _json(body: object) -> dict[str, Any]:
 
 
 _WATCHED = ("session.first_frame", "session.failed", "session.canceled", "session.ended")
+_HANG_UP = "hang_up"  # what wakes a client whose planned length has passed
 
 
 def _cumulative(weights: dict[str, float]) -> tuple[list[str], list[float]]:
@@ -139,7 +140,7 @@ class ClientPool:
     def _on_event(self, event: Event) -> None:
         session_id = event.subject
         waiter = self._waiters.pop(session_id, None) if session_id is not None else None
-        if waiter is not None:
+        if waiter is not None and not waiter.triggered:
             waiter.succeed(event.type)
 
     # -- arrivals ---------------------------------------------------------------------------
@@ -221,12 +222,17 @@ class ClientPool:
         self._publish_audio(session_id, length)
         # The client hangs up after ``length`` unless the service ends the session first (idle
         # timeout, max duration, a lost worker), which it learns from the session.ended event.
-        ended = self.env.event()
-        self._waiters[session_id] = ended
-        yield self.env.timeout(length) | ended
-        if ended.triggered:
-            return
-        del self._waiters[session_id]
+        # One event is woken by whichever comes first (cheaper than a SimPy condition).
+        wake = self.env.event()
+        self._waiters[session_id] = wake
+
+        def hang_up(_timer: simpy.Event) -> None:
+            if not wake.triggered:
+                wake.succeed(_HANG_UP)
+
+        self.env.timeout(length).callbacks.append(hang_up)
+        if (yield wake) != _HANG_UP or self._waiters.pop(session_id, None) is None:
+            return  # the service ended it (at the same instant, at the latest)
         at = float(self.env.now)
         try:
             platform.call("endSession", caller, {"session_id": session_id})
