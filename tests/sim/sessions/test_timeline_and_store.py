@@ -250,7 +250,7 @@ def test_a_session_takes_its_outcome_from_the_row(
     key = ("running", "max_duration")
     patched = replace(lifecycle.ROWS[key], end_reason="stopwatch")
     monkeypatch.setitem(lifecycle.ROWS, key, patched)  # type: ignore[arg-type]
-    caller, session_id = running(world_fixed, kit, max_duration_seconds=5)
+    _caller, session_id = running(world_fixed, kit, max_duration_seconds=5)
     world_fixed.advance(10)
     assert world_fixed.kernel.events.of_type("session.ended")[0].data["reason"] == "stopwatch"
     assert world_fixed.service.session(session_id).end_reason == "stopwatch"
