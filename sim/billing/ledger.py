@@ -260,8 +260,8 @@ class Ledger:
         self.attributions: Interner[Attribution] = Interner()
         self.attribution_codes = array("I")
         self._by_org: dict[str, _Org] = {}
-        # A session's rows are written together when it is charged: (first row, count).
-        self._by_session: dict[str, tuple[int, int]] = {}
+        # A session's rows are written together when it is charged: first row * 8 + count.
+        self._by_session: dict[str, int] = {}
         self._late_session_rows: dict[str, list[int]] = {}  # e.g. a refund days later
         self._by_run: dict[str, list[int]] = {}
 
@@ -311,11 +311,11 @@ class Ledger:
         elif code in _UNHOLD:
             org.held -= credits
         if session_id is not None:
-            first = self._by_session.get(session_id)
-            if first is None:
-                self._by_session[session_id] = (row, 1)
-            elif first[0] + first[1] == row:
-                self._by_session[session_id] = (first[0], first[1] + 1)
+            packed = self._by_session.get(session_id)
+            if packed is None:
+                self._by_session[session_id] = row * 8 + 1
+            elif sum(divmod(packed, 8)) == row and packed % 8 < 7:
+                self._by_session[session_id] = packed + 1  # the next row of the same charge
             else:
                 self._late_session_rows.setdefault(session_id, []).append(row)
         if run_id is not None:
@@ -390,10 +390,11 @@ class Ledger:
 
     def session_rows(self, session_id: str) -> Sequence[LedgerEntry]:
         """Every entry attributed to a session, in append order."""
-        first = self._by_session.get(session_id)
-        if first is None:
+        packed = self._by_session.get(session_id)
+        if packed is None:
             return ()
-        rows = [*range(first[0], first[0] + first[1]), *self._late_session_rows.get(session_id, ())]
+        first, count = divmod(packed, 8)
+        rows = [*range(first, first + count), *self._late_session_rows.get(session_id, ())]
         return tuple(self.entry(row) for row in rows)
 
     def run_rows(self, run_id: str) -> Sequence[LedgerEntry]:
