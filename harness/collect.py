@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -610,37 +610,46 @@ def _waits(columns: dict[str, np.ndarray[Any, Any]]) -> pd.DataFrame:
     )
 
 
-def _requests(raw: RawRun) -> pd.DataFrame:
-    tally = raw.pool.tallies
-    keys = sorted(tally.calls)
-    t = floats([k[0] * tally.interval for k in keys])
-    return pd.DataFrame(
+def _tallied(
+    raw: RawRun,
+    counts: Mapping[tuple[Any, ...], int],
+    labels: tuple[str, ...],
+    **more: Mapping[tuple[Any, ...], int],
+) -> pd.DataFrame:
+    """A tally keyed by (interval, *labels) as a frame sorted by its keys: the labels as
+    columns, then the count (and any parallel tallies) per key."""
+    keys = sorted(counts)
+    interval = raw.pool.tallies.interval
+    t = floats([k[0] * interval for k in keys])
+    frame = pd.DataFrame(
         {
             "interval": _ints([k[0] for k in keys]),
             "at": times(raw.platform.clock, t),
             "t": t,
-            "operation": strings([k[1] for k in keys]),
-            "outcome": strings([k[2] for k in keys]),
-            "first_attempt": pd.Series([k[3] for k in keys], dtype=bool),
-            "requests": _ints([tally.calls[k] for k in keys]),
+            **{name: strings([k[i + 1] for k in keys]) for i, name in enumerate(labels)},
         }
     )
+    for name, tally in more.items():
+        frame[name] = _ints([tally[k] for k in keys])
+    return frame
+
+
+def _requests(raw: RawRun) -> pd.DataFrame:
+    tally = raw.pool.tallies
+    frame = _tallied(raw, tally.calls, ("operation", "outcome"), requests=tally.calls)
+    first = [k[3] for k in sorted(tally.calls)]
+    frame.insert(5, "first_attempt", pd.Series(first, dtype=bool))
+    return frame
 
 
 def _arrivals(raw: RawRun) -> pd.DataFrame:
     tally = raw.pool.tallies
-    keys = sorted(tally.clients)
-    t = floats([k[0] * tally.interval for k in keys])
-    return pd.DataFrame(
-        {
-            "interval": _ints([k[0] for k in keys]),
-            "at": times(raw.platform.clock, t),
-            "t": t,
-            "kind": strings([k[1] for k in keys]),
-            "final_outcome": strings([k[2] for k in keys]),
-            "clients": _ints([tally.clients[k] for k in keys]),
-            "attempts": _ints([tally.attempts[k] for k in keys]),
-        }
+    return _tallied(
+        raw,
+        tally.clients,
+        ("kind", "final_outcome"),
+        clients=tally.clients,
+        attempts=tally.attempts,
     )
 
 

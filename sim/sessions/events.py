@@ -72,13 +72,10 @@ class SessionEvents:
         self._tracks = list(tracks)
         self._rpc = rpc
         self.handles: dict[str, int] = {
-            type_: log.register(self._renderer(type_, field))
-            for type_, field in SESSION_EVENT_FIELDS.items()
+            type_: log.register(self._renderer(type_)) for type_ in SESSION_EVENT_FIELDS
         }
         self.types: dict[int, str] = {handle: type_ for type_, handle in self.handles.items()}
         self._fragments: dict[int, tuple[str, ...]] = {}
-        self._tracks_json = _json(self._tracks)
-        self._rpc_json = _json(rpc)
 
     def publish(
         self, type_: str, state: SessionState, now: float, seconds: int, value: Any = None
@@ -95,22 +92,25 @@ class SessionEvents:
 
     # -- the payload as a dictionary --------------------------------------------------------
 
-    def _renderer(self, type_: str, field: str | None) -> Callable[[tuple[Any, ...]], Any]:
+    def _extras(self, type_: str, seconds: int, value: Any) -> list[tuple[str, Any]]:
+        """The fields an event of ``type_`` carries next to ``object``, in payload order."""
+        field = SESSION_EVENT_FIELDS[type_]
+        extras: list[tuple[str, Any]] = [] if field is None else [(field, value)]
+        if type_ == "session.first_frame":
+            extras.append(("tracks", list(self._tracks)))
+        elif type_ == "session.usage":
+            extras.append(("usage", {"billable_seconds": seconds, "frames": seconds * self._fps}))
+        elif type_ == "session.barge_in":
+            extras.append(("rpc", self._rpc))
+        return extras
+
+    def _renderer(self, type_: str) -> Callable[[tuple[Any, ...]], Any]:
         store, clock, fps = self._store, self._clock, self._fps
 
         def render(values: tuple[Any, ...]) -> dict[str, Any]:
             row, status, seconds, value = values
             body = store.state(row).to_resource(clock, fps, status=status, usage_seconds=seconds)
-            data: dict[str, Any] = {"object": body}
-            if field is not None:
-                data[field] = value
-            if type_ == "session.first_frame":
-                data["tracks"] = list(self._tracks)
-            elif type_ == "session.usage":
-                data["usage"] = {"billable_seconds": seconds, "frames": seconds * fps}
-            elif type_ == "session.barge_in":
-                data["rpc"] = self._rpc
-            return data
+            return {"object": body, **dict(self._extras(type_, seconds, value))}
 
         return render
 
@@ -119,9 +119,7 @@ class SessionEvents:
     def text(self, payload: tuple[Any, ...]) -> str:
         """``json.dumps(data, sort_keys=True, separators=(",", ":"))`` of a stored payload."""
         handle, row, status, seconds, value = payload
-        type_ = self.types[handle]
         head, error, first_frame, middle, started, tail = self._pieces(row)
-        usage = f'{{"billable_seconds":{seconds},"frames":{seconds * self._fps}}}'
         body = "".join(
             (
                 head,
@@ -133,26 +131,14 @@ class SessionEvents:
                 ',"status":',
                 _json(status),
                 tail,
-                usage,
-                "}",
+                f'{{"billable_seconds":{seconds},"frames":{seconds * self._fps}}}}}',
             )
         )
-        # Top-level keys in sorted order: each type's own field falls before or after "object".
-        if type_ == "session.starting":
-            return f'{{"object":{body},"worker_id":{_json(value)}}}'
-        if type_ == "session.first_frame":
-            return f'{{"object":{body},"tracks":{self._tracks_json}}}'
-        if type_ == "session.ending":
-            return f'{{"drain_seconds":{_json(value)},"object":{body}}}'
-        if type_ == "session.ended":
-            return f'{{"object":{body},"reason":{_json(value)}}}'
-        if type_ == "session.failed":
-            return f'{{"code":{_json(value)},"object":{body}}}'
-        if type_ == "session.usage":
-            return f'{{"object":{body},"usage":{usage}}}'
-        if type_ == "session.barge_in":
-            return f'{{"dropped_seconds":{_json(value)},"object":{body},"rpc":{self._rpc_json}}}'
-        return f'{{"object":{body}}}'
+        fields = [("object", body)] + [
+            (key, _json(extra)) for key, extra in self._extras(self.types[handle], seconds, value)
+        ]
+        fields.sort()
+        return "{" + ",".join(f'"{key}":{text}' for key, text in fields) + "}"
 
     def _pieces(self, row: int) -> tuple[str, ...]:
         """The JSON of what a session's events share, around the fields that vary."""
