@@ -41,6 +41,9 @@ class Clock:
         # Microseconds of the epoch since the Unix epoch, exactly (datetime arithmetic is exact).
         self._epoch_us = (epoch - _UNIX_EPOCH) // _MICROSECOND
         self._days: dict[int, str] = {}  # "YYYY-MM-DDT" of a day since the Unix epoch
+        # A session's instants are rendered again and again (every answer about it): keep the
+        # text of the recent ones, bounded.
+        self._formatted: dict[float, str] = {}
 
     @property
     def now(self) -> float:
@@ -67,7 +70,16 @@ class Clock:
 
     def timestamp(self, seconds: float | None = None) -> str:
         """The ISO-8601 form of ``seconds`` (default: now), as ``format_timestamp`` writes it."""
-        us = self._unix_us(self.now if seconds is None else seconds)
+        at = self.now if seconds is None else seconds
+        text = self._formatted.get(at)
+        if text is None:
+            if len(self._formatted) >= 4096:
+                self._formatted.clear()
+            text = self._formatted[at] = self._format(at)
+        return text
+
+    def _format(self, seconds: float) -> str:
+        us = self._unix_us(seconds)
         day, within = divmod(us, _US_PER_DAY)
         prefix = self._days.get(day)
         if prefix is None:

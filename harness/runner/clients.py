@@ -24,7 +24,7 @@ from typing import Any
 
 import simpy
 
-from harness.runner.records import CallLog, ClientLog, ClientRecord, Tallies
+from harness.runner.records import CallLog, ClientLog, Tallies
 from harness.scenarios.model import RUN_MODELS, ClientBehaviour, RunMix, SessionProfile
 from sim.accounts import Caller
 from sim.errors import DomainError
@@ -207,10 +207,9 @@ class ClientPool:
         self.tallies.client(arrived, "session", outcome, attempts)
         if self.clients is not None:
             self.clients.append(
-                ClientRecord(
-                    client, arrived, "session", org.name, surface, quality, None, length,
-                    attempts, session_id, outcome,
-                )
+                client=client, at=arrived, kind="session", organization=org.name,
+                surface=surface, quality=quality, model=None, planned_length=length,
+                attempts=attempts, resource_id=session_id, final_outcome=outcome,
             )  # fmt: skip
         if session_id is None:
             return
@@ -279,10 +278,9 @@ class ClientPool:
         self.tallies.client(arrived, "run", outcome, attempts)
         if self.clients is not None:
             self.clients.append(
-                ClientRecord(
-                    client, arrived, "run", org.name, None, None, mix.model, None, attempts,
-                    None if run is None else str(run["id"]), outcome,
-                )
+                client=client, at=arrived, kind="run", organization=org.name, surface=None,
+                quality=None, model=mix.model, planned_length=None, attempts=attempts,
+                resource_id=None if run is None else str(run["id"]), final_outcome=outcome,
             )  # fmt: skip
 
     # -- retries ----------------------------------------------------------------------------

@@ -156,26 +156,33 @@ class ClientLog:
         self.kind = array("I")
         self.resource_id: list[str | None] = []
 
-    def append(self, record: ClientRecord) -> None:
-        self.client.append(record.client)
-        self.at.append(record.at)
-        length = record.planned_length
-        self.planned_length.append(_NAN if length is None else length)
-        self.attempts.append(record.attempts)
-        kind = (
-            record.kind,
-            record.organization,
-            record.surface,
-            record.quality,
-            record.model,
-            record.final_outcome,
-        )
-        code = self._kind_codes.get(kind)
+    def append(
+        self,
+        *,
+        client: int,
+        at: float,
+        kind: str,
+        organization: str,
+        surface: str | None,
+        quality: str | None,
+        model: str | None,
+        planned_length: float | None,
+        attempts: int,
+        resource_id: str | None,
+        final_outcome: str,
+    ) -> None:
+        """Append one arrival (the fields of ``ClientRecord``)."""
+        self.client.append(client)
+        self.at.append(at)
+        self.planned_length.append(_NAN if planned_length is None else planned_length)
+        self.attempts.append(attempts)
+        kinds = (kind, organization, surface, quality, model, final_outcome)
+        code = self._kind_codes.get(kinds)
         if code is None:
-            code = self._kind_codes[kind] = len(self.kinds)
-            self.kinds.append(kind)
+            code = self._kind_codes[kinds] = len(self.kinds)
+            self.kinds.append(kinds)
         self.kind.append(code)
-        self.resource_id.append(record.resource_id)
+        self.resource_id.append(resource_id)
 
     def __getitem__(self, index: int) -> ClientRecord:
         kind, organization, surface, quality, model, outcome = self.kinds[self.kind[index]]

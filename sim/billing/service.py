@@ -21,7 +21,7 @@ from typing import Any
 import simpy
 
 from sim.accounts import AccountRegistry
-from sim.billing.balances import Balances, debit_split
+from sim.billing.balances import Balances, debit_split, split_debit
 from sim.billing.ledger import Ledger, LedgerEntry, attribute
 from sim.billing.periods import Month
 from sim.billing.pricing import run_operation, session_charge_lines, speech_billing_mode
@@ -91,8 +91,9 @@ class Billing:
         totals = self.ledger.totals
         before = sum(totals(org_id)[:3])
         for line in lines:
-            balances = Balances(*totals(org_id))
-            deltas = debit_split(balances, line.credits, coverable=balances.total - balances.held)
+            rollover, included, granted, held = totals(org_id)
+            pools = (rollover, included, granted)
+            deltas = split_debit(pools, line.credits, coverable=sum(pools) - held)
             self.ledger.append(
                 "charge",
                 org_id,

@@ -82,6 +82,7 @@ class SessionState:
     final_billable_seconds: int | None = None
     charged: bool = False
     barge_ins: int = 0
+    moves: list[tuple[float, int]] = field(default_factory=list)  # transitions while it lives
     generation: int = 0  # bumped on every transition; timers of older generations are stale
     armed_at: float | None = None  # the earliest pending deadline timer, if any
 

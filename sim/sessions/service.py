@@ -328,12 +328,9 @@ class SessionService:
         return state.to_resource(self._clock, self._fps)
 
     def _snapshot(self, row: int) -> Session:
+        state = self._store.state(row)
         return snapshot(
-            self._store.state(row),
-            self._clock.now,
-            self._fps,
-            self.published_tracks,
-            self._history.of(row),
+            state, self._clock.now, self._fps, self.published_tracks, self._history.of(state)
         )
 
     def _open(
@@ -376,7 +373,7 @@ class SessionService:
             resets_on_silence=resets_on_silence,
             created_at=now,
         )
-        self._history.append(state.number, now, "create", transition(None, "create").target)
+        self._history.append(state, now, "create", transition(None, "create").target)
         self._store.add(state)
         self._caps.add(state.key_secret, org_id)
         self._emit(self._move(state, "admit", now), state, now)
@@ -391,7 +388,7 @@ class SessionService:
         state.status = target = row.target
         state.generation += 1
         state.armed_at = None
-        self._history.append(state.number, now, trigger, target)
+        self._history.append(state, now, trigger, target)
         if target in TERMINAL:
             self._caps.remove(state.key_secret, state.org_id)
         return row
@@ -466,6 +463,7 @@ class SessionService:
         if state.first_frame_at is not None and not state.charged:
             self._charge(state, now)
         state.audio = state.heartbeats = None
+        self._history.close(state)
         self._store.archive(state)
 
     def _charge(self, state: SessionState, now: float) -> None:

@@ -1,4 +1,4 @@
-"""The cost rule: a session's scheduled events do not grow with its length (DESIGN, SIM-4)."""
+"""The cost rule: a session's scheduled events do not grow with its length (SIM-4)."""
 
 from __future__ import annotations
 
