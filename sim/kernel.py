@@ -32,6 +32,5 @@ class Kernel:
         clock = Clock(config.epoch)
         streams = RandomStreams(config.seed)
         ids = IdFactory(clock, streams.stream("ids"))
-        return cls(
-            config=config, clock=clock, streams=streams, ids=ids, events=EventLog(clock, ids)
-        )
+        events = EventLog(clock, ids, keep=config.history.events)
+        return cls(config=config, clock=clock, streams=streams, ids=ids, events=events)

@@ -6,7 +6,8 @@ billing, avatars, sessions, runs, assets, webhooks) and exposes each contract op
 ``call``, so driving a scenario either way gives identical records (SIM-7).
 
 Cross-cutting rules live here, once: which operations are public, per-key rate limits
-(GAP-LIM-1) and idempotent creates (GAP-LIM-2). Services do the rest and raise ``DomainError``.
+(GAP-LIM-1), idempotent creates (GAP-LIM-2) and the API log. Services do the rest and raise
+``DomainError``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from sim.accounts import AccountRegistry, Caller
 from sim.admin import PlatformAdmin
+from sim.apilog import ApiCall, ApiLog
 from sim.avatars.service import AvatarService
 from sim.billing.service import Billing
 from sim.config import SimConfig
@@ -27,6 +29,7 @@ from sim.kernel import Kernel
 from sim.ratelimit import RateLimiter
 from sim.runs.assets import AssetService
 from sim.runs.service import RunService
+from sim.sessions.rollup import status_body
 from sim.sessions.service import SessionService
 from sim.webhooks import WebhookDispatcher
 
@@ -44,17 +47,6 @@ class Outcome:
     media_type: str = "application/json"
     replayed: bool = False
     rate: RateSnapshot | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ApiCall:
-    """One entry of the API log: what was asked, by whom, and how it ended (SIM-2)."""
-
-    at: float
-    operation_id: str
-    org_id: str | None
-    outcome: str  # "ok", "replayed" or the error code
-    error_type: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +114,7 @@ class Platform:
         # Request ids come from their own stream so HTTP traffic never shifts domain ids.
         self._request_ids = IdFactory(kernel.clock, kernel.streams.stream("request_ids"))
         self._limiters = self._build_limiters()
-        self.api_log: list[ApiCall] = []
+        self.api_log = ApiLog(kernel.config.history.api_log_size)
         self.admin = PlatformAdmin(self)
 
     @classmethod
@@ -130,9 +122,6 @@ class Platform:
         return cls(Kernel.create(config))
 
     # -- the door ------------------------------------------------------------------------------
-
-    def is_public(self, operation_id: str) -> bool:
-        return OPERATIONS[operation_id].public
 
     def authenticate(self, authorization: str | None) -> Caller:
         return self.accounts.authenticate(authorization)
@@ -200,7 +189,7 @@ class Platform:
     def _log(
         self, operation_id: str, org_id: str | None, outcome: str, error_type: str | None
     ) -> None:
-        self.api_log.append(ApiCall(self.clock.now, operation_id, org_id, outcome, error_type))
+        self.api_log.append(self.clock.now, operation_id, org_id, outcome, error_type)
 
     def _build_limiters(self) -> dict[str, RateLimiter]:
         rate = self.config.limits.rate
@@ -219,7 +208,10 @@ class Platform:
     # -- operations: each parses nothing and delegates to one service --------------------------
 
     def op_get_status(self, caller: Caller | None, params: dict[str, Any]) -> dict[str, Any]:
-        return self.sessions.platform_status()
+        sessions = self.sessions
+        return status_body(
+            sessions.pool_status(), self.config.scheduler.workers, sessions.faults, self.clock
+        )
 
     def op_list_plans(self, caller: Caller | None, params: dict[str, Any]) -> dict[str, Any]:
         return self.billing.plans()

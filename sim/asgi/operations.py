@@ -20,7 +20,6 @@ Refusals are raised as ``DomainError`` and rendered by the app's one exception h
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl
@@ -272,8 +271,3 @@ def _param_key(header: str) -> str:
 
 def _is_binary(field: Mapping[str, Any]) -> bool:
     return field.get("format") == "binary" or any(hint in field for hint in _BINARY_HINTS)
-
-
-def retry_after_seconds(delay: float) -> str:
-    """Whole seconds, rounded up and at least one (``Retry-After``)."""
-    return str(max(math.ceil(delay), 1))

@@ -24,12 +24,12 @@ from sim.accounts import AccountRegistry, Caller
 from sim.config import ModelConfig
 from sim.errors import Conflict, NotFound, PermissionDenied, RateLimited
 from sim.kernel import Kernel
-from sim.pagination import newest_first_page, validate_limit
+from sim.pagination import paginate, validate_limit
 from sim.ports import BillingPort, RunCharge
 from sim.rng import sample
 from sim.runs.assets import AssetService, Modality
 from sim.runs.capacity import RunSlots
-from sim.runs.catalog import CATALOG, PortraitVideoInput, find_model, render_model
+from sim.runs.catalog import CATALOG, PortraitVideoInput, find_model
 from sim.runs.content import StoredBytes
 from sim.runs.deletion import PurgeQueue
 from sim.runs.eta import Eta, remaining_time
@@ -95,7 +95,7 @@ class RunService:
         del caller
         return {
             "object": "list",
-            "data": [render_model(spec, self._model_config(spec.id)) for spec in CATALOG],
+            "data": [spec.to_resource(self._model_config(spec.id)) for spec in CATALOG],
         }
 
     def _model_config(self, model_id: str) -> ModelConfig | None:
@@ -349,8 +349,8 @@ class RunService:
 
     def list(self, caller: Caller, *, limit: int, starting_after: str | None) -> dict[str, Any]:
         caller.require("runs:read")
-        return newest_first_page(
-            self._by_org.get(caller.org_id, []),
+        return paginate(
+            self._by_org.get(caller.org_id, [])[::-1],
             limit=limit,
             starting_after=starting_after,
             limits=self._kernel.config.limits,
