@@ -22,6 +22,7 @@ from typing import Any
 
 import simpy
 
+from harness.runner.door import Door
 from harness.runner.records import CallRecord, ClientRecord
 from harness.scenarios.model import RUN_MODELS, ClientBehaviour, RunMix, SessionProfile
 from sim.accounts import Caller
@@ -74,6 +75,7 @@ class ClientPool:
     behaviour: ClientBehaviour
     profile: SessionProfile
     streams: _Streams
+    door: Door  # the platform itself, or its HTTP facade (harness.runner.door)
     calls: list[CallRecord] = field(default_factory=list)
     clients: list[ClientRecord] = field(default_factory=list)
     _waiters: dict[str, simpy.Event] = field(default_factory=dict)
@@ -81,7 +83,11 @@ class ClientPool:
 
     @classmethod
     def create(
-        cls, platform: Platform, behaviour: ClientBehaviour, profile: SessionProfile
+        cls,
+        platform: Platform,
+        behaviour: ClientBehaviour,
+        profile: SessionProfile,
+        door: Door | None = None,
     ) -> ClientPool:
         stream = platform.kernel.streams.stream
         streams = _Streams(
@@ -90,7 +96,7 @@ class ClientPool:
             audio=stream("scenario.audio"),
             backoff=stream("scenario.backoff"),
         )
-        pool = cls(platform, behaviour, profile, streams)
+        pool = cls(platform, behaviour, profile, streams, platform if door is None else door)
         platform.kernel.events.subscribe(pool._on_event)
         return pool
 
@@ -128,13 +134,15 @@ class ClientPool:
 
     # -- one session's customer -------------------------------------------------------------
 
-    def _session_body(self, client: int, quality: str, surface: str) -> dict[str, Any]:
+    def _session_body(
+        self, client: int, quality: str, surface: str, length: float
+    ) -> dict[str, Any]:
         profile = self.profile
         body: dict[str, Any] = {"avatar_id": profile.avatar_id, "quality": quality}
         if profile.idle_timeout_seconds is not None:
             body["idle_timeout_seconds"] = profile.idle_timeout_seconds
-        if profile.max_duration_seconds is not None:
-            body["max_duration_seconds"] = profile.max_duration_seconds
+        limits = self.platform.config.limits
+        body["max_duration_seconds"] = profile.max_duration_for(length, limits)
         if surface != "pipecat":
             body["transport"] = {
                 "type": "livekit",
@@ -148,18 +156,18 @@ class ClientPool:
         self, client: int, org: OrgHandle, quality: str, surface: str, length: float
     ) -> Generator[simpy.Event, Any, None]:
         arrived = float(self.env.now)
-        body = self._session_body(client, quality, surface)
-        platform = self.platform
+        body = self._session_body(client, quality, surface, length)
+        platform, door = self.platform, self.door
 
         def create(caller: Caller, key: str | None) -> tuple[dict[str, Any], bool]:
             if surface == "api":
                 params: dict[str, Any] = {"body": body}
                 if key is not None:
                     params["idempotency_key"] = key
-                answer = platform.call("createSession", caller, params)
+                answer = door.call("createSession", caller, params)
                 return _json(answer.body), answer.replayed
             if surface == "pipecat":
-                answer = platform.call("createPipecatSession", caller, {"body": body})
+                answer = door.call("createPipecatSession", caller, {"body": body})
                 return _json(_json(answer.body)["session"]), False
             # Dashboard surfaces are created by the service's own front ends (GAP-SES-10).
             return platform.sessions.create(caller, body, billing_surface=surface), False
@@ -194,7 +202,7 @@ class ClientPool:
         del self._waiters[session_id]
         at = float(self.env.now)
         try:
-            platform.call("endSession", caller, {"session_id": session_id})
+            door.call("endSession", caller, {"session_id": session_id})
         except DomainError as error:  # pragma: no cover - the owner may always end its session
             outcome = error.code
         else:
@@ -226,13 +234,13 @@ class ClientPool:
             : mix.characters
         ]
         body = {"input": {RUN_MODELS[mix.model]: text}}
-        platform = self.platform
+        door = self.door
 
         def create(caller: Caller, key: str | None) -> tuple[dict[str, Any], bool]:
             params: dict[str, Any] = {"model_id": mix.model, "body": body}
             if key is not None:
                 params["idempotency_key"] = key
-            answer = platform.call("createRun", caller, params)
+            answer = door.call("createRun", caller, params)
             return _json(answer.body), answer.replayed
 
         key_index, caller = org.take_key()

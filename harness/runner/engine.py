@@ -10,7 +10,7 @@ scenario and seed give identical tables (SIM-2).
 from __future__ import annotations
 
 import math
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,8 @@ import simpy
 
 from harness.runner.arrivals import arrival_times, poisson_times
 from harness.runner.clients import ClientPool, OrgHandle
+from harness.runner.door import Door
+from harness.runner.faults import start_faults
 from harness.scenarios.model import Scenario
 from sim.platform import Platform
 from sim.sessions.scheduler import PoolStatus
@@ -154,13 +156,15 @@ def _usage(
     return tuple(out)
 
 
-def install(platform: Platform, scenario: Scenario) -> Installed:
+def install(platform: Platform, scenario: Scenario, door: Door | None = None) -> Installed:
     """Create the scenario's organizations on ``platform`` and start its traffic: arrivals and
     runs become SimPy processes on the platform's clock, so they unfold as the clock advances,
-    whoever advances it (``simulate`` below, or the wall-clock driver of ``avatar-sim serve``)."""
+    whoever advances it (``simulate`` below, or the wall-clock driver of ``avatar-sim serve``).
+    Clients call through ``door`` (default: ``platform.call``; see ``harness.runner.door``)."""
     env = platform.clock.env
     orgs, accounts = _organizations(platform, scenario)
-    pool = ClientPool.create(platform, scenario.client, scenario.sessions)
+    pool = ClientPool.create(platform, scenario.client, scenario.session_profile(), door)
+    start_faults(platform, scenario.faults)
     weights = [o.weight for o in scenario.organizations]
     env.process(_dispatch(env, pool, _schedule(scenario, platform, orgs), orgs, weights))
     if scenario.runs:
@@ -168,16 +172,31 @@ def install(platform: Platform, scenario: Scenario) -> Installed:
     return Installed(orgs, accounts, pool)
 
 
-def simulate(scenario: Scenario, seed: int | None = None) -> RawRun:
-    """Run ``scenario`` (with ``seed``, default the file's) and return its raw records."""
+def simulate(
+    scenario: Scenario,
+    seed: int | None = None,
+    *,
+    door: Callable[[Platform], Door] | None = None,
+    progress: Callable[[float], None] | None = None,
+) -> RawRun:
+    """Run ``scenario`` (with ``seed``, default the file's) and return its raw records.
+
+    ``door`` builds the door the clients use from the platform (default: ``Platform.call``);
+    ``progress`` is told the simulated time after each hundredth of the run (advancing in steps
+    runs exactly the same events as advancing at once).
+    """
     run_seed = scenario.seed if seed is None else seed
     platform = Platform.create(scenario.sim_config(run_seed))
-    installed = install(platform, scenario)
+    installed = install(platform, scenario, None if door is None else door(platform))
     end = scenario.duration + scenario.cooldown
     samples: list[PoolStatus] = []
     env = platform.clock.env
     env.process(_sampler(env, platform, scenario.sample_every, end, samples))
-    platform.clock.advance_to(end)
+    steps = 1 if progress is None else 100
+    for step in range(1, steps + 1):
+        platform.clock.advance_to(end * step / steps)
+        if progress is not None:
+            progress(float(platform.clock.now))
     orgs = installed.organizations
     usage = _usage(platform, scenario, orgs, end)
     return RawRun(scenario, run_seed, platform, orgs, installed.pool, tuple(samples), usage, end)
