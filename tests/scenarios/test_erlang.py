@@ -241,9 +241,7 @@ def test_deterministic_patience_agrees_with_a_bare_simpy_queue() -> None:
     servers, rate, mean, patience = 3, 0.5, 10.0, 15.0  # a = 5 > c: abandonment matters
     theory = mmc_deterministic_patience(servers, rate, mean, patience)
     runs = [_simpy_mmc_d(servers, rate, mean, patience, 6000, seed) for seed in range(8)]
-    for index, expected in enumerate(
-        (theory.p_wait, theory.p_abandon, theory.mean_wait_served)
-    ):
+    for index, expected in enumerate((theory.p_wait, theory.p_abandon, theory.mean_wait_served)):
         values = [run[index] for run in runs]
         z = (statistics.fmean(values) - expected) / (statistics.stdev(values) / math.sqrt(8))
         assert abs(z) < 4, (index, statistics.fmean(values), expected, z)
