@@ -11,23 +11,23 @@ Assumptions, stated once: Poisson arrivals of rate λ; ``c`` identical servers; 
 - **Erlang C** (M/M/c): customers wait with infinite patience; needs exponential holding times
   and ``a < c``.
 - **M/M/c+G** (customers abandon once they have waited longer than their patience). With
-  ``E = 1 / B(c-1, a)`` and ``J = ∫₀^∞ exp(λ·H(x) − cμx) dx``, ``H(x) = ∫₀^x P(patience > u) du``:
+  ``E = 1 / B(c-1, a)`` and ``J = ∫₀^∞ exp(λ·H(x) - cμx) dx``, ``H(x) = ∫₀^x P(patience > u) du``:
 
       P(wait > 0) = λJ / (E + λJ)
-      P(abandon)  = (1 + (λ − cμ)·J) / (E + λJ)
+      P(abandon)  = (1 + (λ - cμ)·J) / (E + λJ)
 
   (A. Zeltyn and A. Mandelbaum, "Call centers with impatient customers: many-server asymptotics
-  of the M/M/n+G queue", Queueing Systems 51 (2005) 361–402, section 2; the same formulas follow
+  of the M/M/n+G queue", Queueing Systems 51 (2005) 361-402, section 2; the same formulas follow
   from the level-crossing equation of the virtual waiting time, O. J. Boxma and P. R. de Waal,
   "Multiserver queues with impatient customers", ITC 14, 1994.)
 
   * **M/M/c+D**: every customer has the same patience τ, as a session has the same start-up
-    timeout. Then ``J = (1 − e^{−δτ})/δ + e^{−δτ}/(cμ)`` with ``δ = cμ − λ``, and the virtual
-    waiting time has density ``∝ λ e^{−δv}`` below τ: a customer arriving when it is below τ is
+    timeout. Then ``J = (1 - e^{-δτ})/δ + e^{-δτ}/(cμ)`` with ``δ = cμ - λ``, and the virtual
+    waiting time has density ``∝ λ e^{-δv}`` below τ: a customer arriving when it is below τ is
     served after waiting it, the others abandon at τ. This is exactly the simulator's queue
     policy with ``startup_timeout_seconds = τ`` and no queue bound.
   * **Erlang A** (M/M/c+M): exponential patience of mean 1/θ. Then
-    ``J = e^{λ/θ} (λ/θ)^{−cμ/θ} γ(cμ/θ, λ/θ) / θ`` (γ the lower incomplete gamma function), and
+    ``J = e^{λ/θ} (λ/θ)^{-cμ/θ} gamma(cμ/θ, λ/θ) / θ`` (gamma the lower incomplete gamma function), and
     the mean wait is ``P(abandon)/θ`` (Little's law on the abandonment flow).
 """
 
@@ -116,10 +116,10 @@ def mmc_deterministic_patience(
     # Everything below is in units of the density at 0+ (λ·p_{c-1}), scaled by ``s`` so that
     # no exponential overflows: s = 1 when delta >= 0, else e^{delta·tau} (<= 1).
     s = 1.0 if delta >= 0 else math.exp(delta * tau)
-    tail = math.exp(-delta * tau) if delta >= 0 else 1.0  # e^{−δτ}·s, <= 1 in both cases
+    tail = math.exp(-delta * tau) if delta >= 0 else 1.0  # e^{-δτ}·s, <= 1 in both cases
 
     def integral(power: int) -> float:
-        """∫₀^τ v^power e^{−δv} dv · s, for power 0 and 1."""
+        """∫₀^τ v^power e^{-δv} dv · s, for power 0 and 1."""
         if abs(delta * tau) < 1e-9:
             return (tau ** (power + 1) / (power + 1)) * s
         if power == 0:

@@ -33,6 +33,6 @@ __all__ = [
     "run_task",
     "set_path",
     "t_interval",
-    "wilson_interval",
     "tasks_of",
+    "wilson_interval",
 ]

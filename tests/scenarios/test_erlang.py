@@ -102,7 +102,7 @@ def test_a_loss_system_blocks_as_erlang_b_predicts() -> None:
 
 
 def _general_j(servers: int, rate: float, mu: float, survival_integral: Any) -> float:
-    """J of the M/M/n+G formulas by numerical quadrature of exp(λ·H(x) − cμx)."""
+    """J of the M/M/n+G formulas by numerical quadrature of exp(λ·H(x) - cμx)."""
     value, _error = integrate.quad(
         lambda x: math.exp(rate * survival_integral(x) - servers * mu * x), 0, math.inf, limit=200
     )
@@ -128,7 +128,7 @@ def test_deterministic_patience_matches_the_general_formula_by_quadrature(
     got = mmc_deterministic_patience(servers, rate, mean_service, patience)
     p_wait, p_abandon = _general(servers, rate, 1 / mean_service, lambda x: min(x, patience))
     assert got.p_wait == pytest.approx(p_wait, rel=1e-6)
-    # The published form computes P(abandon) as 1 + (λ − cμ)J, which cancels when it is tiny.
+    # The published form computes P(abandon) as 1 + (λ - cμ)J, which cancels when it is tiny.
     assert got.p_abandon == pytest.approx(p_abandon, rel=1e-6, abs=1e-9)
 
 
@@ -187,7 +187,7 @@ def test_erlang_a_limits_and_bad_input() -> None:
     assert erlang_a(c, 0.0, mean, 10.0).p_wait == 0
     assert mmc_deterministic_patience(c, 0.0, mean, 10.0).p_abandon == 0
     for bad in ((0, 1.0, 1.0, 1.0), (1, -1.0, 1.0, 1.0), (1, 1.0, 0.0, 1.0), (1, 1.0, 1.0, 0.0)):
-        with pytest.raises(ValueError, match="must be|needed"):
+        with pytest.raises(ValueError, match=r"must be|needed"):
             erlang_a(*bad)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="patience"):
         mmc_deterministic_patience(1, 1.0, 1.0, -1.0)
