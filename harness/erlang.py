@@ -27,8 +27,8 @@ Assumptions, stated once: Poisson arrivals of rate λ; ``c`` identical servers; 
     served after waiting it, the others abandon at τ. This is exactly the simulator's queue
     policy with ``startup_timeout_seconds = τ`` and no queue bound.
   * **Erlang A** (M/M/c+M): exponential patience of mean 1/θ. Then
-    ``J = e^{λ/θ} (λ/θ)^{-cμ/θ} gamma(cμ/θ, λ/θ) / θ`` (gamma the lower incomplete gamma function), and
-    the mean wait is ``P(abandon)/θ`` (Little's law on the abandonment flow).
+    ``J = e^{λ/θ} (λ/θ)^{-cμ/θ} gamma(cμ/θ, λ/θ) / θ`` (the lower incomplete gamma function),
+    and the mean wait is ``P(abandon)/θ`` (Little's law on the abandonment flow).
 """
 
 from __future__ import annotations
