@@ -47,6 +47,7 @@ class Metric:
     kind: Kind
     numerator: str | None = None
     denominator: str | None = None
+    whole: bool = False  # a whole number whatever its kind (billable seconds are integers)
 
     @property
     def bounds(self) -> tuple[float, float]:
@@ -96,7 +97,7 @@ METRICS: dict[str, Metric] = {
         "placed sessions that waited at all / placed sessions", "waited_sessions", "placed_sessions"
     ),
     "mean_utilization": Metric("mean busy / capacity over the samples", "fraction"),
-    "billable_seconds": Metric("billable seconds of every session", "seconds"),
+    "billable_seconds": Metric("billable seconds of every session", "seconds", whole=True),
     "credits_charged": Metric("credits charged (ledger usage rows)", "credits"),
 }
 
@@ -163,8 +164,9 @@ def format_value(metric: str, value: float) -> str:
     decimals, seconds with two; ``n/a`` when undefined."""
     if math.isnan(value):
         return "n/a"
-    kind = METRICS[metric].kind if metric in METRICS else "seconds"
-    if kind in ("count", "credits"):
+    spec = METRICS.get(metric)
+    kind = spec.kind if spec is not None else "seconds"
+    if kind in ("count", "credits") or (spec is not None and spec.whole):
         return f"{value:,.0f}"
     if kind in ("proportion", "fraction"):
         return f"{value:.4f}"

@@ -28,7 +28,15 @@ from scipy import stats
 
 from harness.runner.metrics import METRICS
 
-__all__ = ["CONFIDENCE", "METHODS", "aggregate", "clip", "t_interval", "wilson_interval"]
+__all__ = [
+    "CONFIDENCE",
+    "METHODS",
+    "METHOD_LABELS",
+    "aggregate",
+    "clip",
+    "t_interval",
+    "wilson_interval",
+]
 
 CONFIDENCE = 0.95
 
@@ -36,6 +44,11 @@ CONFIDENCE = 0.95
 METHODS: dict[str, str] = {
     "wilson": "Wilson score interval on the counts pooled over the replications",
     "t-clipped": "Student t interval over the replications, clipped to the metric's range",
+}
+#: ``method`` → a few words for a figure's title.
+METHOD_LABELS: dict[str, str] = {
+    "wilson": "Wilson intervals (pooled counts)",
+    "t-clipped": "t intervals (clipped to range)",
 }
 
 

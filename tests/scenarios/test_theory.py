@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -83,7 +82,9 @@ def replications() -> dict[tuple[str, float], list[dict[str, Any]]]:
         for r in range(REPLICATIONS)
     ]
     rows = run_local(tasks, workers=2, progress=False)
-    return {variant: [row for row in rows if row["point"] == i] for i, variant in enumerate(variants)}
+    return {
+        variant: [row for row in rows if row["point"] == i] for i, variant in enumerate(variants)
+    }
 
 
 def _z(rows: list[dict[str, Any]], check: str) -> dict[str, float]:
@@ -91,7 +92,6 @@ def _z(rows: list[dict[str, Any]], check: str) -> dict[str, float]:
         metric: z_statistic([row[metric] for row in rows], expected)
         for metric, expected in CHECKS[check][4].items()
     }
-
 
 
 @pytest.mark.req("NB-4", "SIM-3")
