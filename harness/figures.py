@@ -112,22 +112,45 @@ def _stacked_bars(ax: Axes, table: pd.DataFrame, every: str) -> None:
         bottom = values if bottom is None else bottom + values
 
 
+def _per_interval(
+    result: RunResult,
+    rows: pd.DataFrame,
+    *,
+    at: str,
+    by: str,
+    every: str,
+    timezone: str,
+    ylabel: str,
+    title: str,
+) -> Figure:
+    """``rows`` counted per interval of their ``at`` column, stacked by ``by``, with the pool's
+    capacity changes marked."""
+    figure, ax = _new()
+    if len(rows):
+        table = (
+            rows.assign(bin=_binned(rows[at], every, timezone), one=1)
+            .pivot_table(index="bin", columns=by, values="one", aggfunc="sum")
+            .fillna(0)
+        )
+        _stacked_bars(ax, table, every)
+    else:
+        ax.plot([], [], label="none")
+    _mark_capacity(ax, result.utilization, timezone)
+    _time_axis(ax, timezone)
+    _counts(ax, ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8, ncols=2)
+    return figure
+
+
 def sessions_by_status(result: RunResult, *, every: str = "10min", timezone: str = "UTC") -> Figure:
     """Sessions created per interval, stacked by the status they ended in."""
     sessions = result.sessions
-    figure, ax = _new()
-    table = (
-        sessions.assign(bin=_binned(sessions["created_at"], every, timezone))
-        .pivot_table(index="bin", columns="status", values="session_id", aggfunc="count")
-        .fillna(0)
-    )
-    _stacked_bars(ax, table, every)
-    _mark_capacity(ax, result.utilization, timezone)
-    _time_axis(ax, timezone)
-    _counts(ax, f"sessions created per {every}")
-    ax.set_title(f"Sessions by final status (n = {len(sessions):,} sessions)")
-    ax.legend(fontsize=8, ncols=2)
-    return figure
+    return _per_interval(
+        result, sessions, at="created_at", by="status", every=every, timezone=timezone,
+        ylabel=f"sessions created per {every}",
+        title=f"Sessions by final status (n = {len(sessions):,} sessions)",
+    )  # fmt: skip
 
 
 def startup_waits(result: RunResult, *, bins: int = 40) -> Figure:
@@ -170,22 +193,11 @@ def refusals_over_time(result: RunResult, *, every: str = "10min", timezone: str
     """Refused requests per interval, stacked by error code."""
     calls = result.api_calls
     refused = calls[~calls["outcome"].isin(["ok", "replayed"])]
-    figure, ax = _new()
-    if len(refused):
-        table = (
-            refused.assign(bin=_binned(refused["at"], every, timezone))
-            .pivot_table(index="bin", columns="outcome", values="client", aggfunc="count")
-            .fillna(0)
-        )
-        _stacked_bars(ax, table, every)
-    else:
-        ax.plot([], [], label="no refusals")
-    _mark_capacity(ax, result.utilization, timezone)
-    _time_axis(ax, timezone)
-    _counts(ax, f"refused requests per {every}")
-    ax.set_title(f"Refusals by code (n = {len(refused):,} of {len(calls):,} requests)")
-    ax.legend(fontsize=8, ncols=2)
-    return figure
+    return _per_interval(
+        result, refused, at="at", by="outcome", every=every, timezone=timezone,
+        ylabel=f"refused requests per {every}",
+        title=f"Refusals by code (n = {len(refused):,} of {len(calls):,} requests)",
+    )  # fmt: skip
 
 
 def credits_per_day(result: RunResult, *, timezone: str = "UTC") -> Figure:

@@ -26,18 +26,14 @@ from tests.scenarios.helpers import small
 matplotlib.use("Agg")
 
 
-@pytest.fixture(scope="module")
-def demo_out(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    out = tmp_path_factory.mktemp("demo")
-    assert cli.main(["demo", "--out", str(out), "--no-progress"]) == 0
-    return out, ""
-
-
 @pytest.mark.req("NB-2", "SIM-9", "SIM-7")
 def test_the_demo_writes_a_report_with_figures_and_every_table(
-    demo_out: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    out, _ = demo_out
+    out = tmp_path / "demo"
+    assert cli.main(["demo", "--out", str(out), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert f"Report: {out / 'report.md'}" in printed
     report = (out / "report.md").read_text(encoding="utf-8")
     for stem in FIGURES:
         assert f"](figures/{stem}.png)" in report
@@ -59,7 +55,7 @@ def test_the_demo_writes_a_report_with_figures_and_every_table(
 
 
 @pytest.mark.req("NB-2")
-def test_every_report_figure_is_labelled(demo_out: tuple[Path, str]) -> None:
+def test_every_report_figure_is_labelled() -> None:
     scenario = load_scenario(example("scenarios", "default.yaml"))
     result = run_scenario(scenario)
     for stem, (_caption, draw) in FIGURES.items():
