@@ -58,6 +58,7 @@ def scenario_data(check: str, boot_seconds: float = 0.0) -> dict[str, Any]:
         "warmup": WARMUP,
         "measure": minutes * 60,
         "duration": WARMUP + minutes * 60,
+        "cooldown": 60,  # every measured arrival is placed or times out before the run ends
         "sample_every": "1m",
         "config.scheduler.worker_boot.value": boot_seconds,
     }.items():
@@ -115,3 +116,33 @@ def test_one_second_of_startup_latency_is_rejected(
     """The same statistics see a 1 s worker boot left on: at least one |z| exceeds the bound."""
     z = _z(replications[(check, 1.0)], check)
     assert max(abs(v) for v in z.values()) > Z_CRITICAL, z
+
+
+@pytest.mark.slow
+@pytest.mark.req("NB-4")
+@pytest.mark.parametrize("check", list(CHECKS))
+def test_the_simulator_matches_theory_at_the_files_own_scale(check: str) -> None:
+    """The example files as they are (sessions of 180 s on average, 6 hours), 10 replications."""
+    file, workers, load, _minutes, _theory = CHECKS[check]
+    data: Any = load_yaml(example("scenarios", file))
+    mean = 180.0
+    for path, value in {"config.scheduler.workers": workers,
+                        "arrivals[0].rate_per_hour": load / mean * 3600}.items():  # fmt: skip
+        data = set_path(data, path, value)
+    scenario = parse_scenario(data, check)
+    expected = {
+        "erlang_b": {"first_attempt_at_capacity_rate": erlang_b(workers, load)},
+        "erlang_c": {
+            "wait_probability": erlang_c(workers, load),
+            "mean_wait_seconds": mean_wait_mmc(workers, load, mean),
+        },
+        "patience": {
+            "no_capacity_rate": mmc_deterministic_patience(
+                workers, load / mean, mean, scenario.sim_config().limits.startup_timeout_seconds
+            ).p_abandon
+        },
+    }[check]
+    tasks = [Task(0, r, replication_seed(7, r), {}, data) for r in range(10)]
+    rows = run_local(tasks, workers=2, progress=False)
+    z = {m: z_statistic([row[m] for row in rows], e) for m, e in expected.items()}
+    assert all(abs(v) < Z_CRITICAL for v in z.values()), z
