@@ -9,10 +9,13 @@ check passes when every |z| < ``Z_CRITICAL``, the two-sided 0.1 % quantile of St
 R - 1 degrees of freedom (the spread is estimated from the R replications themselves, so the
 normal quantile would be too tight).
 
-That is tight enough to see a real bias: with one second of worker start-up latency left on (a
-holding time 20 % longer than the length the client planned), each check fails, which the last
-test proves. The old single-run check allowed about 15 % of relative error; these statistics
-reject a shift of a few per cent of the blocking probability.
+The bound is set by the replications' own spread, so it is honest about what the runs can
+tell: with these sizes it lies about 0.04 from Erlang B's blocking of 0.20, 0.09 from the
+M/M/c+D abandonment of 0.21 and 0.16 from Erlang C's 0.38 (waits in an M/M/c queue come in long
+correlated busy periods). That is enough to see a real modelling bias: one second of worker
+start-up latency left on (a holding time 20 % longer than the length the client planned)
+shifts every check past its bound, which the second test proves. The slow variant measures four
+times longer for bounds twice as tight.
 """
 
 from __future__ import annotations
@@ -124,28 +127,11 @@ def test_one_second_of_startup_latency_is_rejected(
 @pytest.mark.slow
 @pytest.mark.req("NB-4")
 @pytest.mark.parametrize("check", list(CHECKS))
-def test_the_simulator_matches_theory_at_the_files_own_scale(check: str) -> None:
-    """The example files as they are (sessions of 180 s on average, 6 hours)."""
-    file, workers, load, _minutes, _theory = CHECKS[check]
-    data: Any = load_yaml(example("scenarios", file))
-    mean = 180.0
-    for path, value in {"config.scheduler.workers": workers,
-                        "arrivals[0].rate_per_hour": load / mean * 3600}.items():  # fmt: skip
-        data = set_path(data, path, value)
-    scenario = parse_scenario(data, check)
-    expected = {
-        "erlang_b": {"first_attempt_at_capacity_rate": erlang_b(workers, load)},
-        "erlang_c": {
-            "wait_probability": erlang_c(workers, load),
-            "mean_wait_seconds": mean_wait_mmc(workers, load, mean),
-        },
-        "patience": {
-            "no_capacity_rate": mmc_deterministic_patience(
-                workers, load / mean, mean, scenario.sim_config().limits.startup_timeout_seconds
-            ).p_abandon
-        },
-    }[check]
+def test_the_simulator_matches_theory_over_longer_runs(check: str) -> None:
+    """The same checks measuring four times longer: bounds about twice as tight."""
+    minutes = CHECKS[check][3] * 4
+    data = set_path(scenario_data(check), "measure", minutes * 60)
+    data = set_path(data, "duration", WARMUP + minutes * 60)
     tasks = [Task(0, r, replication_seed(7, r), {}, data) for r in range(REPLICATIONS)]
-    rows = run_local(tasks, workers=2, progress=False)
-    z = {m: z_statistic([row[m] for row in rows], e) for m, e in expected.items()}
+    z = _z(run_local(tasks, workers=2, progress=False), check)
     assert all(abs(v) < Z_CRITICAL for v in z.values()), z
