@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from matplotlib.figure import Figure
+
 from harness.collect import RunResult, collect
 from harness.figures import (
     capacity_changes,
@@ -31,7 +33,7 @@ from sim.platform import Platform
 __all__ = ["FIGURES", "render_report", "run_over_http", "write_report"]
 
 #: File stem → (caption, what it draws).
-FIGURES: dict[str, tuple[str, Callable[[RunResult], object]]] = {
+FIGURES: dict[str, tuple[str, Callable[[RunResult], Figure]]] = {
     "sessions_by_status": ("Sessions by final status over time", sessions_by_status),
     "startup_waits": ("Start-up wait distribution", startup_waits),
     "pool": ("Pool utilization against capacity", pool_over_time),
@@ -118,8 +120,10 @@ def write_report(
     """Write ``report.md``, ``figures/*.png`` and ``tables/*.parquet`` under ``out``."""
     figures, tables = out / "figures", out / "tables"
     figures.mkdir(parents=True, exist_ok=True)
-    written = [save_figure(draw(result), figures / f"{stem}.png")  # type: ignore[arg-type]
-               for stem, (_caption, draw) in FIGURES.items()]  # fmt: skip
+    written = [
+        save_figure(draw(result), figures / f"{stem}.png")
+        for stem, (_caption, draw) in FIGURES.items()
+    ]
     written += result.write_parquet(tables)
     report = out / "report.md"
     report.write_text(

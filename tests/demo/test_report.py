@@ -60,7 +60,7 @@ def test_every_report_figure_is_labelled() -> None:
     result = run_scenario(scenario)
     for stem, (_caption, draw) in FIGURES.items():
         figure = draw(result)
-        assert check_figure(figure) == [], stem  # type: ignore[arg-type]
+        assert check_figure(figure) == [], stem
 
 
 @pytest.mark.req("SIM-7")
