@@ -31,8 +31,11 @@ trace: $(STAMP)
 	-$(PY) -m pytest -q -m "not slow" --req-report .trace/results.json $(PYTEST_ARGS)
 	$(PY) -m harness trace .trace/results.json
 
+# JupyterLab refuses to start as root unless told so (containers often run as root).
+LAB_FLAGS := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab notebooks/
+	$(VENV)/bin/jupyter lab $(LAB_FLAGS) notebooks/
 
 bench: $(STAMP)
 	$(PY) -m bench

@@ -1,20 +1,23 @@
-"""``avatar-sim demo``: a short scripted day of the simulated service, end to end (issue 6).
+"""``avatar-sim demo``: a scripted day, then the default scenario with a report (the showcase).
 
 Why it exists: it is the first real job the project does for a user, and the smoke test of the
-whole stack. Four organizations on different plans use the service through the in-process HTTP
-facade (``httpx.AsyncClient`` over ``httpx.ASGITransport``, the same seam the conformance harness
-uses against a real URL), with the manual clock moved through ``POST /_sim/clock/advance``. The
-day shows each behaviour a customer meets: sessions ended by the client, by the idle timeout and
-by the max-duration ceiling; a create refused by the per-key concurrency cap; the eleventh create
-in a minute refused by the rate limit; a session failing ``no_capacity`` while the fleet is down
-(an admin fault); an idempotent retry; a few runs; a run deletion on a plan that allows it and one
-that does not.
+whole stack. It has two parts. The second runs the default scenario (``scenarios/default.yaml``: a
+busy day for four organizations with a capacity loss) through the HTTP facade, showing its
+progress, and writes ``report.md`` with PNG figures and the Parquet file of every table
+(``harness.report``). The first part is a scripted day: four organizations on different plans use
+the service through the in-process HTTP facade (``httpx.AsyncClient`` over
+``httpx.ASGITransport``, the same seam the conformance harness uses against a real URL), with the
+manual clock moved through ``POST /_sim/clock/advance``. The day shows each behaviour a customer
+meets: sessions ended by the client, by the idle timeout and by the max-duration ceiling; a create
+refused by the per-key concurrency cap; the eleventh create in a minute refused by the rate limit;
+a session failing ``no_capacity`` while the fleet is down (an admin fault); an idempotent retry; a
+few runs; a run deletion on a plan that allows it and one that does not.
 
-It prints a Markdown summary (sessions by final status, the refusals with their codes, credits
-per organization) and writes it with the raw records (CSV and JSON) to ``--out``. Everything is
-on the simulated clock and the seeded streams, so the same ``--seed`` gives byte-identical files.
-The only thing read outside HTTP is the platform's event log, for each session's end reason,
-which the contract carries only in the ``session.ended`` event.
+It prints a Markdown summary (sessions by final status, the refusals with their codes, credits per
+organization) and writes it with the raw records (CSV and JSON) to ``--out``. Everything is on the
+simulated clock and the seeded streams, so the same ``--seed`` gives byte-identical files. The
+only thing read outside HTTP is the platform's event log, for each session's end reason, which the
+contract carries only in the ``session.ended`` event.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -29,7 +33,11 @@ from typing import Any
 
 import httpx
 import pandas as pd
+from tqdm import tqdm
 
+from harness.examples import example
+from harness.report import run_over_http, write_report
+from harness.scenarios import ScenarioError, load_scenario
 from sim.asgi.app import create_app
 from sim.config import SimConfig
 from sim.platform import Platform
@@ -480,21 +488,53 @@ def write_outputs(result: DemoResult, out: Path) -> list[Path]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = (
-        "Play a short scripted day on an in-process simulator through the HTTP facade and "
-        "report sessions by final status, refusals with their codes and credits per organization."
+        "Play a short scripted day on an in-process simulator through the HTTP facade, then run "
+        "a scenario (default: a busy day with a capacity loss) through it and write a report "
+        "with figures and Parquet tables."
     )
     parser.add_argument(
         "--out",
         type=Path,
         default=Path("out/demo"),
-        help="directory for summary.md and the raw records (default %(default)s)",
+        help="directory for report.md, figures/, tables/, summary.md and the raw records "
+        "(default %(default)s)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the simulation (default 0)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the scripted day (default 0)")
+    parser.add_argument(
+        "--scenario",
+        type=Path,
+        default=None,
+        help="scenario file of the report (default: the packaged scenarios/default.yaml)",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        scenario = load_scenario(args.scenario or example("scenarios", "default.yaml"))
+    except ScenarioError as error:
+        print(error, file=sys.stderr)
+        return 2
     result = run_demo(args.seed)
     print(render_summary(result), end="")
     paths = write_outputs(result, args.out)
-    print(f"\nWrote {', '.join(str(p) for p in paths)}")
+    print(f"\nWrote {', '.join(str(p) for p in paths)}\n")
+    end = scenario.duration + scenario.cooldown
+    with tqdm(
+        total=round(end),
+        desc=f"scenario {scenario.name}",
+        unit="sim s",
+        disable=args.no_progress,
+        file=sys.stderr,
+    ) as bar:
+        outcome, requests = run_over_http(
+            scenario, progress=lambda now: bar.update(round(now) - bar.n)
+        )
+    written = write_report(
+        outcome, scenario, args.out, requests=requests, scripted_day="summary.md"
+    )
+    print(
+        f"Scenario {scenario.name}: {len(outcome.sessions):,} sessions, {requests:,} HTTP requests"
+    )
+    print(f"Report: {written[0]} ({len(written) - 1} figures and tables beside it)")
     return 0

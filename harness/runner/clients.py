@@ -24,6 +24,7 @@ from typing import Any
 
 import simpy
 
+from harness.runner.door import Door
 from harness.runner.records import CallLog, ClientLog, Tallies
 from harness.scenarios.model import RUN_MODELS, ClientBehaviour, RunMix, SessionProfile
 from sim.accounts import Caller
@@ -85,6 +86,7 @@ class ClientPool:
     profile: SessionProfile
     streams: _Streams
     tallies: Tallies
+    door: Door  # the platform itself, or its HTTP facade (harness.runner.door)
     calls: CallLog | None = None
     clients: ClientLog | None = None
     talk: TalkSpurts | None = None
@@ -100,6 +102,7 @@ class ClientPool:
         platform: Platform,
         behaviour: ClientBehaviour,
         profile: SessionProfile,
+        door: Door | None = None,
         *,
         logs: bool = True,
         interval: float = 60.0,
@@ -120,6 +123,7 @@ class ClientPool:
             profile,
             streams,
             Tallies(interval),
+            platform if door is None else door,
             calls=CallLog() if logs else None,
             clients=ClientLog() if logs else None,
             talk=talk,
@@ -162,13 +166,15 @@ class ClientPool:
 
     # -- one session's customer -------------------------------------------------------------
 
-    def _session_body(self, client: int, quality: str, surface: str) -> dict[str, Any]:
+    def _session_body(
+        self, client: int, quality: str, surface: str, length: float
+    ) -> dict[str, Any]:
         profile = self.profile
         body: dict[str, Any] = {"avatar_id": profile.avatar_id, "quality": quality}
         if profile.idle_timeout_seconds is not None:
             body["idle_timeout_seconds"] = profile.idle_timeout_seconds
-        if profile.max_duration_seconds is not None:
-            body["max_duration_seconds"] = profile.max_duration_seconds
+        limits = self.platform.config.limits
+        body["max_duration_seconds"] = profile.max_duration_for(length, limits)
         if surface != "pipecat":
             body["transport"] = {
                 "type": "livekit",
@@ -182,18 +188,18 @@ class ClientPool:
         self, client: int, org: OrgHandle, quality: str, surface: str, length: float
     ) -> Generator[simpy.Event, Any, None]:
         arrived = float(self.env.now)
-        body = self._session_body(client, quality, surface)
-        platform = self.platform
+        body = self._session_body(client, quality, surface, length)
+        platform, door = self.platform, self.door
 
         def create(caller: Caller, key: str | None) -> tuple[dict[str, Any], bool]:
             if surface == "api":
                 params: dict[str, Any] = {"body": body}
                 if key is not None:
                     params["idempotency_key"] = key
-                answer = platform.call("createSession", caller, params)
+                answer = door.call("createSession", caller, params)
                 return _json(answer.body), answer.replayed
             if surface == "pipecat":
-                answer = platform.call("createPipecatSession", caller, {"body": body})
+                answer = door.call("createPipecatSession", caller, {"body": body})
                 return _json(_json(answer.body)["session"]), False
             # Dashboard surfaces are created by the service's own front ends (GAP-SES-10).
             return platform.sessions.create(caller, body, billing_surface=surface), False
@@ -234,7 +240,7 @@ class ClientPool:
             return  # the service ended it (at the same instant, at the latest)
         at = float(self.env.now)
         try:
-            platform.call("endSession", caller, {"session_id": session_id})
+            door.call("endSession", caller, {"session_id": session_id})
         except DomainError as error:  # pragma: no cover - the owner may always end its session
             outcome = error.code
         else:
@@ -261,13 +267,13 @@ class ClientPool:
             : mix.characters
         ]
         body = {"input": {RUN_MODELS[mix.model]: text}}
-        platform = self.platform
+        door = self.door
 
         def create(caller: Caller, key: str | None) -> tuple[dict[str, Any], bool]:
             params: dict[str, Any] = {"model_id": mix.model, "body": body}
             if key is not None:
                 params["idempotency_key"] = key
-            answer = platform.call("createRun", caller, params)
+            answer = door.call("createRun", caller, params)
             return _json(answer.body), answer.replayed
 
         key_index, caller = org.take_key()

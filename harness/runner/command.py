@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     result = run_scenario(scenario, seed=args.seed)
     out = Path(args.out)
     result.write_parquet(out)
-    summary = summary_markdown(result)
+    summary = summary_markdown(result, scenario.window())
     (out / "summary.md").write_text(summary, encoding="utf-8")
     print(summary, end="")
     print(f"tables written to {out}/")

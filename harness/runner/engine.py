@@ -16,7 +16,7 @@ gives the same simulation at every level.
 from __future__ import annotations
 
 import math
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
@@ -25,6 +25,8 @@ import simpy
 
 from harness.runner.arrivals import arrival_times, poisson_times
 from harness.runner.clients import ClientPool, OrgHandle
+from harness.runner.door import Door
+from harness.runner.faults import start_faults
 from harness.scenarios.model import Scenario
 from sim.config import HistoryConfig, SimConfig
 from sim.platform import Platform
@@ -171,19 +173,28 @@ def _usage(
     return tuple(out)
 
 
-def install(platform: Platform, scenario: Scenario, *, logs: bool | None = None) -> Installed:
+def install(
+    platform: Platform, scenario: Scenario, door: Door | None = None, *, logs: bool | None = None
+) -> Installed:
     """Create the scenario's organizations on ``platform`` and start its traffic: arrivals and
     runs become SimPy processes on the platform's clock, so they unfold as the clock advances,
     whoever advances it (``simulate`` below, or the wall-clock driver of ``avatar-sim serve``).
 
+    Clients call through ``door`` (default: ``platform.call``; see ``harness.runner.door``).
     ``logs``: whether the clients log every request and arrival (default: unless the scenario's
     records level is ``summary``); they always keep their per-interval tallies."""
     env = platform.clock.env
     orgs, accounts = _organizations(platform, scenario)
     keep = scenario.records != "summary" if logs is None else logs
     pool = ClientPool.create(
-        platform, scenario.client, scenario.sessions, logs=keep, interval=scenario.sample_every
+        platform,
+        scenario.client,
+        scenario.session_profile(),
+        door,
+        logs=keep,
+        interval=scenario.sample_every,
     )
+    start_faults(platform, scenario.faults)
     weights = [o.weight for o in scenario.organizations]
     env.process(_dispatch(env, pool, _schedule(scenario, platform, orgs), orgs, weights))
     if scenario.runs:
@@ -197,16 +208,31 @@ def sim_config(scenario: Scenario, seed: int | None = None) -> SimConfig:
     return config.model_copy(update={"history": RECORDS[scenario.records]})
 
 
-def simulate(scenario: Scenario, seed: int | None = None) -> RawRun:
-    """Run ``scenario`` (with ``seed``, default the file's) and return its raw records."""
+def simulate(
+    scenario: Scenario,
+    seed: int | None = None,
+    *,
+    door: Callable[[Platform], Door] | None = None,
+    progress: Callable[[float], None] | None = None,
+) -> RawRun:
+    """Run ``scenario`` (with ``seed``, default the file's) and return its raw records.
+
+    ``door`` builds the door the clients use from the platform (default: ``Platform.call``);
+    ``progress`` is told the simulated time after each hundredth of the run (advancing in steps
+    runs exactly the same events as advancing at once).
+    """
     run_seed = scenario.seed if seed is None else seed
     platform = Platform.create(sim_config(scenario, run_seed))
-    installed = install(platform, scenario)
+    installed = install(platform, scenario, None if door is None else door(platform))
     end = scenario.duration + scenario.cooldown
     samples: list[PoolStatus] = []
     env = platform.clock.env
     env.process(_sampler(env, platform, scenario.sample_every, end, samples))
-    platform.clock.advance_to(end)
+    steps = 1 if progress is None else 100
+    for step in range(1, steps + 1):
+        platform.clock.advance_to(end * step / steps)
+        if progress is not None:
+            progress(float(platform.clock.now))
     orgs = installed.organizations
     usage = _usage(platform, scenario, orgs, end)
     return RawRun(

@@ -1,38 +1,104 @@
-"""The headline numbers of one run, computed from its tables only.
+"""The headline numbers of one run, computed from its tables only, within a measurement window.
 
 Why from the tables: a sweep aggregates these over replications, and a notebook can recompute
 any of them from the Parquet files; nothing here looks at the simulator.
+
+Why a window: a queue starts empty, so the first minutes of a run are not its steady state. The
+scenario's ``warmup`` and ``measure`` give the window of *arrival* times that counts: a session,
+its API calls and its wait belong to the window its client arrived in; pool samples and ledger
+rows count by their own time.
+
+Every metric declares its kind, because the kind decides how a sweep builds its interval and
+how a summary prints it: a proportion knows its numerator and denominator (both metrics too),
+so replications can be pooled into one binomial interval.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Literal
+
+import pandas as pd
 
 from harness.collect import RunResult
 from sim.billing.ledger import ENTRY_KINDS, KIND_RULES
 
+__all__ = [
+    "METRICS",
+    "USAGE_KINDS",
+    "Metric",
+    "format_value",
+    "summarize",
+    "summary_markdown",
+]
+
 #: Ledger kinds that are customer usage (what ``GET /v1/usage`` sums).
 USAGE_KINDS: tuple[str, ...] = tuple(k for k in ENTRY_KINDS if KIND_RULES[k].usage)
 
-__all__ = ["METRICS", "USAGE_KINDS", "summarize", "summary_markdown"]
+Kind = Literal["count", "proportion", "fraction", "seconds", "credits"]
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """What a metric measures, its kind, its range and (for proportions) what it divides."""
+
+    description: str
+    kind: Kind
+    numerator: str | None = None
+    denominator: str | None = None
+    whole: bool = False  # a whole number whatever its kind (billable seconds are integers)
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """The range the metric (and any interval of it) lies in."""
+        if self.kind in ("proportion", "fraction"):
+            return 0.0, 1.0
+        return 0.0, math.inf
+
+    @property
+    def unit(self) -> str:
+        return {"seconds": "s", "credits": "credits"}.get(self.kind, "")
+
+
+def _share(description: str, numerator: str, denominator: str) -> Metric:
+    return Metric(description, "proportion", numerator, denominator)
+
 
 #: Metric name → what it measures (the sweep's columns, the summary's lines).
-METRICS: dict[str, str] = {
-    "session_clients": "clients that wanted a session",
-    "sessions_created": "sessions the service accepted",
-    "sessions_started": "sessions that reached their first frame",
-    "no_capacity": "sessions failed with no_capacity (start-up timeout)",
-    "no_capacity_rate": "no_capacity / sessions created",
-    "at_capacity_refusals": "create attempts refused with 503 at_capacity",
-    "first_attempt_at_capacity_rate": "first create attempts refused at_capacity / clients",
-    "refused_rate": "session clients that never got a session / session clients",
-    "retried_calls": "create attempts after the first",
-    "mean_wait_seconds": "mean start-up wait (started_at - created_at) of placed sessions",
-    "p95_wait_seconds": "95th percentile of that wait",
-    "wait_probability": "fraction of placed sessions that waited at all",
-    "mean_utilization": "mean busy / capacity over the samples",
-    "billable_seconds": "billable seconds of every session",
-    "credits_charged": "credits charged (ledger usage rows)",
+METRICS: dict[str, Metric] = {
+    "session_clients": Metric("clients that wanted a session", "count"),
+    "sessions_created": Metric("sessions the service accepted", "count"),
+    "sessions_started": Metric("sessions that reached their first frame", "count"),
+    "placed_sessions": Metric("sessions a worker took (started_at set)", "count"),
+    "waited_sessions": Metric("placed sessions that waited for a worker at all", "count"),
+    "no_capacity": Metric("sessions failed with no_capacity (start-up timeout)", "count"),
+    "no_capacity_rate": _share("no_capacity / sessions created", "no_capacity", "sessions_created"),
+    "at_capacity_refusals": Metric("create attempts refused with 503 at_capacity", "count"),
+    "first_attempts": Metric("first create attempts", "count"),
+    "first_attempt_at_capacity": Metric("first create attempts refused at_capacity", "count"),
+    "first_attempt_at_capacity_rate": _share(
+        "first create attempts refused at_capacity / first attempts",
+        "first_attempt_at_capacity",
+        "first_attempts",
+    ),
+    "refused_clients": Metric("session clients that never got a session", "count"),
+    "refused_rate": _share(
+        "session clients that never got a session / session clients",
+        "refused_clients",
+        "session_clients",
+    ),
+    "retried_calls": Metric("create attempts after the first", "count"),
+    "mean_wait_seconds": Metric(
+        "mean start-up wait (started_at - created_at) of placed sessions", "seconds"
+    ),
+    "p95_wait_seconds": Metric("95th percentile of that wait", "seconds"),
+    "wait_probability": _share(
+        "placed sessions that waited at all / placed sessions", "waited_sessions", "placed_sessions"
+    ),
+    "mean_utilization": Metric("mean busy / capacity over the samples", "fraction"),
+    "billable_seconds": Metric("billable seconds of every session", "seconds", whole=True),
+    "credits_charged": Metric("credits charged (ledger usage rows)", "credits"),
 }
 
 
@@ -40,59 +106,89 @@ def _ratio(numerator: float, denominator: float) -> float:
     return numerator / denominator if denominator else math.nan
 
 
-def summarize(result: RunResult) -> dict[str, float]:
-    """Every metric of ``METRICS`` for one run (NaN when undefined, e.g. no sessions)."""
-    sessions = result.sessions
+def _within(times: pd.Series, window: tuple[float, float] | None) -> pd.Series:
+    if window is None:
+        return pd.Series(True, index=times.index)
+    start, end = window
+    return (times >= start) & (times < end)
+
+
+def summarize(result: RunResult, window: tuple[float, float] | None = None) -> dict[str, float]:
+    """Every metric of ``METRICS`` for one run (NaN when undefined, e.g. no sessions), counting
+    the clients that arrived within ``window`` (simulated seconds ``[start, end)``; default:
+    every client) and the samples and ledger rows of that window."""
     clients = result.clients
-    calls = result.api_calls
-    session_clients = clients[clients["kind"] == "session"]
+    arrived = clients[_within(clients["t"], window)]
+    members = set(arrived["client"].tolist())
+    session_clients = arrived[arrived["kind"] == "session"]
+    sessions = result.sessions[result.sessions["client"].isin(members)]
+    calls = result.api_calls[result.api_calls["client"].isin(members)]
     creates = calls[calls["operation"] == "createSession"]
     placed = sessions[sessions["started_at"].notna()]
     wait = placed["wait_seconds"]
-    at_capacity = creates[creates["outcome"] == "at_capacity"]
     first = creates[creates["attempt"] == 1]
-    no_capacity = int((sessions["error_code"] == "no_capacity").sum())
-    ledger = result.ledger
+    first_refused = float((first["outcome"] == "at_capacity").sum())
+    no_capacity = float((sessions["error_code"] == "no_capacity").sum())
+    refused = float((~session_clients["final_outcome"].isin(["ok", "replayed"])).sum())
+    waited = float((wait > 1e-9).sum())
+    ledger = result.ledger[_within(result.ledger["t"], window)]
     usage_rows = ledger[ledger["kind"].isin(USAGE_KINDS)]
-    utilization = result.utilization["utilization"]
+    utilization = result.utilization[_within(result.utilization["t"], window)]["utilization"]
     return {
         "session_clients": float(len(session_clients)),
         "sessions_created": float(len(sessions)),
         "sessions_started": float(sessions["first_frame_at"].notna().sum()),
-        "no_capacity": float(no_capacity),
+        "placed_sessions": float(len(placed)),
+        "waited_sessions": waited,
+        "no_capacity": no_capacity,
         "no_capacity_rate": _ratio(no_capacity, len(sessions)),
-        "at_capacity_refusals": float(len(at_capacity)),
-        "first_attempt_at_capacity_rate": _ratio(
-            float((first["outcome"] == "at_capacity").sum()), len(first)
-        ),
-        "refused_rate": _ratio(
-            float((~session_clients["final_outcome"].isin(["ok", "replayed"])).sum()),
-            len(session_clients),
-        ),
+        "at_capacity_refusals": float((creates["outcome"] == "at_capacity").sum()),
+        "first_attempts": float(len(first)),
+        "first_attempt_at_capacity": first_refused,
+        "first_attempt_at_capacity_rate": _ratio(first_refused, len(first)),
+        "refused_clients": refused,
+        "refused_rate": _ratio(refused, len(session_clients)),
         "retried_calls": float(creates["retried"].sum()),
         "mean_wait_seconds": float(wait.mean()) if len(wait) else math.nan,
         "p95_wait_seconds": float(wait.quantile(0.95)) if len(wait) else math.nan,
-        "wait_probability": _ratio(float((wait > 1e-9).sum()), len(wait)),
+        "wait_probability": _ratio(waited, len(wait)),
         "mean_utilization": float(utilization.mean()) if utilization.notna().any() else math.nan,
         "billable_seconds": float(sessions["billable_seconds"].sum()),
         "credits_charged": float(usage_rows["credits"].sum()),
     }
 
 
-def summary_markdown(result: RunResult) -> str:
+def format_value(metric: str, value: float) -> str:
+    """One way to print a metric's value everywhere (summaries, sweeps, reports): counts and
+    credits as whole numbers with thousands separators, proportions and fractions with four
+    decimals, seconds with two; ``n/a`` when undefined."""
+    if math.isnan(value):
+        return "n/a"
+    spec = METRICS.get(metric)
+    kind = spec.kind if spec is not None else "seconds"
+    if kind in ("count", "credits") or (spec is not None and spec.whole):
+        return f"{value:,.0f}"
+    if kind in ("proportion", "fraction"):
+        return f"{value:.4f}"
+    return f"{value:,.2f}"
+
+
+def summary_markdown(result: RunResult, window: tuple[float, float] | None = None) -> str:
     """A short Markdown report: the metrics, then sessions by final status and refusals."""
-    metrics = summarize(result)
+    metrics = summarize(result, window)
     lines = [f"# Scenario `{result.scenario}` (seed {result.seed})", ""]
-    lines += [f"Simulated {result.duration / 3600:.2f} h.", "", "| metric | value |", "|---|---|"]
+    lines += [f"Simulated {result.duration / 3600:.2f} h."]
+    if window is not None:
+        lines += [f"Metrics count the clients that arrived in [{window[0]:g} s, {window[1]:g} s)."]
+    lines += ["", "| metric | value | unit |", "|---|---|---|"]
     for name, value in metrics.items():
-        shown = "n/a" if math.isnan(value) else f"{value:,.4g}"
-        lines.append(f"| {name} | {shown} |")
+        lines.append(f"| {name} | {format_value(name, value)} | {METRICS[name].unit} |")
     lines += ["", "## Sessions by final status", "", "| status | sessions |", "|---|---|"]
     for status, count in result.sessions["status"].value_counts().sort_index().items():
-        lines.append(f"| {status} | {count} |")
+        lines.append(f"| {status} | {count:,} |")
     refusals = result.api_calls[~result.api_calls["outcome"].isin(["ok", "replayed"])]
     lines += ["", "## Refused requests", "", "| operation | code | count |", "|---|---|---|"]
     counts = refusals.groupby(["operation", "outcome"]).size().reset_index(name="count")
     for row in counts.itertuples(index=False):
-        lines.append(f"| {row.operation} | {row.outcome} | {row.count} |")
+        lines.append(f"| {row.operation} | {row.outcome} | {row.count:,} |")
     return "\n".join(lines) + "\n"

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from harness.scenarios.durations import Seconds, parse_duration
+from harness.scenarios.lifting import Limits
 from harness.scenarios.loader import (
     ScenarioError,
+    YamlDocument,
     format_errors,
     load_scenario,
     load_yaml,
     parse_scenario,
+    read_yaml,
 )
 from harness.scenarios.model import (
     QUALITIES,
@@ -16,6 +19,7 @@ from harness.scenarios.model import (
     Arrival,
     AudioPattern,
     Burst,
+    CapacityLoss,
     ClientBehaviour,
     Diurnal,
     Organization,
@@ -31,8 +35,10 @@ __all__ = [
     "Arrival",
     "AudioPattern",
     "Burst",
+    "CapacityLoss",
     "ClientBehaviour",
     "Diurnal",
+    "Limits",
     "Organization",
     "Poisson",
     "RunMix",
@@ -40,9 +46,11 @@ __all__ = [
     "ScenarioError",
     "Seconds",
     "SessionProfile",
+    "YamlDocument",
     "format_errors",
     "load_scenario",
     "load_yaml",
     "parse_duration",
     "parse_scenario",
+    "read_yaml",
 ]

@@ -2,10 +2,14 @@
 
 Why strings: a month-long billing scenario reads better as ``30d`` than as ``2592000``, and a
 typo such as ``2hr`` must be refused naming the field rather than silently meaning something.
+The units must come in order, each at most once (``1h30m``, not ``30m1h`` or ``1h1h``): a
+repeated unit is almost always a slip of the keyboard, and adding the parts silently would run
+a different experiment. NaN and infinite durations are refused: no simulation can end at them.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated
 
@@ -14,7 +18,22 @@ from pydantic import BeforeValidator
 __all__ = ["Seconds", "parse_duration"]
 
 _UNITS = {"d": 86_400.0, "h": 3_600.0, "m": 60.0, "s": 1.0}
-_PART = re.compile(r"(\d+(?:\.\d+)?)([dhms])")
+_NUMBER = r"(\d+(?:\.\d+)?)"
+_WHOLE = re.compile("".join(rf"(?:{_NUMBER}{unit})?" for unit in _UNITS))
+_EXAMPLES = "'90s', '15m', '2h30m' or '30d'"
+
+
+def _from_text(value: str) -> float:
+    text = value.replace(" ", "").lower()
+    match = _WHOLE.fullmatch(text)
+    if not text or match is None:
+        raise ValueError(
+            f"{value!r} is not a duration such as {_EXAMPLES} (units d, h, m, s in that "
+            "order, each at most once)"
+        )
+    return sum(
+        float(n) * scale for n, scale in zip(match.groups(), _UNITS.values(), strict=True) if n
+    )
 
 
 def parse_duration(value: object) -> float:
@@ -24,12 +43,11 @@ def parse_duration(value: object) -> float:
     if isinstance(value, int | float):
         seconds = float(value)
     elif isinstance(value, str):
-        text = value.replace(" ", "").lower()
-        if not text or _PART.sub("", text):
-            raise ValueError(f"{value!r} is not a duration such as '90s', '15m', '2h30m' or '30d'")
-        seconds = sum(float(n) * _UNITS[unit] for n, unit in _PART.findall(text))
+        seconds = _from_text(value)
     else:
         raise ValueError("a duration is a number of seconds or a string such as '15m'")
+    if not math.isfinite(seconds):
+        raise ValueError("a duration must be a finite number of seconds")
     if seconds < 0:
         raise ValueError("a duration cannot be negative")
     return seconds

@@ -1,13 +1,17 @@
-"""Reading scenario files, with errors that name the field (NB-1).
+"""Reading scenario files: every problem of a file at once, naming the field and the line (NB-1).
 
 Why a formatter of our own: pydantic's default message spreads one problem over three lines and
 spells locations as ``organizations.1.plan``; a scenario author wants one line per problem that
-points at the YAML key, ``organizations[1].plan: unknown plan 'gold'``. Errors inside the
-``config`` block are SimConfig's own, reported under ``config.``.
+points at the YAML key, ``organizations[1].plan: unknown plan 'gold'``, and the line of the file
+(``yaml.compose`` keeps every node's position). Why one round: fixing a file one error per run
+is slow, so the loader gathers pydantic's field problems, the ``config`` block's problems (under
+``config.``) and the cross-field checks of ``harness.scenarios.checks`` on whatever parts did
+validate, and reports them together.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,79 +19,144 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from harness.scenarios.checks import Parts, cross_field_problems
 from harness.scenarios.model import Scenario
+from harness.scenarios.problems import Problem, line_of
 from sim.config import SimConfig
 
-__all__ = ["ScenarioError", "format_errors", "load_scenario", "load_yaml", "parse_scenario"]
-
-#: Discriminator tags pydantic inserts into locations of tagged unions; they are not YAML keys.
-_TAGS = frozenset(
-    {"poisson", "diurnal", "burst", "constant", "exponential", "lognormal", "uniform"}
-)
+__all__ = [
+    "ScenarioError",
+    "YamlDocument",
+    "format_errors",
+    "load_scenario",
+    "load_yaml",
+    "parse_scenario",
+    "problems_of",
+    "read_yaml",
+]
 
 
 class ScenarioError(ValueError):
-    """A scenario or sweep file that cannot be used; ``problems`` lists ``path: message`` lines."""
+    """A scenario or sweep file that cannot be used.
 
-    def __init__(self, source: str, problems: Sequence[str]) -> None:
+    ``problems`` lists one ``path: message`` line per problem and ``lines`` the line of each in
+    the file (``None`` where unknown); the message shows ``file:line: path: message``.
+    """
+
+    def __init__(
+        self,
+        source: str,
+        problems: Sequence[str | Problem],
+        root: yaml.Node | None = None,
+    ) -> None:
         self.source = source
-        self.problems = tuple(problems)
-        super().__init__(f"{source}: invalid\n" + "\n".join(f"  {p}" for p in self.problems))
+        located = [
+            (p, line_of(root, p.loc) if p.loc else None)
+            for p in (p if isinstance(p, Problem) else Problem((), p) for p in problems)
+        ]
+        # In file order when the lines are known, so the list reads top to bottom.
+        located.sort(key=lambda item: math.inf if item[1] is None else item[1])
+        self.problems = tuple(str(p) for p, _line in located)
+        self.lines = tuple(line for _p, line in located)
+        count = len(self.problems)
+        header = f"{source}: invalid ({count} problem{'s' if count != 1 else ''})"
+        body = [
+            f"  {source}:{line}: {text}" if line is not None else f"  {text}"
+            for text, line in zip(self.problems, self.lines, strict=True)
+        ]
+        super().__init__("\n".join([header, *body]))
 
 
-def _path(loc: Sequence[int | str], prefix: str = "") -> str:
-    text = prefix
-    for part in loc:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        elif part in _TAGS:
-            continue
-        else:
-            text += f".{part}" if text else str(part)
-    return text
+def problems_of(error: ValidationError, prefix: tuple[str | int, ...] = ()) -> list[Problem]:
+    """One ``Problem`` per line of a pydantic error, located under ``prefix``."""
+    found: list[Problem] = []
+    for item in error.errors(include_url=False):
+        message = str(item["msg"]).removeprefix("Value error, ")
+        loc = (*prefix, *item["loc"])
+        found += [Problem(loc, line) for line in message.splitlines()]
+    return found
 
 
 def format_errors(error: ValidationError, prefix: str = "") -> list[str]:
     """One ``path: message`` line per problem of a pydantic error."""
-    lines: list[str] = []
-    for item in error.errors(include_url=False):
-        message = str(item["msg"]).removeprefix("Value error, ")
-        path = _path(item["loc"], prefix)
-        # Cross-field problems already start with their own path, one per line.
-        for line in message.splitlines():
-            lines.append(f"{path}: {line}" if path and not line.startswith(path) else line)
+    lines = []
+    for problem in problems_of(error):
+        path = problem.path
+        full = f"{prefix}.{path}" if prefix and path else (prefix or path)
+        lines.append(f"{full}: {problem.message}" if full else problem.message)
     return lines
 
 
-def parse_scenario(data: object, source: str = "<scenario>") -> Scenario:
-    """A ``Scenario`` from already-parsed YAML/JSON data, or ``ScenarioError``."""
+def _config_problems(data: Mapping[str, Any]) -> list[Problem]:
+    config = data.get("config")
+    if not isinstance(config, Mapping) or "seed" in config:
+        return []
+    try:
+        SimConfig.model_validate(dict(config))
+    except ValidationError as error:
+        return problems_of(error, ("config",))
+    return []
+
+
+def _all_problems(data: Mapping[str, Any], error: ValidationError) -> list[Problem]:
+    """Field problems, config problems and cross-field problems, one per place and message."""
+    config = _config_problems(data)
+    found: list[Problem] = []
+    for problem in problems_of(error):
+        if problem.loc == ():
+            continue  # the model's cross-field check: recomputed below on the valid parts
+        if problem.loc[0] == "config" and config:
+            continue  # SimConfig's own problems, with their full paths, replace these
+        found.append(problem)
+    found += config
+    seen = {p.path for p in found}
+    found += [p for p in cross_field_problems(Parts.of_data(data)) if p.path not in seen]
+    return found
+
+
+def parse_scenario(
+    data: object, source: str = "<scenario>", root: yaml.Node | None = None
+) -> Scenario:
+    """A ``Scenario`` from already-parsed YAML/JSON data, or ``ScenarioError`` listing every
+    problem (with its line when ``root``, the file's YAML node tree, is given)."""
     if not isinstance(data, Mapping):
         raise ScenarioError(source, ["the file must hold a mapping of scenario fields"])
-    config = data.get("config")
-    if isinstance(config, Mapping) and "seed" not in config:
-        try:
-            SimConfig.model_validate(dict(config))
-        except ValidationError as error:
-            raise ScenarioError(source, format_errors(error, "config")) from None
     try:
         return Scenario.model_validate(dict(data))
     except ValidationError as error:
-        raise ScenarioError(source, format_errors(error)) from None
+        raise ScenarioError(source, _all_problems(data, error), root) from None
 
 
-def load_yaml(path: str | Path) -> Any:
-    """The parsed YAML of ``path``; a syntax error becomes a ``ScenarioError``."""
+class YamlDocument:
+    """A parsed YAML file: its data and its node tree (for line numbers)."""
+
+    def __init__(self, source: str, data: Any, root: yaml.Node | None) -> None:
+        self.source = source
+        self.data = data
+        self.root = root
+
+
+def read_yaml(path: str | Path) -> YamlDocument:
+    """The parsed YAML of ``path`` and its node tree; a syntax error becomes a ``ScenarioError``."""
     source = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as error:
         raise ScenarioError(source, [f"cannot read the file: {error.strerror}"]) from None
     try:
-        return yaml.safe_load(text)
+        return YamlDocument(
+            source, yaml.safe_load(text), yaml.compose(text, Loader=yaml.SafeLoader)
+        )
     except yaml.YAMLError as error:
         raise ScenarioError(source, [f"not valid YAML: {error}"]) from None
 
 
+def load_yaml(path: str | Path) -> Any:
+    """The parsed YAML of ``path``; a syntax error becomes a ``ScenarioError``."""
+    return read_yaml(path).data
+
+
 def load_scenario(path: str | Path) -> Scenario:
-    """Read and validate a scenario YAML file."""
-    return parse_scenario(load_yaml(path), str(path))
+    """Read and validate a scenario YAML file; problems name their line."""
+    document = read_yaml(path)
+    return parse_scenario(document.data, document.source, document.root)

@@ -14,13 +14,15 @@ used by an organization of the same file.
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from harness.scenarios.durations import Seconds
-from sim.config import Distribution, Exponential, SimConfig
+from harness.scenarios.lifting import Limits, lift
+from sim.config import Distribution, Exponential, LimitsConfig, SimConfig
 from sim.sessions.service import BILLING_SURFACES
 
 __all__ = [
@@ -29,6 +31,7 @@ __all__ = [
     "Arrival",
     "AudioPattern",
     "Burst",
+    "CapacityLoss",
     "ClientBehaviour",
     "Diurnal",
     "Organization",
@@ -44,7 +47,8 @@ RUN_MODELS: dict[str, str] = {"sim/echo-text": "prompt", "sim/speech": "text"}
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # NaN or an infinity in an experiment's input is a mistake, never a value to run with.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class Organization(_Strict):
@@ -137,7 +141,11 @@ class SessionProfile(_Strict):
     )
     audio_source: Literal["track", "data_stream"] = "track"
     idle_timeout_seconds: int | None = Field(default=None, ge=1)
-    max_duration_seconds: int | None = Field(default=None, ge=1)
+    max_duration_seconds: int | None = Field(
+        default=None,
+        ge=1,
+        description="what the client asks for; None: enough for its planned length",
+    )
     quality: dict[str, float] = Field(default_factory=lambda: {"standard": 1.0})
     surface: dict[str, float] = Field(default_factory=lambda: {"api": 1.0})
 
@@ -150,6 +158,21 @@ class SessionProfile(_Strict):
     @classmethod
     def _surface(cls, value: dict[str, float]) -> dict[str, float]:
         return _weights(value, BILLING_SURFACES, "billing surface")
+
+    def max_duration_for(self, length: float, limits: LimitsConfig) -> int:
+        """The ``max_duration_seconds`` a client planning ``length`` seconds asks for.
+
+        Unless the scenario names a value, a client asks for its planned length rounded up, plus
+        a second so that its own hang-up comes first, within the range the service accepts: a
+        session is then truncated only by its plan's clamp, never by the 600 s default the
+        client forgot to raise.
+        """
+        if self.max_duration_seconds is not None:
+            return self.max_duration_seconds
+        wanted = math.ceil(length) + 1
+        return min(
+            max(wanted, limits.max_duration_min_seconds), limits.max_duration_ceiling_seconds
+        )
 
 
 class ClientBehaviour(_Strict):
@@ -166,6 +189,17 @@ class ClientBehaviour(_Strict):
         default=("rate_limit", "at_capacity", "concurrent_sessions"),
         description="error codes or error types that are retried",
     )
+
+
+class CapacityLoss(_Strict):
+    """The worker pool shrinks to ``workers`` at ``at`` and, at ``until`` (if given), returns to
+    its configured size: an outage of part (or all) of the fleet. Busy workers finish their
+    session first; queued jobs wait, then fail ``no_capacity``."""
+
+    kind: Literal["capacity"] = "capacity"
+    at: Seconds
+    workers: int = Field(ge=0)
+    until: Seconds | None = None
 
 
 class RunMix(_Strict):
@@ -192,13 +226,21 @@ class Scenario(_Strict):
     seed: int = 0
     duration: Seconds = Field(description="arrivals happen in [0, duration)")
     cooldown: Seconds = Field(default=0.0, description="simulated time after the last arrival")
+    warmup: Seconds = Field(
+        default=0.0, description="arrivals before this moment are left out of the metrics"
+    )
+    measure: Seconds | None = Field(
+        default=None, description="length of the measurement window after the warm-up"
+    )
     sample_every: Seconds = Field(default=60.0, description="utilization sampling interval")
     config: dict[str, Any] = Field(default_factory=dict, description="partial SimConfig")
+    limits: Limits = Field(default_factory=Limits, description="service limits switched off")
     organizations: tuple[Organization, ...] = Field(min_length=1)
     arrivals: tuple[Arrival, ...] = ()
     sessions: SessionProfile = SessionProfile()
     client: ClientBehaviour = ClientBehaviour()
     runs: tuple[RunMix, ...] = ()
+    faults: tuple[CapacityLoss, ...] = ()
     usage_timezones: tuple[str, ...] = ("UTC",)
     records: Literal["full", "sessions", "summary"] = Field(
         default="full",
@@ -231,51 +273,35 @@ class Scenario(_Strict):
         SimConfig.model_validate(value)  # the loader reports these errors with their paths
         return value
 
+    @property
+    def horizon(self) -> int:
+        """Whole seconds beyond the end of the run: a limit lifted to it is never reached."""
+        return math.ceil(self.duration + self.cooldown) + 1
+
+    def window(self) -> tuple[float, float]:
+        """The measurement window ``[start, end)`` of arrival times the metrics count."""
+        end = self.duration if self.measure is None else self.warmup + self.measure
+        return self.warmup, end
+
     def sim_config(self, seed: int | None = None) -> SimConfig:
-        """The service configuration of this scenario, with ``seed`` (default: the file's)."""
-        return SimConfig.model_validate(
+        """The service configuration of this scenario, with ``seed`` (default: the file's) and
+        every limit the scenario switches off lifted beyond reach."""
+        config = SimConfig.model_validate(
             {**self.config, "seed": self.seed if seed is None else seed}
         )
+        return lift(config, self.limits, self.horizon)
+
+    def session_profile(self) -> SessionProfile:
+        """What the clients ask for, with the idle timeout raised past the run when it is off."""
+        if self.limits.idle_timeout == "off":
+            return self.sessions.model_copy(update={"idle_timeout_seconds": self.horizon})
+        return self.sessions
 
     @model_validator(mode="after")
     def _references(self) -> Scenario:
-        config = self.sim_config()
-        plans = [p.key for p in config.billing.plans]
-        names = [o.name for o in self.organizations]
-        ceiling = config.limits.concurrent_sessions_per_org_ceiling
-        problems: list[str] = []
-        for i, org in enumerate(self.organizations):
-            if org.plan not in plans:
-                problems.append(
-                    f"organizations[{i}].plan: unknown plan {org.plan!r}; "
-                    f"allowed: {', '.join(plans)}"
-                )
-            if org.concurrency is not None and org.concurrency > ceiling:
-                problems.append(
-                    f"organizations[{i}].concurrency: {org.concurrency} exceeds the "
-                    f"organization ceiling {ceiling}"
-                )
-            if names.count(org.name) > 1 and names.index(org.name) != i:
-                problems.append(f"organizations[{i}].name: {org.name!r} is used twice")
-        for field, items in (("arrivals", self.arrivals), ("runs", self.runs)):
-            for i, item in enumerate(items):
-                if item.organization is not None and item.organization not in names:
-                    problems.append(
-                        f"{field}[{i}].organization: no organization named {item.organization!r}"
-                    )
-        for i, arrival in enumerate(self.arrivals):
-            if (
-                isinstance(arrival, Poisson)
-                and arrival.end is not None
-                and arrival.end <= arrival.start
-            ):
-                problems.append(f"arrivals[{i}].end: must be after start")
-        window_days = config.billing.usage_window_max_days
-        if self.usage_timezones and self.duration + self.cooldown > window_days * 86_400:
-            problems.append(
-                f"duration: with usage_timezones the run must fit one usage window "
-                f"({window_days} days); shorten it or set usage_timezones: []"
-            )
+        from harness.scenarios.checks import Parts, cross_field_problems
+
+        problems = cross_field_problems(Parts.of(self))
         if problems:
-            raise ValueError("\n".join(problems))
+            raise ValueError("\n".join(str(problem) for problem in problems))
         return self

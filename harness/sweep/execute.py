@@ -35,7 +35,7 @@ class Task:
 def run_task(task: Task) -> dict[str, Any]:
     """One replication of one point: its parameters, seed and every metric (one flat row)."""
     scenario = parse_scenario(task.scenario, f"grid point {task.point}")
-    metrics = summarize(run_scenario(scenario, seed=task.seed))
+    metrics = summarize(run_scenario(scenario, seed=task.seed), scenario.window())
     return {
         "point": task.point,
         "replication": task.replication,

@@ -17,10 +17,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from harness.runner.metrics import METRICS
-from harness.scenarios.loader import ScenarioError, format_errors, load_yaml, parse_scenario
+from harness.scenarios.loader import ScenarioError, parse_scenario, problems_of, read_yaml
 from harness.scenarios.model import Scenario
 
 __all__ = ["Point", "Sweep", "load_sweep", "parse_sweep", "replication_seed", "set_path"]
@@ -132,27 +133,30 @@ class Sweep(BaseModel):
 
 
 def parse_sweep(
-    data: object, source: str = "<sweep>", directory: Path | None = None
+    data: object,
+    source: str = "<sweep>",
+    directory: Path | None = None,
+    root: yaml.Node | None = None,
 ) -> tuple[Sweep, Scenario, list[Point]]:
-    """The sweep, its base scenario and its validated points; ``ScenarioError`` names the field."""
+    """The sweep, its base scenario and its validated points; ``ScenarioError`` names the field
+    (and its line, given the file's YAML node tree ``root``)."""
     if not isinstance(data, Mapping):
         raise ScenarioError(source, ["the file must hold a mapping of sweep fields"])
     try:
         sweep = Sweep.model_validate(dict(data))
     except ValidationError as error:
-        raise ScenarioError(source, format_errors(error)) from None
+        raise ScenarioError(source, problems_of(error), root) from None
     if (sweep.base is None) == (sweep.scenario is None):
         raise ScenarioError(source, ["give exactly one of `base` (a file) or `scenario` (inline)"])
     if sweep.base is not None:
         path = Path(sweep.base)
         if not path.is_absolute() and directory is not None:
             path = directory / path
-        base_data = load_yaml(path)
-        base_source = str(path)
+        document = read_yaml(path)
+        base_data, base_source, base_root = document.data, document.source, document.root
     else:
-        base_data = sweep.scenario
-        base_source = f"{source}: scenario"
-    base = parse_scenario(base_data, base_source)
+        base_data, base_source, base_root = sweep.scenario, f"{source}: scenario", None
+    base = parse_scenario(base_data, base_source, base_root)
     assert isinstance(base_data, Mapping)
     points: list[Point] = []
     try:
@@ -168,5 +172,5 @@ def parse_sweep(
 
 def load_sweep(path: str | Path) -> tuple[Sweep, Scenario, list[Point]]:
     """Read a sweep YAML file; a relative ``base`` is read next to it."""
-    file = Path(path)
-    return parse_sweep(load_yaml(file), str(file), file.parent)
+    document = read_yaml(path)
+    return parse_sweep(document.data, document.source, Path(path).parent, document.root)

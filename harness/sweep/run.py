@@ -8,7 +8,8 @@ from typing import Any
 
 import pandas as pd
 
-from harness.sweep.aggregate import aggregate
+from harness.runner.metrics import format_value
+from harness.sweep.aggregate import METHODS, aggregate
 from harness.sweep.execute import Task, run_local, run_on_dask
 from harness.sweep.model import Point, Sweep, replication_seed
 
@@ -26,12 +27,13 @@ class SweepResult:
     summary: pd.DataFrame
 
     def wide(self) -> pd.DataFrame:
-        """One row per point: ``<metric>_mean``, ``<metric>_ci_low``, ``<metric>_ci_high``."""
+        """One row per point: ``<metric>_mean``, ``_ci_low``, ``_ci_high``, ``_method`` and
+        ``_n`` (replications)."""
         rows: dict[int, dict[str, Any]] = {}
         for record in self.summary.to_dict("records"):
             point = int(record["point"])
             row = rows.setdefault(point, {"point": point, **{p: record[p] for p in self.params}})
-            for stat in ("mean", "ci_low", "ci_high"):
+            for stat in ("mean", "ci_low", "ci_high", "method", "n"):
                 row[f"{record['metric']}_{stat}"] = record[stat]
         return pd.DataFrame([rows[p] for p in sorted(rows)])
 
@@ -44,13 +46,17 @@ class SweepResult:
         return paths
 
     def markdown(self) -> str:
-        lines = [f"# Sweep `{self.name}`", "", "Means with 95 % t confidence intervals.", ""]
-        header = [*self.params, "metric", "n", "mean", "95 % CI"]
-        lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines = [f"# Sweep `{self.name}`", "", "Estimates with 95 % confidence intervals:"]
+        used = sorted(set(self.summary["method"])) if len(self.summary) else []
+        lines += [f"- `{method}`: {METHODS[method]}" for method in used]
+        header = [*self.params, "metric", "n", "estimate", "95 % CI", "method"]
+        lines += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         for values in self.summary.to_dict("records"):
-            ci = f"[{values['ci_low']:.4g}, {values['ci_high']:.4g}]"
+            metric = str(values["metric"])
+            low, high = (format_value(metric, values[k]) for k in ("ci_low", "ci_high"))
             cells = [str(values[p]) for p in self.params]
-            cells += [str(values["metric"]), str(values["n"]), f"{values['mean']:.4g}", ci]
+            cells += [metric, str(values["n"]), format_value(metric, values["mean"])]
+            cells += [f"[{low}, {high}]", str(values["method"])]
             lines.append("| " + " | ".join(cells) + " |")
         return "\n".join(lines) + "\n"
 

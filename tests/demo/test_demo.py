@@ -8,9 +8,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import yaml
 
 from harness.demo import DemoResult, render_summary, run_demo
 from sim.config import SimConfig
+from tests.scenarios.helpers import small
 
 FILES = ("summary.md", "requests.csv", "sessions.csv", "runs.csv", "credits.csv", "records.json")
 
@@ -21,8 +23,13 @@ def day() -> DemoResult:
 
 
 def _demo(out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    # A small scenario for the report part: the scripted day is what this file checks (the
+    # default scenario's report has tests of its own in test_report.py).
+    scenario = out.parent / f"{out.name}-scenario.yaml"
+    scenario.write_text(yaml.safe_dump(small(duration="10m", cooldown="2m")), encoding="utf-8")
+    command = ["demo", "--out", str(out), "--scenario", str(scenario), "--no-progress"]
     return subprocess.run(
-        [sys.executable, "-m", "harness", "demo", "--out", str(out), *extra],
+        [sys.executable, "-m", "harness", *command, *extra],
         capture_output=True,
         text=True,
         timeout=120,

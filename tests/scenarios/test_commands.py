@@ -12,6 +12,9 @@ from harness import cli
 from harness.collect import TABLES
 from tests.scenarios.helpers import small
 
+# The helper's burst (at 5 min, over 30 s) would end after a 5-minute run: arrivals only.
+POISSON = [{"kind": "poisson", "rate_per_hour": 40}]
+
 
 def _write(path: Path, data: object) -> Path:
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
@@ -48,7 +51,7 @@ def test_run_reports_an_invalid_scenario_and_exits_2(
 
 @pytest.mark.req("NB-3")
 def test_sweep_writes_runs_and_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    _write(tmp_path / "base.yaml", small(duration="5m", cooldown=0, runs=[]))
+    _write(tmp_path / "base.yaml", small(duration="5m", cooldown=0, runs=[], arrivals=POISSON))
     sweep = _write(
         tmp_path / "sweep.yaml",
         {"name": "cli", "base": "base.yaml", "seed": 1, "replications": 3,
@@ -78,7 +81,7 @@ def test_sweep_runs_on_the_dask_scheduler_it_is_given(
 ) -> None:
     from distributed import LocalCluster
 
-    _write(tmp_path / "base.yaml", small(duration="5m", cooldown=0, runs=[]))
+    _write(tmp_path / "base.yaml", small(duration="5m", cooldown=0, runs=[], arrivals=POISSON))
     sweep = _write(
         tmp_path / "sweep.yaml",
         {"name": "dask", "base": "base.yaml", "seed": 1, "replications": 2,

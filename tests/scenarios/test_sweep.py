@@ -14,13 +14,17 @@ from scipy import stats
 
 from harness.scenarios import ScenarioError
 from harness.sweep import (
+    METHODS,
     SweepResult,
+    aggregate,
+    clip,
     parse_sweep,
     replication_seed,
     run_sweep,
     set_path,
     t_interval,
     tasks_of,
+    wilson_interval,
 )
 from tests.scenarios.helpers import small
 
@@ -99,7 +103,7 @@ def test_summary_has_means_and_confidence_intervals(pooled: SweepResult) -> None
     summary = pooled.summary
     assert list(summary.columns) == [
         "point", "config.scheduler.workers", "arrivals[0].rate_per_hour", "metric", "n", "mean",
-        "std", "ci_low", "ci_high",
+        "std", "ci_low", "ci_high", "method", "trials",
     ]  # fmt: skip
     assert len(summary) == 2 * 3
     for row in summary.to_dict("records"):
@@ -147,3 +151,44 @@ def test_identical_replications_give_a_degenerate_interval() -> None:
     values = [683.2161577319099] * 7
     low, high = t_interval(values)
     assert low == high == pytest.approx(values[0])
+
+
+@pytest.mark.req("NB-3")
+def test_wilson_interval_known_values_and_range() -> None:
+    # 0 of 10: the Wilson interval is [0, z²/(n+z²)] = [0, 0.2775]; a t interval would be [0, 0].
+    low, high = wilson_interval(0, 10)
+    assert low == 0 and high == pytest.approx(0.27753, abs=1e-4)
+    low, high = wilson_interval(50, 100)
+    assert (low, high) == pytest.approx((0.40383, 0.59617), abs=1e-4)
+    assert all(math.isnan(v) for v in wilson_interval(0, 0))
+    assert clip((-0.2, 1.3), (0.0, 1.0)) == (0.0, 1.0)
+    low, high = clip((math.nan, 2.0), (0.0, math.inf))
+    assert math.isnan(low) and high == 2.0
+
+
+@pytest.mark.req("NB-3")
+def test_proportions_pool_counts_and_bounded_metrics_stay_in_range() -> None:
+    """Two replications whose t interval would leave [0, 1]: the sweep's intervals do not."""
+    runs = pd.DataFrame(
+        {
+            "point": [0, 0],
+            "no_capacity": [0.0, 3.0],
+            "sessions_created": [40.0, 60.0],
+            "no_capacity_rate": [0.0, 0.05],
+            "mean_utilization": [0.97, 0.999],
+            "mean_wait_seconds": [0.1, 9.0],
+        }
+    )
+    raw_low, _ = t_interval([0.0, 0.05])
+    assert raw_low < 0  # what the notebooks used to draw
+    summary = aggregate(runs, [], ["no_capacity_rate", "mean_utilization", "mean_wait_seconds"])
+    rows = summary.set_index("metric")
+    rate = rows.loc["no_capacity_rate"]
+    assert rate["method"] == "wilson" and rate["trials"] == 100
+    assert rate["mean"] == pytest.approx(3 / 100)  # pooled, not the mean of the two ratios
+    assert (rate["ci_low"], rate["ci_high"]) == pytest.approx(wilson_interval(3, 100))
+    util = rows.loc["mean_utilization"]
+    assert util["method"] == "t-clipped" and util["ci_high"] == 1.0 and util["ci_low"] >= 0
+    wait = rows.loc["mean_wait_seconds"]
+    assert wait["ci_low"] == 0.0 and wait["ci_high"] > 9
+    assert set(summary["method"]) <= set(METHODS)

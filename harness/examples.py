@@ -1,0 +1,73 @@
+"""The example scenarios, sweeps and notebooks, wherever avatar-sim is installed.
+
+Why a lookup of its own: the examples live at the top of a source checkout (``scenarios/``,
+``sweeps/``, ``notebooks/``), and an installed wheel carries the same folders as package data in
+``harness/_examples`` (pyproject's force-include). A notebook or a test that asks for
+``example("sweeps", "workers.yaml")`` gets the file in either case, never by searching the
+working directory, so a notebook copied anywhere (``avatar-sim examples DIR``) still runs. The
+checkout wins, as for the contract in ``spec/``, so an edit takes effect without reinstalling.
+"""
+
+from __future__ import annotations
+
+import shutil
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+__all__ = ["KINDS", "Kind", "copy_examples", "example", "examples_dir"]
+
+Kind = Literal["scenarios", "sweeps", "notebooks"]
+KINDS: tuple[Kind, ...] = ("scenarios", "sweeps", "notebooks")
+
+_CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+def _packaged() -> Path:
+    return Path(str(resources.files("harness").joinpath("_examples")))
+
+
+def examples_dir() -> Path:
+    """The folder holding ``scenarios/``, ``sweeps/`` and ``notebooks/``: the checkout's top
+    level when this is a source checkout, else the installed package's ``_examples``."""
+    if all((_CHECKOUT / kind).is_dir() for kind in KINDS):
+        return _CHECKOUT
+    packaged = _packaged()
+    if all((packaged / kind).is_dir() for kind in KINDS):
+        return packaged
+    raise FileNotFoundError("the example files are missing from this installation of avatar-sim")
+
+
+def example(kind: Kind, name: str) -> Path:
+    """The path of one example file, e.g. ``example("scenarios", "erlang_b.yaml")``."""
+    path = examples_dir() / kind / name
+    if not path.is_file():
+        known = ", ".join(sorted(p.name for p in (examples_dir() / kind).iterdir()))
+        raise FileNotFoundError(f"no example {kind}/{name}; there are: {known}")
+    return path
+
+
+def copy_examples(destination: str | Path, *, overwrite: bool = False) -> list[Path]:
+    """Copy every example file into ``destination/<kind>/``; returns the files written.
+
+    Existing files are left alone unless ``overwrite``: ``FileExistsError`` names the first.
+    """
+    source = examples_dir()
+    files = [
+        path
+        for kind in KINDS
+        for path in sorted((source / kind).iterdir())
+        if path.is_file() and not path.name.startswith(".")
+    ]
+    target = Path(destination)
+    planned = [(path, target / path.parent.name / path.name) for path in files]
+    if not overwrite:
+        for _path, copy in planned:
+            if copy.exists():
+                raise FileExistsError(f"{copy} exists; pass overwrite to replace it")
+    written = []
+    for path, copy in planned:
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, copy)
+        written.append(copy)
+    return written
