@@ -16,8 +16,16 @@ __all__ = ["Clock", "format_timestamp"]
 
 
 def format_timestamp(moment: datetime) -> str:
-    """ISO-8601 UTC with millisecond precision and a ``Z``: ``2026-01-01T00:00:00.000Z``."""
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    """ISO-8601 UTC with millisecond precision and a ``Z``: ``2026-01-01T00:00:00.000Z``.
+
+    The year is always four digits (``0001-…``): ``strftime("%Y")`` does not pad years before
+    1000 on every platform, and a three-digit year is not ISO-8601 (GAP-USAGE-4).
+    """
+    return (
+        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T"
+        f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}."
+        f"{moment.microsecond // 1000:03d}Z"
+    )
 
 
 class Clock:
