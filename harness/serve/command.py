@@ -27,6 +27,16 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _seconds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of seconds: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
+
+
 def _port(text: str) -> int:
     try:
         value = int(text)
@@ -86,7 +96,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--log-level",
         default="warning",
         choices=["critical", "error", "warning", "info", "debug"],
-        help="uvicorn's log level (default %(default)s)",
+        help="log level of the server and the facade, on stderr (default %(default)s)",
+    )
+    parser.add_argument(
+        "--access-log",
+        action="store_true",
+        help="print one line per request on stdout (uvicorn's access log)",
+    )
+    parser.add_argument(
+        "--graceful-timeout",
+        type=_seconds,
+        default=5,
+        metavar="SECONDS",
+        help=(
+            "on SIGINT/SIGTERM, wall seconds in-flight requests get to finish before they are "
+            "cancelled (default %(default)s)"
+        ),
     )
 
 
@@ -112,5 +137,7 @@ def run(args: argparse.Namespace) -> int:
         keys_out=args.keys_out,
         seed=args.seed,
         log_level=args.log_level,
+        access_log=args.access_log,
+        graceful_timeout=args.graceful_timeout,
     )
     return serve(options)

@@ -23,7 +23,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Router
 
 from sim.asgi.admin import admin_routes
-from sim.asgi.context import RequestContext, request_id_of
+from sim.asgi.context import RequestContext, log_failure, request_id_of
 from sim.asgi.envelope import error_response
 from sim.asgi.openapi import load_openapi
 from sim.asgi.operations import MethodNotAllowed, OperationsApp
@@ -48,6 +48,8 @@ def create_app(
 
     async def on_domain_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, DomainError)
+        if exc.type == "internal":  # a domain bug reported as such: logged like any other 500
+            log_failure(request.scope, request_id_of(request.scope), exc)
         extra = {"Allow": ", ".join(exc.allow)} if isinstance(exc, MethodNotAllowed) else None
         return error_response(exc, request_id_of(request.scope), unix_seconds, extra)
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import pytest
 from httpx import Client
 
+from sim.asgi.context import FACADE_LOGGER
 from sim.platform import Platform
 from tests.asgi.support import Org, assert_envelope, session_body
 
@@ -217,15 +219,25 @@ def test_oversized_headers_answer_400(client: Client, platform: Platform, org: O
 
 @pytest.mark.req("ERR-1", "ERR-2", "ERR-3")
 def test_an_unexpected_exception_is_a_500_envelope_without_traceback(
-    client: Client, platform: Platform, org: Org, monkeypatch: pytest.MonkeyPatch
+    client: Client,
+    platform: Platform,
+    org: Org,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     def explode(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom: secret internals")
 
     monkeypatch.setattr(platform.sessions, "list", explode)
-    response = client.get("/v1/sessions", headers=org.auth())
+    with caplog.at_level(logging.ERROR, logger=FACADE_LOGGER):
+        response = client.get("/v1/sessions", headers=org.auth())
     assert_envelope(response, 500, "internal", "internal_error")
     assert "boom" not in response.text and "Traceback" not in response.text
+    # The server's log has what the client must not see: the traceback, under the request id.
+    (record,) = [r for r in caplog.records if r.name == FACADE_LOGGER]
+    assert response.headers["x-request-id"] in record.getMessage()
+    assert "GET /v1/sessions" in record.getMessage()
+    assert record.exc_info is not None and "boom: secret internals" in str(record.exc_info[1])
 
 
 @pytest.mark.req("ERR-3", "CONV-1")
