@@ -144,6 +144,11 @@ class LimitsConfig(_Frozen):
     cursor_max_length: int = Field(default=40, ge=1)
     request_body_max_bytes: int = Field(default=1024 * 1024, ge=1, description="GAP-ERR-1")
     request_headers_max_bytes: int = Field(default=8 * 1024, ge=1, description="GAP-ERR-3")
+    json_max_depth: int = Field(
+        default=64,
+        ge=1,
+        description="GAP-ERR-6: deepest nesting of arrays and objects in a request",
+    )
     rate: RateLimitConfig = RateLimitConfig()
 
     @model_validator(mode="after")

@@ -3,6 +3,10 @@
 Every lifecycle change (sessions, avatars, runs, billing) appends one ``Event``. Subscribers
 (the webhook dispatcher, scenario collectors) are called synchronously in append order, so what
 they see is as deterministic as the log itself.
+
+An event emitted inside an operation (``Journal.atomic``) takes its id and time when it is
+emitted but is appended and published only when the operation succeeds: a create that fails
+half-way announces nothing (``sim.journal``).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any
 
 from sim.clock import Clock
 from sim.ids import IdFactory
+from sim.journal import Journal
 
 __all__ = ["Event", "EventLog", "Subscriber"]
 
@@ -41,9 +46,10 @@ Subscriber = Callable[[Event], None]
 
 
 class EventLog:
-    def __init__(self, clock: Clock, ids: IdFactory) -> None:
+    def __init__(self, clock: Clock, ids: IdFactory, journal: Journal | None = None) -> None:
         self._clock = clock
         self._ids = ids
+        self._journal = journal if journal is not None else Journal()
         self._events: list[Event] = []
         self._subscribers: list[Subscriber] = []
 
@@ -59,10 +65,13 @@ class EventLog:
             created_at=self._clock.timestamp(),
             data=MappingProxyType(dict(data)),
         )
+        self._journal.defer(lambda: self._publish(event))
+        return event
+
+    def _publish(self, event: Event) -> None:
         self._events.append(event)
         for subscriber in self._subscribers:
             subscriber(event)
-        return event
 
     def __iter__(self) -> Iterator[Event]:
         return iter(self._events)

@@ -4,7 +4,9 @@ A store of successful create outcomes keyed by (organization, Idempotency-Key). 
 the operation and the canonical JSON of the request body, so the same key with the same body
 replays the original outcome (no second resource, no second charge) and the same key with another
 body is a conflict. Entries live for the configured window on the virtual clock. Only successes
-are stored: a retry after a refusal is a new attempt.
+are stored: a retry after a refusal is a new attempt. ``sim.platform`` looks a key up before the
+rate limiter (a replay is not a new request) and stores the outcome inside the operation's unit of
+work, so an operation that fails after storing it leaves no entry behind (``forget``).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ class IdempotencyStore:
         self._entries: dict[tuple[str, str], _Entry] = {}
 
     def validate_key(self, key: str) -> None:
-        if not (
+        if not isinstance(key, str) or not (
             self._limits.idempotency_key_min_length
             <= len(key)
             <= self._limits.idempotency_key_max_length
@@ -83,6 +85,10 @@ class IdempotencyStore:
         self._entries[(org_id, key)] = _Entry(
             fingerprint(operation, body), Replay(body=result, stored_at=self._clock.now)
         )
+
+    def forget(self, org_id: str, key: str) -> None:
+        """Drop a stored outcome (the operation that stored it failed after all)."""
+        self._entries.pop((org_id, key), None)
 
     def run(
         self,

@@ -23,17 +23,22 @@ from sim.config import SimConfig
 from sim.errors import AuthenticationFailed, DomainError, NotFound, RateSnapshot
 from sim.idempotency import IdempotencyStore
 from sim.ids import IdFactory
+from sim.journal import Prepared
 from sim.kernel import Kernel
 from sim.ratelimit import RateLimiter
 from sim.runs.assets import AssetService
 from sim.runs.service import RunService
 from sim.sessions.service import SessionService
+from sim.values import check_values
 from sim.webhooks import WebhookDispatcher
 
-__all__ = ["ApiCall", "Operation", "Outcome", "Params", "Platform"]
+__all__ = ["ApiCall", "Check", "Operation", "Outcome", "Params", "Platform"]
 
 #: An operation's named parameters, or a parser producing them (see ``Platform.call``).
 Params = dict[str, Any] | Callable[[], dict[str, Any]]
+
+#: A caller's last check of the parameters, run after the domain's (see ``Platform.call``).
+Check = Callable[[dict[str, Any]], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,12 +145,26 @@ class Platform:
     def new_request_id(self) -> str:
         return self._request_ids.new("request")
 
-    def call(self, operation_id: str, caller: Caller | None, params: Params) -> Outcome:
+    def call(
+        self,
+        operation_id: str,
+        caller: Caller | None,
+        params: Params,
+        *,
+        check: Check | None = None,
+    ) -> Outcome:
         """Run one contract operation; raises ``DomainError`` for every refusal.
 
-        ``params`` are the operation's named parameters, or a function that parses and validates
-        them: the facade passes its request parser, so a request it refuses at validation is
-        counted by the rate limiter and logged exactly like one the domain refuses (SIM-7).
+        ``params`` are the operation's named parameters, or a function that reads them: the
+        facade passes its request parser, so a request it cannot read is counted by the rate
+        limiter and logged exactly like one the domain refuses (SIM-7). ``check`` is the caller's
+        own last check (the facade's schema); it runs once the domain's checks have passed and
+        before anything is changed, so the domain's refusal is the one both doors give.
+
+        In order: the values (``sim.values``), an idempotent replay (which the rate limiter does
+        not count, GAP-LIM-2), the rate limiter, the operation's checks, ``check``, then the
+        change itself. The whole call is one unit of ``Journal.atomic``: if it fails half-way,
+        nothing it stored, counted against a cap or charged remains (GAP-ERR-6).
         """
         try:
             operation = OPERATIONS[operation_id]
@@ -153,7 +172,8 @@ class Platform:
             raise NotFound("route.not_found", f"No operation {operation_id}.") from None
         org_id = caller.org_id if caller is not None else None
         try:
-            outcome = self._call(operation_id, operation, caller, params)
+            with self.kernel.journal.atomic():
+                outcome = self._call(operation_id, operation, caller, params, check)
         except DomainError as error:
             self._log(operation_id, org_id, error.code, error.type)
             raise
@@ -166,29 +186,45 @@ class Platform:
         operation: Operation,
         caller: Caller | None,
         params: Params,
+        check: Check | None,
     ) -> Outcome:
         if not operation.public:
             caller = _caller(caller)
-        handler = getattr(self, operation.method)
-        rate: RateSnapshot | None = None
-        limiter = self._limiters.get(operation.rate_limit or "")
-        if limiter is not None and caller is not None:
-            rate = limiter.hit(caller.key_id)
+        limiter = self._limiters.get(operation.rate_limit or "") if caller is not None else None
+        unreadable: DomainError | None = None
         try:
             if callable(params):
                 params = params()
-            key = params.get("idempotency_key")
-            if operation.idempotent and caller is not None and key is not None:
-                fingerprint_body = {"path": _path_params(params), "body": params.get("body")}
-                body, replayed = self.idempotency.run(
-                    caller.org_id,
-                    key,
-                    operation_id,
-                    fingerprint_body,
-                    lambda: _json(handler(caller, params)),
-                )
-                return Outcome(body=body, replayed=replayed, rate=rate)
-            result = handler(caller, params)
+            check_values(params, max_depth=self.config.limits.json_max_depth)
+        except DomainError as error:
+            unreadable, params = error, {}
+        assert not callable(params)
+        key = params.get("idempotency_key") if operation.idempotent else None
+        fingerprint_body = {"path": _path_params(params), "body": params.get("body")}
+        if unreadable is None and key is not None and caller is not None:
+            try:
+                replay = self.idempotency.lookup(caller.org_id, key, operation_id, fingerprint_body)
+            except DomainError as error:  # an invalid or reused key: a new request, counted
+                unreadable = error
+            else:
+                if replay is not None:  # the original answer again: not a new request
+                    seen = limiter.peek(caller.key_id) if limiter is not None else None
+                    return Outcome(body=replay.body, replayed=True, rate=seen)
+        rate: RateSnapshot | None = None
+        if limiter is not None and caller is not None:
+            rate = limiter.hit(caller.key_id)
+        try:
+            if unreadable is not None:
+                raise unreadable
+            result = getattr(self, operation.method)(caller, params)
+            if isinstance(result, Prepared):
+                if check is not None:
+                    check(params)
+                result = result.commit()
+            elif check is not None:
+                check(params)
+            if key is not None and caller is not None and isinstance(result, dict):
+                self._remember(caller.org_id, key, operation_id, fingerprint_body, result)
         except DomainError as error:
             if error.rate is None and rate is not None:
                 error.rate = rate
@@ -196,6 +232,13 @@ class Platform:
         if isinstance(result, Outcome):
             return result if rate is None else _with_rate(result, rate)
         return Outcome(body=result, rate=rate)
+
+    def _remember(
+        self, org_id: str, key: str, operation_id: str, fingerprint: Any, body: dict[str, Any]
+    ) -> None:
+        """Store an idempotent outcome as part of the operation's unit (undone if it fails)."""
+        self.idempotency.store(org_id, key, operation_id, fingerprint, body)
+        self.kernel.journal.on_undo(lambda: self.idempotency.forget(org_id, key))
 
     def _log(
         self, operation_id: str, org_id: str | None, outcome: str, error_type: str | None
@@ -331,12 +374,6 @@ class Platform:
 
 def _path_params(params: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if k.endswith("_id")}
-
-
-def _json(result: dict[str, Any] | Outcome) -> dict[str, Any]:
-    if isinstance(result, Outcome):
-        raise TypeError("idempotent operations return JSON bodies")
-    return result
 
 
 def _with_rate(outcome: Outcome, rate: RateSnapshot) -> Outcome:

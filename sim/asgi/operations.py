@@ -37,6 +37,7 @@ from sim.asgi.seed_rules import seed_refusal
 from sim.asgi.validation import Failure, coerce
 from sim.errors import DomainError, InvalidRequest, NotFound, Unprocessable
 from sim.platform import Outcome, Platform
+from sim.values import check_values
 
 __all__ = ["MethodNotAllowed", "OperationsApp"]
 
@@ -201,6 +202,7 @@ class OperationsApp:
         if options.get("charset", "utf-8").lower() not in ("utf-8", "utf8"):
             raise InvalidRequest("content_type.unsupported", "JSON bodies must be UTF-8.")
         body = parse_json(raw)
+        check_values({"body": body}, max_depth=self.platform.config.limits.json_max_depth)
         self._check_body(route, body, schema_pointer)
         return {"body": self.table.schemas.normalise(body, schema_pointer)}
 

@@ -1,0 +1,107 @@
+"""All or nothing: how an operation that fails half-way leaves no trace (issue 11, GAP-ERR-6).
+
+A create first runs every check and stores nothing (it returns a ``Prepared``); its ``commit``
+then makes several changes: the record, the indexes that find it, a concurrency slot, a ledger
+row, a queued job, and the platform stores the idempotent outcome. Each change registers how to
+undo itself with ``Journal.on_undo``. If anything raises before the operation ends (a refusal
+found late, or a bug), ``Journal.atomic`` undoes the registered changes newest first and
+re-raises, so no half-made object, cap slot, ledger row or idempotency entry survives a 500 and
+the next request meets the platform as it was.
+
+What the rest of the platform would see at once, events on the log (and through them webhook
+deliveries) and new SimPy processes, is not undone but held back: ``Journal.defer`` runs it when
+the outermost block succeeds, and drops it when it fails. Outside any block (timers firing as the
+clock advances, direct calls in tests) both are immediate: ``on_undo`` records nothing and
+``defer`` runs the action at once.
+
+Random draws (ids) are not undone: a request that fails after drawing an id leaves the id
+streams moved on, which changes no record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Journal", "Prepared"]
+
+Action = Callable[[], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """An operation whose every check has passed and which has changed nothing yet.
+
+    ``commit()`` makes the change and returns the answer. The platform's door runs its last
+    checks (the facade's schema) between the two, so a refusal there stores nothing either.
+    """
+
+    commit: Callable[[], dict[str, Any]]
+
+
+class Journal:
+    def __init__(self) -> None:
+        self._undo: list[Action] | None = None
+        self._deferred: list[Action] = []
+
+    @property
+    def active(self) -> bool:
+        """Whether an ``atomic`` block is open."""
+        return self._undo is not None
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Undo the changes registered inside the block if it raises; a nested block is a
+        savepoint of the enclosing one (its changes are undone if it raises, and stay part of
+        the outer unit otherwise)."""
+        outermost = self._undo is None
+        if self._undo is None:
+            self._undo, self._deferred = [], []
+        undo = self._undo
+        mark, deferred_mark = len(undo), len(self._deferred)
+        try:
+            yield
+        except BaseException as error:
+            steps = undo[mark:]
+            del undo[mark:]
+            del self._deferred[deferred_mark:]
+            if outermost:
+                self._undo = None
+            _undo_all(steps, error)
+            raise
+        if outermost:
+            deferred, self._undo, self._deferred = self._deferred, None, []
+            _run_all(deferred)
+
+    def on_undo(self, step: Action) -> None:
+        """Register how to reverse a change just made (nothing to do outside a block)."""
+        if self._undo is not None:
+            self._undo.append(step)
+
+    def defer(self, action: Action) -> None:
+        """Run ``action`` once the outermost block succeeds (at once outside any block)."""
+        if self._undo is None:
+            action()
+        else:
+            self._deferred.append(action)
+
+
+def _undo_all(steps: list[Action], cause: BaseException) -> None:
+    for step in reversed(steps):
+        try:
+            step()
+        except Exception as failure:  # keep undoing the rest; the cause is what gets raised
+            cause.add_note(f"undoing a change also failed: {failure!r}")
+
+
+def _run_all(actions: list[Action]) -> None:
+    first: Exception | None = None
+    for action in actions:
+        try:
+            action()
+        except Exception as failure:  # every held-back action runs; the first failure is raised
+            first = first or failure
+    if first is not None:
+        raise first
