@@ -25,9 +25,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Journal", "Prepared"]
+__all__ = ["Journal", "Prepared", "discard"]
 
-Action = Callable[[], None]
+Action = Callable[[], object]
+"""A change or its undo; whatever it returns is ignored."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +87,15 @@ class Journal:
             action()
         else:
             self._deferred.append(action)
+
+
+def discard(items: list[Any], item: Any) -> None:
+    """Remove ``item`` from ``items`` if it is there: an undo that is safe to run whether or not
+    its change happened (the newest entry is looked at first; it is almost always the one)."""
+    for index in range(len(items) - 1, -1, -1):
+        if items[index] is item or items[index] == item:
+            del items[index]
+            return
 
 
 def _undo_all(steps: list[Action], cause: BaseException) -> None:

@@ -236,9 +236,10 @@ class Platform:
     def _remember(
         self, org_id: str, key: str, operation_id: str, fingerprint: Any, body: dict[str, Any]
     ) -> None:
-        """Store an idempotent outcome as part of the operation's unit (undone if it fails)."""
-        self.idempotency.store(org_id, key, operation_id, fingerprint, body)
+        """Store an idempotent outcome as part of the operation's unit (undone if it fails;
+        no entry existed for the key, or the lookup would have replayed or refused it)."""
         self.kernel.journal.on_undo(lambda: self.idempotency.forget(org_id, key))
+        self.idempotency.store(org_id, key, operation_id, fingerprint, body)
 
     def _log(
         self, operation_id: str, org_id: str | None, outcome: str, error_type: str | None
@@ -267,11 +268,11 @@ class Platform:
     def op_list_plans(self, caller: Caller | None, params: dict[str, Any]) -> dict[str, Any]:
         return self.billing.plans()
 
-    def op_create_session(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
-        return self.sessions.create(caller, _body(params))
+    def op_create_session(self, caller: Caller, params: dict[str, Any]) -> Prepared:
+        return self.sessions.prepare_create(caller, _body(params))
 
-    def op_create_pipecat_session(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
-        return self.sessions.create_pipecat(caller, _body(params))
+    def op_create_pipecat_session(self, caller: Caller, params: dict[str, Any]) -> Prepared:
+        return self.sessions.prepare_pipecat(caller, _body(params))
 
     def op_list_sessions(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
         return self.sessions.list(
@@ -287,8 +288,8 @@ class Platform:
     def op_end_session(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
         return self.sessions.end(caller, params["session_id"])
 
-    def op_create_avatar(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
-        return self.avatars.create(
+    def op_create_avatar(self, caller: Caller, params: dict[str, Any]) -> Prepared:
+        return self.avatars.prepare_create(
             caller,
             image=params.get("image"),
             filename=params.get("image_filename"),
@@ -311,8 +312,8 @@ class Platform:
     def op_list_models(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
         return self.runs.list_models(caller)
 
-    def op_create_run(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
-        return self.runs.create(caller, params["model_id"], _body(params))
+    def op_create_run(self, caller: Caller, params: dict[str, Any]) -> Prepared:
+        return self.runs.prepare_create(caller, params["model_id"], _body(params))
 
     def op_list_runs(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
         return self.runs.list(

@@ -169,7 +169,8 @@ class _OrgIndex:
 
 
 class Ledger:
-    """The append-only store; ``record`` is the only way in, nothing is ever changed or removed."""
+    """The append-only store; ``record`` is the only way in, nothing is ever changed, and only a
+    failed operation's own last row is ever removed (``retract``)."""
 
     def __init__(self, ids: IdFactory) -> None:
         self._ids = ids
@@ -201,6 +202,30 @@ class Ledger:
         if entry.run_id is not None:
             self._by_run.setdefault(entry.run_id, []).append(entry)
         return entry
+
+    def retract(self, entry: LedgerEntry) -> None:
+        """Remove the newest entry, written by an operation that then failed as a whole.
+
+        The one exception to append-only, and only for the last row: no reader can have
+        derived anything from it yet, because the operation that wrote it never completed.
+        """
+        if not self._entries or self._entries[-1] is not entry:
+            raise ValueError("only the newest ledger entry can be retracted")
+        self._entries.pop()
+        index = self._orgs[entry.org_id]
+        index.appended.pop()
+        position = next(
+            i
+            for i in range(bisect_left(index.times, entry.at), len(index.by_time))
+            if index.by_time[i] is entry
+        )
+        del index.times[position]
+        del index.by_time[position]
+        for owner, rows in ((entry.session_id, self._by_session), (entry.run_id, self._by_run)):
+            if owner is not None:
+                rows[owner].pop()
+                if not rows[owner]:
+                    del rows[owner]
 
     def __len__(self) -> int:
         return len(self._entries)

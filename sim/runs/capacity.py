@@ -59,6 +59,13 @@ class RunSlots:
             self._watcher = self._clock.env.process(self._watch())
         return False
 
+    def undo_admit(self, run: Run) -> None:
+        """Reverse ``admit`` for a run whose create failed: its slot, or its place in line."""
+        if run.holds_slot:
+            run.holds_slot = False
+            self._free += 1  # nobody was waiting when it took the slot, so nobody is owed it
+        self.withdraw(run)
+
     def withdraw(self, run: Run) -> None:
         """Take a waiting run out of the queue (it was canceled)."""
         if self._waiting.pop(run.id, None) is not None:
