@@ -78,9 +78,9 @@ def _caller(caller: Caller | None) -> Caller:
     return caller
 
 
-def _body(params: dict[str, Any]) -> dict[str, Any]:
-    body = params.get("body")
-    return body if isinstance(body, dict) else {}
+def _body(params: dict[str, Any]) -> Any:
+    """The body as the caller gave it (``None``: none); the operation's parser judges it."""
+    return params.get("body")
 
 
 OPERATIONS: dict[str, Operation] = {

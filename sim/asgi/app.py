@@ -23,6 +23,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Router
 
 from sim.asgi.admin import admin_routes
+from sim.asgi.configured import configured
 from sim.asgi.context import RequestContext, log_failure, request_id_of
 from sim.asgi.envelope import error_response
 from sim.asgi.openapi import load_openapi
@@ -41,8 +42,11 @@ def create_app(
     admin_token: str | None = None,
     spec: Mapping[str, Any] | None = None,
 ) -> Starlette:
-    """The facade for ``platform``; ``spec`` defaults to the project's ``spec/openapi.yaml``."""
-    document = spec if spec is not None else load_openapi()
+    """The facade for ``platform``; ``spec`` defaults to the project's ``spec/openapi.yaml``.
+
+    Requests are validated against the spec with its ``x-config`` bounds taken from the
+    platform's running configuration (``sim.asgi.configured``)."""
+    document = configured(spec if spec is not None else load_openapi(), platform.config)
     table = RouteTable(SpecSchemas(document))
     unix_seconds = platform.clock.unix_seconds
 
