@@ -3,16 +3,22 @@
 Simulated time is seconds (float) since ``epoch`` (an aware UTC datetime from the config). Every
 timestamp, timer, window and billing bucket is computed from ``Clock.now``; nothing in ``sim/``
 reads the wall clock. ``advance`` is forward-only (Stripe Test Clocks' rule): it runs every event
-due up to and including the target time, in order, and then sets the clock to the target.
+due up to and including the target time, in order, and then sets the clock to the target. It
+never passes ``LAST_INSTANT`` (``horizon``, the end of November 9999): past it some timestamp (the
+end of the billing month) could not be written, and answers would fail.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import simpy
 
-__all__ = ["Clock", "format_timestamp"]
+__all__ = ["LAST_INSTANT", "Clock", "format_timestamp"]
+
+#: The last instant the clock may reach: everything written about "now" stays a four-digit-year
+#: timestamp, including the end of the billing month that contains it (1 December 9999).
+LAST_INSTANT = datetime(9999, 11, 30, 23, 59, 59, 999_000, tzinfo=UTC)
 
 
 def format_timestamp(moment: datetime) -> str:
@@ -34,6 +40,9 @@ class Clock:
     def __init__(self, epoch: datetime, env: simpy.Environment | None = None) -> None:
         self.epoch = epoch
         self.env = env if env is not None else simpy.Environment()
+        #: Simulated seconds of ``LAST_INSTANT``: every timestamp and id (ULIDs end in 10889)
+        #: stays writable up to here, so the clock refuses to go further.
+        self.horizon = (LAST_INSTANT - epoch).total_seconds()
         # Every event renders a few timestamps of the same few instants; formatting dominates.
         self._formatted: dict[float, str] = {}
 
@@ -85,6 +94,8 @@ class Clock:
     def advance_to(self, target: float) -> None:
         if target < self.now:
             raise ValueError("the clock only moves forward")
+        if not target <= self.horizon:  # also refuses NaN
+            raise ValueError(f"the clock cannot pass {format_timestamp(LAST_INSTANT)}")
         # Step through everything due at or before the target (simpy's run(until=t) would stop
         # *before* events at exactly t and leave its own marker event in the queue), then move
         # the clock to the target. Nothing else is due in between, so moving ``now`` directly is

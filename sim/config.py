@@ -16,7 +16,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from sim.clock import LAST_INSTANT
+
 __all__ = [
+    "AdminConfig",
     "AvatarConfig",
     "BillingConfig",
     "Constant",
@@ -343,6 +346,20 @@ class RunsConfig(_Frozen):
     models: dict[str, ModelConfig] = Field(default_factory=_default_models)
 
 
+class AdminConfig(_Frozen):
+    """Bounds of the simulator's own controls under ``/_sim`` (GAP-SERVE-2).
+
+    No input to a control may leave the platform unable to answer: the clock moves at most
+    ``clock_advance_max_seconds`` per call, a duration a control accepts (audio, slow start-up,
+    heartbeat loss) is at most ``duration_max_seconds``, and the worker pool at most
+    ``workers_max``.
+    """
+
+    clock_advance_max_seconds: float = Field(default=366 * 86400.0, gt=0)
+    duration_max_seconds: float = Field(default=366 * 86400.0, gt=0)
+    workers_max: int = Field(default=10_000, ge=0)
+
+
 class WebhookConfig(_Frozen):
     """Delivery schedule (GAP-EV-2)."""
 
@@ -366,12 +383,15 @@ class SimConfig(_Frozen):
     billing: BillingConfig = BillingConfig()
     runs: RunsConfig = RunsConfig()
     webhooks: WebhookConfig = WebhookConfig()
+    admin: AdminConfig = AdminConfig()
 
     @field_validator("epoch")
     @classmethod
     def _utc_epoch(cls, value: datetime) -> datetime:
         if value.tzinfo is None or value.utcoffset() != UTC.utcoffset(None):
             raise ValueError("epoch must be an aware UTC datetime")
+        if value >= LAST_INSTANT:
+            raise ValueError(f"epoch must be before {LAST_INSTANT.isoformat()}")
         return value
 
     @model_validator(mode="after")

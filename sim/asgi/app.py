@@ -70,10 +70,7 @@ def create_app(
     routes: list[BaseRoute] = []
     if admin_token is not None:
         sim_routes = admin_routes(
-            platform.admin,
-            platform.clock,
-            token=admin_token,
-            body_limit=platform.config.limits.request_body_max_bytes,
+            platform.admin, platform.clock, token=admin_token, config=platform.config
         )
         routes.append(Mount("/_sim", app=Router(sim_routes, redirect_slashes=False)))
     routes.append(Mount("", app=OperationsApp(platform, table)))
