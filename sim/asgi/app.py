@@ -63,7 +63,9 @@ def create_app(
         if exc.status_code == 405:
             error = InvalidRequest("method.not_allowed", f"{request.method} is not allowed here.")
         else:
-            error = NotFound("route.not_found", f"No route for {request.url.path}.")
+            # scope["path"], not request.url: building the URL decodes the query string as
+            # strict UTF-8, and a query that is not would turn this 404 into a 500.
+            error = NotFound("route.not_found", f"No route for {request.scope['path']}.")
         extra = {k: v for k, v in (exc.headers or {}).items() if k.lower() == "allow"}
         return error_response(error, request_id_of(request.scope), unix_seconds, extra)
 
