@@ -66,10 +66,6 @@ class Tally:
         return body
 
 
-def _raw_json(text: str) -> dict[str, str]:
-    return {"content": text, "content-type": "application/json"}
-
-
 #: (name, method, path, body text or None, content type, extra headers)
 BAD_INPUTS: list[tuple[str, str, str, bytes | None, str | None]] = [
     ("surrogate room_name", "POST", "/v1/sessions",
