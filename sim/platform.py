@@ -191,40 +191,25 @@ class Platform:
         if not operation.public:
             caller = _caller(caller)
         limiter = self._limiters.get(operation.rate_limit or "") if caller is not None else None
-        unreadable: DomainError | None = None
-        try:
-            if callable(params):
-                params = params()
-            check_values(params, max_depth=self.config.limits.json_max_depth)
-        except DomainError as error:
-            unreadable, params = error, {}
-        assert not callable(params)
-        key = params.get("idempotency_key") if operation.idempotent else None
-        fingerprint_body = {"path": _path_params(params), "body": params.get("body")}
-        if unreadable is None and key is not None and caller is not None:
+        read, refusal = self._read(params)
+        key = read.get("idempotency_key") if operation.idempotent else None
+        fingerprint = {"path": _path_params(read), "body": read.get("body")}
+        if refusal is None and key is not None and caller is not None:
             try:
-                replay = self.idempotency.lookup(caller.org_id, key, operation_id, fingerprint_body)
+                replay = self.idempotency.lookup(caller.org_id, key, operation_id, fingerprint)
             except DomainError as error:  # an invalid or reused key: a new request, counted
-                unreadable = error
+                refusal = error
             else:
                 if replay is not None:  # the original answer again: not a new request
                     seen = limiter.peek(caller.key_id) if limiter is not None else None
                     return Outcome(body=replay.body, replayed=True, rate=seen)
-        rate: RateSnapshot | None = None
-        if limiter is not None and caller is not None:
-            rate = limiter.hit(caller.key_id)
+        rate = limiter.hit(caller.key_id) if limiter is not None and caller is not None else None
         try:
-            if unreadable is not None:
-                raise unreadable
-            result = getattr(self, operation.method)(caller, params)
-            if isinstance(result, Prepared):
-                if check is not None:
-                    check(params)
-                result = result.commit()
-            elif check is not None:
-                check(params)
+            if refusal is not None:
+                raise refusal
+            result = self._perform(operation, caller, read, check)
             if key is not None and caller is not None and isinstance(result, dict):
-                self._remember(caller.org_id, key, operation_id, fingerprint_body, result)
+                self._remember(caller.org_id, key, operation_id, fingerprint, result)
         except DomainError as error:
             if error.rate is None and rate is not None:
                 error.rate = rate
@@ -232,6 +217,32 @@ class Platform:
         if isinstance(result, Outcome):
             return result if rate is None else _with_rate(result, rate)
         return Outcome(body=result, rate=rate)
+
+    def _read(self, params: Params) -> tuple[dict[str, Any], DomainError | None]:
+        """The parameters (the facade's parser runs here) and their values checked; a refusal is
+        returned, not raised, so the rate limiter counts the request first."""
+        try:
+            read = params() if callable(params) else params
+            check_values(read, max_depth=self.config.limits.json_max_depth)
+        except DomainError as error:
+            return {}, error
+        return read, None
+
+    def _perform(
+        self,
+        operation: Operation,
+        caller: Caller | None,
+        params: dict[str, Any],
+        check: Check | None,
+    ) -> dict[str, Any] | Outcome:
+        """The operation's checks, the caller's ``check``, then (a ``Prepared``) its change."""
+        result = getattr(self, operation.method)(caller, params)
+        if check is not None:
+            check(params)
+        if isinstance(result, Prepared):
+            return result.commit()
+        answer: dict[str, Any] | Outcome = result
+        return answer
 
     def _remember(
         self, org_id: str, key: str, operation_id: str, fingerprint: Any, body: dict[str, Any]
