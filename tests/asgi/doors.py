@@ -26,7 +26,7 @@ from sim.errors import DomainError
 from sim.platform import Platform
 from tests.asgi.support import SyncASGITransport
 
-__all__ = ["Answer", "Doors", "Request", "json_text"]
+__all__ = ["Answer", "Doors", "Request", "answer_of", "json_text", "refusal_of", "url_of"]
 
 Answer = dict[str, Any]
 """A success body, or ``{"error": [type, code, param, message]}``."""
@@ -62,6 +62,29 @@ def json_text(value: Any) -> bytes:
     return text.encode("ascii")
 
 
+def url_of(route: Route, params: dict[str, Any]) -> str:
+    """The URL of ``route`` with ``params``: path parameters in the path, the rest as the query."""
+    path_names = {p.name for p in route.parameters_in("path")}
+    path = route.path.format(
+        **{k: quote(str(v), safe="/") for k, v in params.items() if k in path_names}
+    )
+    query = {k: v for k, v in params.items() if k not in path_names}
+    return path + (f"?{urlencode(query)}" if query else "")
+
+
+def refusal_of(error: DomainError) -> Answer:
+    return {"error": [error.type, error.code, error.param, error.message]}
+
+
+def answer_of(response: httpx.Response) -> Answer:
+    """The body of a success, or the refusal in the same form as ``refusal_of``."""
+    body = response.json()
+    if response.status_code >= 400:
+        error = body["error"]
+        return {"error": [error["type"], error["code"], error["param"], error["message"]]}
+    return dict(body)
+
+
 class Doors:
     def __init__(self, config: SimConfig | None = None, plans: tuple[str, ...] = ("enterprise",)):
         self.config = config or SimConfig()
@@ -95,25 +118,15 @@ class Doors:
         try:
             outcome = platform.call(request.operation_id, caller, params)
         except DomainError as error:
-            return {"error": [error.type, error.code, error.param, error.message]}
+            return refusal_of(error)
         assert isinstance(outcome.body, dict)
         return outcome.body
 
     def by_http(self, request: Request, org: int = 0) -> Answer:
-        response = self.send(request, org)
-        body = response.json()
-        if response.status_code >= 400:
-            error = body["error"]
-            return {"error": [error["type"], error["code"], error["param"], error["message"]]}
-        return dict(body)
+        return answer_of(self.send(request, org))
 
     def send(self, request: Request, org: int = 0) -> httpx.Response:
         route = self.routes[request.operation_id]
-        path_names = {p.name for p in route.parameters_in("path")}
-        path = route.path.format(
-            **{k: quote(str(v), safe="/") for k, v in request.params.items() if k in path_names}
-        )
-        query = {k: v for k, v in request.params.items() if k not in path_names}
         headers = {"Authorization": f"Bearer {self.http_keys[org][request.key]}"}
         if request.idempotency_key is not None:
             headers["Idempotency-Key"] = request.idempotency_key
@@ -121,5 +134,6 @@ class Doors:
         if request.has_body:
             headers["Content-Type"] = "application/json"
             content = json_text(request.body)
-        url = path + (f"?{urlencode(query)}" if query else "")
-        return self.client.request(route.method, url, headers=headers, content=content)
+        return self.client.request(
+            route.method, url_of(route, request.params), headers=headers, content=content
+        )

@@ -91,6 +91,17 @@ ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 ENVELOPE_KEYS = {"type", "code", "message", "param", "request_id"}
 
 
+def strict_json(text: str | bytes) -> Any:
+    """Parse JSON as strictly as a client in another language would: ``NaN``, ``Infinity`` and
+    bytes that are not UTF-8 are errors (Python's parser accepts the first two)."""
+
+    def refuse(name: str) -> Any:
+        raise ValueError(f"{name} is not JSON")
+
+    raw = text.decode("utf-8") if isinstance(text, bytes) else text
+    return json.loads(raw, parse_constant=refuse)
+
+
 def assert_envelope(
     response: httpx.Response, status: int, type_: str, code: str, param: str | None = None
 ) -> None:

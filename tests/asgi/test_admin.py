@@ -28,11 +28,12 @@ from sim.platform import Platform
 from tests.asgi.support import (
     ADMIN,
     ADMIN_TOKEN,
-    LIVEKIT,
     Org,
     SyncASGITransport,
     assert_envelope,
     make_org,
+    session_body,
+    strict_json,
 )
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
@@ -51,18 +52,11 @@ PUBLIC_READS = [
 ]
 
 
-def _strict(text: str) -> Any:
-    def refuse(name: str) -> Any:
-        raise ValueError(f"{name} is not JSON")
-
-    return json.loads(text, parse_constant=refuse)
-
-
 def assert_public_routes_answer(client: httpx.Client, org: Org) -> None:
     for path in PUBLIC_READS:
         response = client.get(path, headers=org.auth())
         assert response.status_code == 200, (path, response.text)
-        _strict(response.text)
+        strict_json(response.text)
         assert response.headers["x-request-id"].startswith("req_")
 
 
@@ -94,11 +88,7 @@ def test_the_clock_never_passes_the_last_writable_instant() -> None:
         epoch=datetime(9999, 10, 1, tzinfo=UTC), admin=AdminConfig(clock_advance_max_seconds=1e12)
     )
     platform, client, org = _app(config)
-    client.post(
-        "/v1/sessions",
-        json={"avatar_id": "av_stock_mock", "transport": dict(LIVEKIT)},
-        headers=org.auth(),
-    )
+    client.post("/v1/sessions", json=session_body(), headers=org.auth())
     beyond = client.post("/_sim/clock/advance", json={"seconds": 62 * 86400}, headers=ADMIN)
     assert_envelope(beyond, 422, "unprocessable", "clock.horizon", "seconds")
     left = platform.clock.horizon - platform.clock.now
@@ -176,11 +166,7 @@ def test_bad_control_bodies_get_the_envelope_and_change_nothing_public(
     path: str, body: bytes, status: int, code: str, param: str | None
 ) -> None:
     platform, client, org = _app()
-    session = client.post(
-        "/v1/sessions",
-        json={"avatar_id": "av_stock_mock", "transport": dict(LIVEKIT)},
-        headers=org.auth(),
-    ).json()
+    session = client.post("/v1/sessions", json=session_body(), headers=org.auth()).json()
     path = path.replace("SESSION", session["id"])
     body = body.replace(b"ORG", org.id.encode()).replace(b"SESSION", session["id"].encode())
     response = client.post(f"/_sim{path}", content=body, headers=ADMIN)
@@ -240,11 +226,7 @@ _STATE: dict[str, Any] = {}
 def _world() -> tuple[Platform, httpx.Client, Org, str]:
     if not _STATE:
         platform, client, org = _app()
-        session = client.post(
-            "/v1/sessions",
-            json={"avatar_id": "av_stock_mock", "transport": dict(LIVEKIT)},
-            headers=org.auth(),
-        ).json()
+        session = client.post("/v1/sessions", json=session_body(), headers=org.auth()).json()
         _STATE.update(platform=platform, client=client, org=org, session=session["id"])
     return _STATE["platform"], _STATE["client"], _STATE["org"], _STATE["session"]
 
@@ -265,7 +247,7 @@ def test_no_input_to_any_control_makes_a_public_route_fail(
         headers["Content-Type"] = content_type
     response = client.request(method, f"/_sim{path}", content=body, headers=headers)
     assert response.status_code < 500, response.text
-    answer = _strict(response.text)
+    answer = strict_json(response.text)
     if response.status_code >= 400:
         assert set(answer) == {"error"}
     assert_public_routes_answer(client, org)

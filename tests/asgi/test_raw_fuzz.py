@@ -33,7 +33,14 @@ from hypothesis import strategies as st
 from sim.asgi import create_app
 from sim.asgi.openapi import load_openapi
 from sim.platform import Platform
-from tests.asgi.support import ADMIN_TOKEN, ENVELOPE_KEYS, LIVEKIT, make_org, state_digest
+from tests.asgi.support import (
+    ADMIN_TOKEN,
+    ENVELOPE_KEYS,
+    LIVEKIT,
+    make_org,
+    state_digest,
+    strict_json,
+)
 
 SPEC = load_openapi()
 GLOBAL_CODES = {
@@ -44,13 +51,6 @@ GLOBAL_CODES = {
     "api_key.invalid",
     "api_key.revoked",
 }
-
-
-def _strict(raw: bytes) -> Any:
-    def refuse(name: str) -> Any:
-        raise ValueError(f"{name} is not JSON")
-
-    return json.loads(raw.decode("utf-8"), parse_constant=refuse)
 
 
 class Fuzzed:
@@ -333,9 +333,9 @@ def check(fuzz: Fuzzed, request: dict[str, Any]) -> None:
     assert request_id.startswith("req_")
     if 200 <= status < 300:
         if headers.get(b"content-type", b"").startswith(b"application/json"):
-            _strict(body)
+            strict_json(body)
         return
-    answer = _strict(body)
+    answer = strict_json(body)
     assert set(answer) == {"error"} and set(answer["error"]) == ENVELOPE_KEYS, answer
     error = answer["error"]
     assert error["request_id"] == request_id

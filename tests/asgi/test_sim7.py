@@ -21,7 +21,6 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from urllib.parse import quote, urlencode
 
 import pytest
 from httpx import Client
@@ -32,6 +31,7 @@ from sim.asgi.routes import Route
 from sim.config import LimitsConfig, SimConfig
 from sim.errors import DomainError
 from sim.platform import Platform
+from tests.asgi.doors import answer_of, refusal_of, url_of
 from tests.asgi.support import LIVEKIT, SyncASGITransport
 
 
@@ -181,7 +181,7 @@ def _direct(platform: Platform, keys: list[str]) -> Driver:
         try:
             outcome = platform.call(call.operation_id, caller, arguments)
         except DomainError as error:
-            return {"error": [error.type, error.code, error.param, error.message]}
+            return refusal_of(error)
         assert isinstance(outcome.body, dict)
         return outcome.body
 
@@ -195,11 +195,6 @@ def _http(platform: Platform, keys: list[str]) -> Driver:
 
     def drive(call: Call, params: dict[str, Any]) -> Answer:
         route = routes[call.operation_id]
-        path_names = {p.name for p in route.parameters_in("path")}
-        path = route.path.format(
-            **{k: quote(str(v), safe="/") for k, v in params.items() if k in path_names}
-        )
-        query = {k: v for k, v in params.items() if k not in path_names}
         headers = {} if call.org is None else {"Authorization": f"Bearer {keys[call.org]}"}
         if call.idempotency_key is not None:
             headers["Idempotency-Key"] = call.idempotency_key
@@ -212,15 +207,10 @@ def _http(platform: Platform, keys: list[str]) -> Driver:
                 "image": (upload["image_filename"], upload["image"], upload["image_content_type"])
             }
             kwargs["data"] = {"name": upload["name"]}
-        url = path + (f"?{urlencode(query)}" if query else "")
-        response = client.request(route.method, url, **kwargs)
-        body = response.json()
-        if response.status_code >= 400:
-            error = body["error"]
-            return {"error": [error["type"], error["code"], error["param"], error["message"]]}
-        assert response.status_code == route.success_status
-        result: Answer = body
-        return result
+        response = client.request(route.method, url_of(route, params), **kwargs)
+        if response.status_code < 400:
+            assert response.status_code == route.success_status
+        return answer_of(response)
 
     return drive
 

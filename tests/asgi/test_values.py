@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.asgi.doors import Doors, Request
-from tests.asgi.support import LIVEKIT
+from tests.asgi.support import LIVEKIT, strict_json
 
 SESSION = {"avatar_id": "av_stock_mock", "transport": dict(LIVEKIT)}
 
@@ -25,13 +25,6 @@ def _session(**changes: Any) -> dict[str, Any]:
     body = json.loads(json.dumps(SESSION))
     body.update(changes)
     return body
-
-
-def _strict_json(text: str) -> Any:
-    def refuse(name: str) -> Any:
-        raise ValueError(f"{name} is not JSON")
-
-    return json.loads(text, parse_constant=refuse)
 
 
 BAD_VALUES = [
@@ -127,7 +120,7 @@ def test_a_value_json_cannot_carry_back_is_refused_by_both_doors_and_stores_noth
     for listing in ("listSessions", "listRuns"):
         response = doors.send(Request(listing, {}, has_body=False))
         assert response.status_code == 200
-        assert _strict_json(response.text)["data"] == []
+        assert strict_json(response.text)["data"] == []
     created = doors.send(Request("createSession", {}, _session()))
     assert created.status_code == 201, created.text
 

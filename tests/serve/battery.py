@@ -14,28 +14,21 @@ body valid JSON by a strict parser (no ``NaN``/``Infinity``), every refusal the 
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
+from tests.asgi.support import ENVELOPE_KEYS, strict_json
+
 __all__ = ["Tally", "battery", "load"]
 
-ENVELOPE_KEYS = {"type", "code", "message", "param", "request_id"}
 _SESSION = {
     "avatar_id": "av_stock_mock",
     "quality": "mock",
     "transport": {"type": "livekit", "url": "wss://rooms.example.invalid", "room_name": "r"},
 }
-
-
-def strict_json(raw: bytes) -> Any:
-    def refuse(name: str) -> Any:
-        raise ValueError(f"{name} is not JSON")
-
-    return json.loads(raw.decode("utf-8"), parse_constant=refuse)
 
 
 @dataclass
