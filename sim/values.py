@@ -47,7 +47,47 @@ def check_values(params: Mapping[str, Any], *, max_depth: int) -> None:
             )
         if name in _BINARY_PARAMS and isinstance(value, bytes | bytearray):
             continue
-        _check(value, () if name == _BODY else (name,), max_depth)
+        if not _fine(value, max_depth):  # the common case, cheaply; then find what is wrong
+            _check(value, () if name == _BODY else (name,), max_depth)
+
+
+def _fine(root: Any, max_depth: int) -> bool:
+    """Whether ``root`` is certainly acceptable, without keeping paths (every request pays it)."""
+    stack: list[tuple[Any, int]] = [(root, 0)]
+    while stack:
+        value, depth = stack.pop()
+        kind = type(value)
+        if kind is str:
+            if not value.isascii() and not _encodable(value):
+                return False
+        elif kind is dict:
+            if depth >= max_depth:
+                return False
+            for key, item in value.items():
+                if type(key) is not str or (not key.isascii() and not _encodable(key)):
+                    return False
+                stack.append((item, depth + 1))
+        elif kind is list:
+            if depth >= max_depth:
+                return False
+            stack.extend((item, depth + 1) for item in value)
+        elif kind is int:
+            if not -LARGEST_NUMBER <= value <= LARGEST_NUMBER:
+                return False
+        elif kind is float:
+            if not math.isfinite(value):
+                return False
+        elif value is not None and kind is not bool:
+            return False  # another type, or a subclass: let the full check decide
+    return True
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _check(root: Any, path: tuple[str, ...], max_depth: int) -> None:

@@ -14,7 +14,11 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from sim.errors import InvalidRequest
+from sim.values import _check, _fine
 from tests.asgi.doors import Doors, Request
 from tests.asgi.support import LIVEKIT, strict_json
 
@@ -151,3 +155,33 @@ def test_large_finite_numbers_are_kept_exactly() -> None:
     body = {"input": {"prompt": "hi"}, "metadata": {"big": 10**300, "small": -1.5e300}}
     python, http = doors.both(Request("createRun", {"model_id": "sim/echo-text"}, body))
     assert python["metadata"] == http["metadata"] == body["metadata"]
+
+
+_ANY = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.sampled_from([10**400, -(10**400), float("inf"), float("nan"), 1.5, -0.0])
+    | st.text(max_size=6)
+    | st.sampled_from(["\ud800", "a\udfffb", b"bytes", (1, 2)]),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(max_size=4) | st.sampled_from(["\udc80", 7]), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@pytest.mark.req("ERR-1")
+@settings(max_examples=300, deadline=None)
+@given(value=_ANY, depth=st.integers(1, 4))
+def test_the_quick_pass_accepts_exactly_what_the_full_check_accepts(value: Any, depth: int) -> None:
+    """Every request pays the quick pass; the full one (which names the field) runs only when the
+    quick pass doubts. They must agree, or a bad value could slip through."""
+    try:
+        _check(value, ("body",), depth)
+    except InvalidRequest:
+        accepted = False
+    else:
+        accepted = True
+    assert _fine(value, depth) is accepted
