@@ -43,7 +43,6 @@ __all__ = ["MethodNotAllowed", "OperationsApp"]
 
 #: Parameters whose refusal the contract names with a code of its own (GAP-ERR-1).
 _PARAMETER_CODES: Mapping[str, str] = {"idempotency-key": "idempotency_key.invalid"}
-_JSON = "application/json"
 _MULTIPART = "multipart/form-data"
 _BINARY_HINTS = ("contentMediaType", "contentEncoding")
 
