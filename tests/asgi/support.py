@@ -91,6 +91,22 @@ ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 ENVELOPE_KEYS = {"type", "code", "message", "param", "request_id"}
 
 
+#: Reads every organization and every anonymous client relies on: whatever a request did, these
+#: must keep answering 200 with valid JSON.
+PUBLIC_READS = (
+    "/v1/status",
+    "/v1/billing/plans",
+    "/v1/models",
+    "/v1/sessions",
+    "/v1/avatars",
+    "/v1/runs",
+    "/v1/assets",
+    "/v1/usage",
+    "/v1/usage?period=previous_month&timezone=Pacific/Kiritimati",
+    "/v1/billing/quota",
+)
+
+
 def strict_json(text: str | bytes) -> Any:
     """Parse JSON as strictly as a client in another language would: ``NaN``, ``Infinity`` and
     bytes that are not UTF-8 are errors (Python's parser accepts the first two)."""

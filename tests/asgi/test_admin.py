@@ -28,6 +28,7 @@ from sim.platform import Platform
 from tests.asgi.support import (
     ADMIN,
     ADMIN_TOKEN,
+    PUBLIC_READS,
     Org,
     SyncASGITransport,
     assert_envelope,
@@ -37,19 +38,6 @@ from tests.asgi.support import (
 )
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-
-PUBLIC_READS = [
-    "/v1/status",
-    "/v1/billing/plans",
-    "/v1/models",
-    "/v1/sessions",
-    "/v1/avatars",
-    "/v1/runs",
-    "/v1/assets",
-    "/v1/usage",
-    "/v1/usage?period=previous_month&timezone=Pacific/Kiritimati",
-    "/v1/billing/quota",
-]
 
 
 def assert_public_routes_answer(client: httpx.Client, org: Org) -> None:

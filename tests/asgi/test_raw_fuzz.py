@@ -37,6 +37,7 @@ from tests.asgi.support import (
     ADMIN_TOKEN,
     ENVELOPE_KEYS,
     LIVEKIT,
+    PUBLIC_READS,
     make_org,
     state_digest,
     strict_json,
@@ -334,6 +335,7 @@ def check(fuzz: Fuzzed, request: dict[str, Any]) -> None:
     if 200 <= status < 300:
         if headers.get(b"content-type", b"").startswith(b"application/json"):
             strict_json(body)
+        _assert_reads_still_answer(fuzz, request)
         return
     answer = strict_json(body)
     assert set(answer) == {"error"} and set(answer["error"]) == ENVELOPE_KEYS, answer
@@ -344,6 +346,17 @@ def check(fuzz: Fuzzed, request: dict[str, Any]) -> None:
         allowed = fuzz.codes_for(request["method"], path) | GLOBAL_CODES
         assert error["code"] in allowed, (error, request)
     assert state_digest(fuzz.platform) == before, (request, error)
+
+
+def _assert_reads_still_answer(fuzz: Fuzzed, after: dict[str, Any]) -> None:
+    """What an accepted request stored must not break a later answer (a lone surrogate once
+    made the organization's list answer 500 from then on)."""
+    auth = [(b"authorization", f"Bearer {fuzz.org.keys['unrestricted']}".encode())]
+    for read in PUBLIC_READS:
+        path, _, query = read.partition("?")
+        status, _, body = fuzz.send("GET", path.encode(), query.encode(), auth, [])
+        assert status == 200, (read, after, body)
+        strict_json(body)
 
 
 def _examples(count: int) -> Iterator[Any]:
