@@ -1,32 +1,42 @@
 """Benchmark: simulated sessions per wall second against bare SimPy running the same queue.
 
-Why: DESIGN.md's cost model says the simulator's per-session cost must not grow with simulated
-duration, and gives a yardstick: bare SimPy serving the same queue (c servers, Poisson arrivals,
-a 15 s patience for a server). Both run here, in the same process and the same run, so the
-report is a ratio that does not depend on how fast or busy the machine is:
+Why: the cost model says the simulator's per-session cost must not grow with simulated duration,
+and gives a yardstick: bare SimPy serving the same queue (c servers, Poisson arrivals, a 15 s
+patience for a server). Both run here, in the same process, so the report is a ratio that does
+not depend on how fast the machine is:
 
 - ``baseline``: bare SimPy, a ``Resource`` of c servers and one process per customer.
 - ``platform``: the whole simulated service (``Platform.call("createSession")``: validation,
   caps, billing check, admission, worker boot, first frame, max-duration timer, usage charge).
+- ``platform`` with audio: each customer also talks, handing its talk-spurt pattern to the
+  session at the first frame (one ``play_audio`` call), as the scenario runner's clients do.
 
-A second measurement runs the same arrivals with sessions 60 times longer: the cost per session
-should stay flat (``long_over_short`` near 1).
+Each is also run with sessions 60 times longer at the same load: the cost per session should
+stay flat (``long_over_short`` near 1), with audio too. The machine is shared, so times are the
+process's CPU time (``time.process_time``: what this process spent, not what others took), the
+runs are interleaved in rounds, and each figure is the median over the rounds (ratios per round
+first).
 """
 
 from __future__ import annotations
 
 import random
+import statistics
 import time
 from typing import Any
 
 import simpy
 
-from sim.config import Constant, SimConfig
+from sim.config import Constant, Exponential, SimConfig
+from sim.events import Event
 from sim.platform import Platform
+from sim.sessions.audio import TalkSpurts
 
 __all__ = ["run"]
 
 _TRANSPORT = {"type": "livekit", "url": "wss://bench.example.test", "room_name": "bench"}
+#: The scenario format's default talk-spurt pattern.
+_TALK = TalkSpurts(speech=Exponential(mean=4.0), silence=Exponential(mean=2.0))
 
 
 def _baseline(customers: int, workers: int, rate: float, hold: float, seed: int) -> float:
@@ -47,12 +57,14 @@ def _baseline(customers: int, workers: int, rate: float, hold: float, seed: int)
             yield env.timeout(rng.expovariate(rate))
 
     env.process(source())
-    started = time.perf_counter()
+    started = time.process_time()
     env.run()
-    return time.perf_counter() - started
+    return time.process_time() - started
 
 
-def _platform(customers: int, workers: int, rate: float, hold: float, seed: int) -> float:
+def _platform(
+    customers: int, workers: int, rate: float, hold: float, seed: int, *, audio: bool = False
+) -> float:
     config = SimConfig.model_validate(
         {
             "seed": seed,
@@ -84,6 +96,15 @@ def _platform(customers: int, workers: int, rate: float, hold: float, seed: int)
     }
     rng = random.Random(seed)
     env = platform.clock.env
+    if audio:
+        talk = random.Random(seed + 1)
+
+        def talks(event: Event) -> None:  # the customer starts talking at its first frame
+            assert event.subject is not None
+            until = event.at + hold
+            platform.sessions.play_audio(event.subject, _TALK, rng=talk, until=until)
+
+        platform.kernel.events.subscribe(talks, types=("session.first_frame",))
 
     def source() -> Any:
         for _ in range(customers):
@@ -93,27 +114,51 @@ def _platform(customers: int, workers: int, rate: float, hold: float, seed: int)
     env.process(source())
     # Billing's period process is perpetual, so run to a horizon: every arrival plus its session.
     horizon = customers / rate * 1.5 + hold * 2
-    started = time.perf_counter()
+    started = time.process_time()
     platform.clock.advance(horizon)
-    elapsed = time.perf_counter() - started
-    finished = sum(1 for s in platform.sessions.sessions() if s.status in ("ended", "failed"))
+    elapsed = time.process_time() - started
+    store = platform.sessions.store
+    finished = sum(1 for row in range(len(store)) if store.status(row) in ("ended", "failed"))
     if finished != customers:
         raise RuntimeError(f"only {finished} of {customers} sessions finished by the horizon")
     return elapsed
 
 
-def run(scale: float = 1.0, *, seed: int = 0) -> dict[str, Any]:
-    """Time both at the same load; report customers per second and the ratios."""
-    customers = max(200, int(20_000 * scale))
+def run(scale: float = 1.0, *, seed: int = 0, rounds: int | None = None) -> dict[str, Any]:
+    """Time every variant at the same load in interleaved rounds; report medians and ratios."""
+    customers = max(200, int(6_000 * scale))
+    rounds = rounds if rounds is not None else (5 if scale >= 0.5 else 1)
     workers, hold = 40, 60.0
     rate = workers / hold * 0.9  # 90 % offered load
-    baseline = _baseline(customers, workers, rate, hold, seed)
-    short = _platform(customers, workers, rate, hold, seed)
-    long = _platform(customers, workers, rate / 60, hold * 60, seed)
+    times: dict[str, list[float]] = {
+        k: [] for k in ("baseline", "short", "long", "audio_short", "audio_long")
+    }
+    for round_ in range(rounds):
+        run_seed = seed + round_
+        times["baseline"].append(_baseline(customers, workers, rate, hold, run_seed))
+        times["short"].append(_platform(customers, workers, rate, hold, run_seed))
+        times["long"].append(_platform(customers, workers, rate / 60, hold * 60, run_seed))
+        times["audio_short"].append(_platform(customers, workers, rate, hold, run_seed, audio=True))
+        times["audio_long"].append(
+            _platform(customers, workers, rate / 60, hold * 60, run_seed, audio=True)
+        )
+
+    def median_ratio(numerator: str, denominator: str) -> float:
+        pairs = zip(times[numerator], times[denominator], strict=True)
+        return round(statistics.median(n / d for n, d in pairs), 4)
+
+    def per_second(name: str) -> int:
+        return round(customers / statistics.median(times[name]))
+
     return {
         "customers": customers,
-        "baseline_per_second": round(customers / baseline),
-        "platform_per_second": round(customers / short),
-        "ratio_platform_over_baseline": round(baseline / short, 4),
-        "long_over_short": round(long / short, 3),
+        "rounds": rounds,
+        "baseline_per_second": per_second("baseline"),
+        "platform_per_second": per_second("short"),
+        "platform_audio_per_second": per_second("audio_short"),
+        "ratio_platform_over_baseline": median_ratio("baseline", "short"),
+        "ratio_platform_audio_over_baseline": median_ratio("baseline", "audio_short"),
+        "long_over_short": median_ratio("long", "short"),
+        "long_over_short_audio": median_ratio("audio_long", "audio_short"),
+        "goals": {"ratio_platform_over_baseline": ">= 0.25", "long_over_short_audio": "<= 1.1"},
     }

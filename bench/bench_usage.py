@@ -1,4 +1,4 @@
-"""Benchmark: one organization's usage summary over a month of a large ledger (issue 4, item 6).
+"""Benchmark: one organization's usage summary over a month of a large ledger.
 
 Why: ``GET /v1/usage`` must not rescan every organization's history per call. This builds a
 ledger of about ``1_000_000 * scale`` rows spread over many organizations within one calendar
@@ -22,6 +22,7 @@ from typing import Any
 
 from sim.accounts import AccountRegistry
 from sim.billing import Billing
+from sim.billing.ledger import attribute
 from sim.billing.usage import parse_window, summarize
 from sim.kernel import Kernel
 
@@ -44,7 +45,7 @@ def _build(scale: float, seed: int) -> tuple[Kernel, Billing, list[str], float]:
     for org in orgs:
         billing.open_account(org, "enterprise")
     rng = random.Random(seed)
-    record = billing.ledger.record
+    record = billing.ledger.append
     step = (_MONTH_SECONDS - 1) / rows
     for i in range(rows):
         org = orgs[rng.randrange(org_count)]
@@ -58,12 +59,14 @@ def _build(scale: float, seed: int) -> tuple[Kernel, Billing, list[str], float]:
                 at,
                 seconds * 2,
                 session_id=f"sess_b{i}",
-                billing_surface=surface,
-                quality=_QUALITIES[rng.randrange(4)],
-                speech_billing_mode="customer_managed",
-                operation="session.realtime",
                 billable_seconds=seconds,
-                embed_id=f"emb_b{i % 7}" if surface == "embed" else None,
+                attribution=attribute(
+                    billing_surface=surface,
+                    quality=_QUALITIES[rng.randrange(4)],
+                    speech_billing_mode="customer_managed",
+                    operation="session.realtime",
+                    embed_id=f"emb_b{i % 7}" if surface == "embed" else None,
+                ),
             )
         else:  # a run's settlement
             record(
@@ -72,11 +75,13 @@ def _build(scale: float, seed: int) -> tuple[Kernel, Billing, list[str], float]:
                 at,
                 rng.randrange(1, 500),
                 run_id=f"run_b{i}",
-                model="sim/speech",
-                billing_surface=surface,
-                speech_billing_mode="customer_managed",
-                operation="run.sim/speech.synthesize",
-                pricing_version="bench",
+                attribution=attribute(
+                    model="sim/speech",
+                    billing_surface=surface,
+                    speech_billing_mode="customer_managed",
+                    operation="run.sim/speech.synthesize",
+                    pricing_version="bench",
+                ),
             )
     gc.enable()
     gc.freeze()  # the rows live for the whole run; keep later collections from walking them
@@ -105,9 +110,18 @@ def run(scale: float = 1.0, *, seed: int = 0, repeats: int = 5) -> dict[str, Any
     def indexed() -> dict[str, Any]:
         return billing.usage(org, period="current_month", timezone="Europe/Berlin")
 
+    ledger = billing.ledger
+    org_code = ledger.orgs.code(org)
+
     def scan() -> dict[str, Any]:
-        rows = [e for e in billing.ledger if e.org_id == org and window.start <= e.at < window.end]
-        return summarize(rows, window, kernel_clock, config)
+        codes, times = ledger.org_codes, ledger.times
+        rows = [
+            row
+            for row in range(len(ledger))
+            if codes[row] == org_code and window.start <= times[row] < window.end
+        ]
+        rows.sort(key=lambda row: (times[row], row))
+        return summarize(ledger, rows, window, kernel_clock, config)
 
     try:
         indexed_seconds, fast = _timed(repeats, indexed)
@@ -117,7 +131,7 @@ def run(scale: float = 1.0, *, seed: int = 0, repeats: int = 5) -> dict[str, Any
     return {
         "entries": len(billing.ledger),
         "organizations": len(orgs),
-        "org_entries_in_window": len(billing.ledger.window(org, window.start, window.end)),
+        "org_entries_in_window": len(ledger.window_rows(org, window.start, window.end)),
         "build_seconds": round(build_seconds, 3),
         "indexed_seconds": indexed_seconds,
         "scan_seconds": scan_seconds,

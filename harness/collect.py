@@ -1,9 +1,19 @@
 """Records → tidy pandas DataFrames (NB-2): one row per thing, one column per field.
 
-Why a separate collector (Mesa's ``datacollection`` idea): the runner produces flat immutable
-records (session snapshots, events, ledger rows, pool samples, the clients' call log); turning
+Why a separate collector (Mesa's ``datacollection`` idea): the runner produces records (the
+session store, the event log, the ledger, pool samples, the clients' logs and tallies); turning
 them into tables is a pure function of those records. Notebooks and sweeps read only these
 tables, never live simulator objects.
+
+The records are columns of raw values, and the tables are built from them in bulk (NumPy arrays,
+interned codes mapped once, ids and times converted vectorized), never row by row.
+
+What a run keeps depends on its records level (``harness.runner.engine.RECORDS``): at ``full``
+every table has its rows; at ``sessions`` the event log is not kept (``events`` is empty); at
+``summary`` only the tables whose size does not grow with traffic have rows: the per-interval
+``intervals``, ``requests`` and ``arrivals``, the ``waits`` histogram, ``ledger_daily``,
+``utilization``, ``runs``, ``usage``, ``usage_daily`` and ``organizations``. Every table has the
+same columns and dtypes at every level; those aggregate tables are the same at every level too.
 
 Conventions: instants are timezone-aware UTC datetimes (``datetime64[us, UTC]``) next to a float
 ``t`` in simulated seconds since the scenario start; durations are float seconds; ids and codes
@@ -13,19 +23,25 @@ are strings; a value that does not apply is missing (``NaT``/``NaN``/``None``).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, fields
+import math
+from collections import defaultdict
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
-from sim.clock import Clock
+from harness.columns import codes, epoch_ms, floats, strings, text_chunks, times, ulids
+from sim.billing.ledger import ATTRIBUTION, ENTRY_KINDS, KIND_RULES
+from sim.lifecycle import STATUSES
+from sim.sessions.records import usage_of
 
 if TYPE_CHECKING:
     from harness.runner.engine import RawRun
 
-__all__ = ["TABLES", "RunResult", "collect"]
+__all__ = ["AGGREGATES", "TABLES", "WAIT_EDGES", "RunResult", "collect"]
 
 #: The tables of a run, in the order they are written.
 TABLES: tuple[str, ...] = (
@@ -39,7 +55,23 @@ TABLES: tuple[str, ...] = (
     "usage",
     "usage_daily",
     "organizations",
+    "intervals",
+    "requests",
+    "arrivals",
+    "waits",
+    "ledger_daily",
 )
+
+#: The tables that stay the same size whatever the traffic (kept at every records level).
+AGGREGATES: tuple[str, ...] = ("intervals", "requests", "arrivals", "waits", "ledger_daily")
+
+#: Bin edges (seconds) of the start-up wait histogram: fine where waits usually are.
+WAIT_EDGES: tuple[float, ...] = (
+    *(i * 0.25 for i in range(0, 121)),  # 0 .. 30 s by 0.25 s
+    45.0, 60.0, 90.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, math.inf,
+)  # fmt: skip
+
+_USAGE_KINDS = [kind for kind in ENTRY_KINDS if KIND_RULES[kind].usage]
 
 
 @dataclass(frozen=True)
@@ -59,6 +91,12 @@ class RunResult:
     usage: pd.DataFrame
     usage_daily: pd.DataFrame
     organizations: pd.DataFrame
+    intervals: pd.DataFrame
+    requests: pd.DataFrame
+    arrivals: pd.DataFrame
+    waits: pd.DataFrame
+    ledger_daily: pd.DataFrame
+    records: str = "full"  # what the run kept: "full", "sessions" or "summary"
 
     def tables(self) -> dict[str, pd.DataFrame]:
         return {name: getattr(self, name) for name in TABLES}
@@ -75,146 +113,357 @@ class RunResult:
         return paths
 
 
-def _times(clock: Clock, values: Iterable[float | None]) -> pd.Series:
-    moments = [pd.NaT if v is None else pd.Timestamp(clock.datetime_at(v)) for v in values]
-    return pd.Series(moments, dtype="datetime64[us, UTC]")
+# -- helpers ---------------------------------------------------------------------------------
 
 
-def _frame(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
-    return pd.DataFrame(list(rows), columns=list(columns))
+def _lookup(values: list[Any], picked: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """``values[code]`` for every code (values as an object array)."""
+    table = np.empty(len(values), dtype=object)
+    table[:] = values
+    return table[picked] if len(picked) else np.zeros(0, dtype=object)
 
 
-def _floats(values: Iterable[float | None]) -> pd.Series:
-    return pd.Series([float("nan") if v is None else float(v) for v in values], dtype="float64")
+def _names(raw: RawRun) -> dict[str, str]:
+    return {o.id: o.name for o in raw.organizations}
 
 
-def _sessions(raw: RawRun) -> pd.DataFrame:
+def _organization(raw: RawRun, org_ids: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    names = _names(raw)
+    unique, inverse = np.unique(org_ids.astype(str), return_inverse=True)
+    return _lookup([names.get(o, o) for o in unique], inverse)
+
+
+def _ints(values: Any) -> pd.Series:
+    return pd.Series(np.asarray(values, dtype=np.int64))
+
+
+def _intervals_of(seconds: np.ndarray[Any, Any], interval: float) -> np.ndarray[Any, Any]:
+    bins: np.ndarray[Any, Any] = np.floor_divide(seconds, interval).astype(np.int64)
+    return bins
+
+
+# -- per-row tables ----------------------------------------------------------------------------
+
+_SESSION_COLUMNS = [
+    "session_id", "organization", "org_id", "client", "quality", "surface", "transport",
+    "status", "billable_seconds", "frames", "error_code", "end_reason", "worker_id",
+    "created_at", "started_at", "first_frame_at", "ended_at", "wait_seconds", "planned_length",
+]  # fmt: skip
+
+
+def _session_columns(raw: RawRun) -> dict[str, np.ndarray[Any, Any]]:
+    """Every session's fields as arrays, live sessions read from their working state."""
+    platform = raw.platform
+    store = platform.sessions.store
+    rows = len(store)
+    profiles = codes(store.profile_codes)
+    profile_values = store.profiles.values
+    columns: dict[str, np.ndarray[Any, Any]] = {
+        "session_id": np.array(store.ids, dtype=object),
+        "org_id": _lookup([p[0] for p in profile_values], profiles),
+        "quality": _lookup([p[3] for p in profile_values], profiles),
+        "surface": _lookup([p[4] for p in profile_values], profiles),
+        "transport": np.array([t[1] for t in store.transports], dtype=object),
+        "status": _lookup(list(STATUSES), codes(store.status_codes, rows)),
+        "billable_seconds": codes(store.billable_seconds, rows).copy(),
+        "error_code": _lookup(store.reasons.values, codes(store.error_codes, rows)),
+        "end_reason": _lookup(store.reasons.values, codes(store.end_reason_codes, rows)),
+        "worker_id": _lookup(store.workers.values, codes(store.worker_codes, rows)),
+        "created_at": floats(store.created_at),
+        "started_at": floats(store.started_at)[:rows],
+        "first_frame_at": floats(store.first_frame_at)[:rows],
+        "ended_at": floats(store.ended_at)[:rows],
+    }
+    for name in ("error_code", "end_reason", "worker_id"):
+        column = columns[name]
+        column[column == ""] = None
+    now = platform.clock.now
+    for state in store.live_states():  # not terminal yet: their rows are not written
+        row = state.number
+        columns["status"][row] = state.status
+        columns["billable_seconds"][row] = usage_of(state, now)
+        columns["worker_id"][row] = state.worker_id
+        for name in ("started_at", "first_frame_at", "ended_at"):
+            value = getattr(state, name)
+            columns[name][row] = math.nan if value is None else value
+    return columns
+
+
+def _sessions(raw: RawRun, columns: dict[str, np.ndarray[Any, Any]]) -> pd.DataFrame:
+    if raw.records == "summary":
+        return _empty_sessions()
     clock = raw.platform.clock
-    names = {o.id: o.name for o in raw.organizations}
-    clients = {c.resource_id: c for c in raw.pool.clients if c.kind == "session" and c.resource_id}
-    snaps = raw.platform.sessions.sessions()
-    frame = _frame(
-        [
-            {
-                "session_id": s.id,
-                "organization": names.get(s.org_id, s.org_id),
-                "org_id": s.org_id,
-                "client": clients[s.id].client if s.id in clients else None,
-                "quality": s.quality,
-                "surface": s.billing_surface,
-                "transport": s.transport_type,
-                "status": s.status,
-                "billable_seconds": s.billable_seconds,
-                "frames": s.frames,
-                "error_code": s.error_code,
-                "end_reason": s.end_reason,
-                "worker_id": s.worker_id,
-            }
-            for s in snaps
-        ],
-        ["session_id", "organization", "org_id", "client", "quality", "surface", "transport",
-         "status", "billable_seconds", "frames", "error_code", "end_reason", "worker_id"],
-    )  # fmt: skip
-    frame["client"] = frame["client"].astype("Int64")
-    frame["billable_seconds"] = frame["billable_seconds"].astype("int64")
-    frame["frames"] = frame["frames"].astype("int64")
-    for column in ("created_at", "started_at", "first_frame_at", "ended_at"):
-        frame[column] = _times(clock, [getattr(s, column) for s in snaps])
-    frame["wait_seconds"] = _floats(
-        [None if s.started_at is None else s.started_at - s.created_at for s in snaps]
-    )
-    frame["planned_length"] = _floats(
-        [clients[s.id].planned_length if s.id in clients else None for s in snaps]
+    clients: dict[str, int] = {}
+    planned: dict[str, float] = {}
+    log = raw.pool.clients
+    if log is not None:
+        session_kinds = {code for code, kind in enumerate(log.kinds) if kind[0] == "session"}
+        for code, client, length, resource in zip(
+            log.kind, log.client, log.planned_length, log.resource_id, strict=True
+        ):
+            if code in session_kinds and resource:
+                clients[resource] = client
+                planned[resource] = length
+    ids = columns["session_id"]
+    fps = raw.platform.config.sessions.frames_per_second
+    billable = columns["billable_seconds"]
+    frame = pd.DataFrame(
+        {
+            "session_id": strings(ids),
+            "organization": strings(_organization(raw, columns["org_id"])),
+            "org_id": strings(columns["org_id"]),
+            "client": pd.array([clients.get(i) for i in ids], dtype="Int64"),
+            "quality": strings(columns["quality"]),
+            "surface": strings(columns["surface"]),
+            "transport": strings(columns["transport"]),
+            "status": strings(columns["status"]),
+            "billable_seconds": _ints(billable),
+            "frames": _ints(billable * fps),
+            "error_code": strings(columns["error_code"]),
+            "end_reason": strings(columns["end_reason"]),
+            "worker_id": strings(columns["worker_id"]),
+            "created_at": times(clock, columns["created_at"]),
+            "started_at": times(clock, columns["started_at"]),
+            "first_frame_at": times(clock, columns["first_frame_at"]),
+            "ended_at": times(clock, columns["ended_at"]),
+            "wait_seconds": columns["started_at"] - columns["created_at"],
+            "planned_length": np.array([planned.get(i, math.nan) for i in ids], dtype=float),
+        }
     )
     return frame
+
+
+def _empty_sessions() -> pd.DataFrame:
+    frame = pd.DataFrame({c: strings([]) for c in _SESSION_COLUMNS})
+    frame["client"] = pd.array([], dtype="Int64")
+    for column in ("billable_seconds", "frames"):
+        frame[column] = _ints([])
+    for column in ("created_at", "started_at", "first_frame_at", "ended_at"):
+        frame[column] = pd.Series([], dtype="datetime64[us, UTC]")
+    for column in ("wait_seconds", "planned_length"):
+        frame[column] = floats([])
+    return frame
+
+
+_CLIENT_KINDS = ("kind", "organization", "surface", "quality", "model", "final_outcome")
 
 
 def _clients(raw: RawRun) -> pd.DataFrame:
     clock = raw.platform.clock
-    rows = [{f.name: getattr(c, f.name) for f in fields(c)} for c in raw.pool.clients]
-    columns = [f.name for f in fields(raw.pool.clients[0])] if raw.pool.clients else [
-        "client", "at", "kind", "organization", "surface", "quality", "model", "planned_length",
-        "attempts", "resource_id", "final_outcome",
-    ]  # fmt: skip
-    frame = _frame(sorted(rows, key=lambda r: r["client"]), columns)
-    frame = frame.rename(columns={"at": "t"})
-    frame["t"] = frame["t"].astype("float64")
-    frame["planned_length"] = _floats(frame["planned_length"].tolist())
-    frame["attempts"] = frame["attempts"].astype("int64")
-    frame["client"] = frame["client"].astype("int64")
-    frame.insert(1, "at", _times(clock, frame["t"].tolist()))
-    return frame
+    log = raw.pool.clients
+    if log is None or not len(log):
+        kinds: list[tuple[Any, ...]] = []
+        picked = np.zeros(0, dtype=np.int64)
+        client, at, length = np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)
+        attempts, resource = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=object)
+    else:
+        order = np.argsort(codes(log.client), kind="stable")
+        kinds = log.kinds
+        picked = codes(log.kind)[order]
+        client = codes(log.client)[order]
+        at = floats(log.at)[order]
+        length = floats(log.planned_length)[order]
+        attempts = codes(log.attempts)[order]
+        resource = np.array(log.resource_id, dtype=object)[order]
+    by_kind = {
+        name: strings(_lookup([k[i] for k in kinds], picked))
+        for i, name in enumerate(_CLIENT_KINDS)
+    }
+    return pd.DataFrame(
+        {
+            "client": _ints(client),
+            "at": times(clock, at),
+            "t": at,
+            "kind": by_kind["kind"],
+            "organization": by_kind["organization"],
+            "surface": by_kind["surface"],
+            "quality": by_kind["quality"],
+            "model": by_kind["model"],
+            "planned_length": length,
+            "attempts": _ints(attempts),
+            "resource_id": strings(resource),
+            "final_outcome": by_kind["final_outcome"],
+        }
+    )
 
 
-_CALL_COLUMNS = [
-    "client", "operation", "surface", "organization", "org_id", "key", "attempt", "outcome",
-    "error_type", "retry_after", "delay", "idempotency_key", "resource_id",
-]  # fmt: skip
+_CALL_KINDS = ("operation", "surface", "organization", "org_id", "outcome", "error_type")
 
 
 def _api_calls(raw: RawRun) -> pd.DataFrame:
     clock = raw.platform.clock
-    calls = raw.pool.calls
-    frame = _frame([{c: getattr(call, c) for c in _CALL_COLUMNS} for call in calls], _CALL_COLUMNS)
-    frame.insert(0, "t", _floats([c.at for c in calls]))
-    frame.insert(0, "at", _times(clock, [c.at for c in calls]))
-    for column in ("client", "key", "attempt"):
-        frame[column] = frame[column].astype("int64")
-    frame["retried"] = frame["attempt"] > 1
-    frame["retry_after"] = _floats([c.retry_after for c in calls])
-    frame["delay"] = _floats([c.delay for c in calls])
-    return frame
+    log = raw.pool.calls
+    if log is None or not len(log):
+        kinds: list[tuple[Any, ...]] = []
+        picked = np.zeros(0, dtype=np.int64)
+        at, client, key, attempt = np.zeros(0), *(np.zeros(0, dtype=np.int64) for _ in range(3))
+        retry_after, delay = np.zeros(0), np.zeros(0)
+        idempotency, resource = np.zeros(0, dtype=object), np.zeros(0, dtype=object)
+    else:
+        kinds, picked = log.kinds, codes(log.kind)
+        at, client, key, attempt = (
+            floats(log.at),
+            codes(log.client),
+            codes(log.key),
+            codes(log.attempt),
+        )
+        retry_after, delay = floats(log.retry_after), floats(log.delay)
+        idempotency = np.array(log.idempotency_key, dtype=object)
+        resource = np.array(log.resource_id, dtype=object)
+    by_kind = {
+        name: strings(_lookup([k[i] for k in kinds], picked)) for i, name in enumerate(_CALL_KINDS)
+    }
+    return pd.DataFrame(
+        {
+            "at": times(clock, at),
+            "t": at,
+            "client": _ints(client),
+            "operation": by_kind["operation"],
+            "surface": by_kind["surface"],
+            "organization": by_kind["organization"],
+            "org_id": by_kind["org_id"],
+            "key": _ints(key),
+            "attempt": _ints(attempt),
+            "outcome": by_kind["outcome"],
+            "error_type": by_kind["error_type"],
+            "retry_after": retry_after,
+            "delay": delay,
+            "idempotency_key": strings(idempotency),
+            "resource_id": strings(resource),
+            "retried": attempt > 1,
+        }
+    )
+
+
+_CHUNK = 65_536  # events whose JSON text is alive at once while the table is built
 
 
 def _events(raw: RawRun) -> pd.DataFrame:
     clock = raw.platform.clock
-    names = {o.id: o.name for o in raw.organizations}
-    events = list(raw.platform.kernel.events)
-    rows = []
-    for e in events:
-        obj = e.data.get("object")
-        obj = obj if isinstance(obj, dict) else {}
-        rows.append(
-            {
-                "event_id": e.id,
-                "type": e.type,
-                "organization": names.get(e.org_id, e.org_id),
-                "org_id": e.org_id,
-                "object_type": obj.get("object"),
-                "object_id": obj.get("id"),
-                "reason": e.data.get("reason"),
-                "data": json.dumps(dict(e.data), sort_keys=True, separators=(",", ":")),
-            }
-        )
-    frame = _frame(
-        rows, ["event_id", "type", "organization", "org_id", "object_type", "object_id",
-               "reason", "data"]
-    )  # fmt: skip
-    frame.insert(1, "t", _floats([e.at for e in events]))
-    frame.insert(1, "at", _times(clock, [e.at for e in events]))
-    return frame
+    log = raw.platform.kernel.events
+    count = len(log)
+    at = floats(log.times)
+    picked = codes(log.kind_codes)
+    types = _lookup([k[0] for k in log.kinds.values], picked)
+    org_ids = _lookup([k[1] for k in log.kinds.values], picked)
+    bits = log.bits
+    high = (epoch_ms(clock, at).astype(np.uint64) << np.uint64(16)) | np.array(
+        [b >> 64 for b in bits], dtype=np.uint64
+    )
+    low = np.array([b & 0xFFFF_FFFF_FFFF_FFFF for b in bits], dtype=np.uint64)
+    object_types: list[str | None] = []
+    reasons: list[str | None] = []
+    session_events = raw.platform.sessions.events
+    session_types = session_events.types
+    text = session_events.text
+
+    def data_chunks() -> Iterator[list[str]]:
+        payloads = log.payloads
+        for start in range(0, count, _CHUNK):
+            chunk: list[str] = []
+            for payload in payloads[start : start + _CHUNK]:
+                if isinstance(payload, tuple) and payload[0] in session_types:
+                    # A session event: its JSON is written from the session's fragments.
+                    object_types.append("session")
+                    ended = session_types[payload[0]] == "session.ended"
+                    reasons.append(payload[4] if ended else None)
+                    chunk.append(text(payload))
+                    continue
+                rendered = log.render(payload)
+                obj = rendered.get("object")
+                object_types.append(obj.get("object") if isinstance(obj, dict) else None)
+                reasons.append(rendered.get("reason"))
+                chunk.append(json.dumps(rendered, sort_keys=True, separators=(",", ":")))
+            yield chunk
+
+    data = text_chunks(data_chunks())
+    return pd.DataFrame(
+        {
+            "event_id": strings(ulids(high, low, "evt_") if count else []),
+            "at": times(clock, at),
+            "t": at,
+            "type": strings(types),
+            "organization": strings(_organization(raw, org_ids)),
+            "org_id": strings(org_ids),
+            "object_type": strings(object_types),
+            "object_id": strings(np.array(log.subjects, dtype=object)),
+            "reason": strings(reasons),
+            "data": data,
+        }
+    )
 
 
 def _ledger(raw: RawRun) -> pd.DataFrame:
     clock = raw.platform.clock
-    names = {o.id: o.name for o in raw.organizations}
-    entries = raw.platform.billing.entries()
-    records = [e.as_record() for e in entries]
-    columns = list(records[0]) if records else ["id", "seq", "kind", "org_id", "at", "credits"]
-    frame = _frame(records, columns).rename(columns={"at": "t"})
-    frame["t"] = _floats([e.at for e in entries])
-    frame.insert(1, "at", _times(clock, [e.at for e in entries]))
-    frame.insert(4, "organization", [names.get(e.org_id, e.org_id) for e in entries])
-    return frame
+    ledger = raw.platform.billing.ledger
+    count = 0 if raw.records == "summary" else len(ledger)
+    t = floats(ledger.times)[:count]
+    org_ids = _lookup(ledger.orgs.values, codes(ledger.org_codes)[:count])
+    kinds = _lookup(list(ENTRY_KINDS), codes(ledger.kinds)[:count])
+    attribution = codes(ledger.attribution_codes)[:count]
+    credits = codes(ledger.credits)[:count]
+    deltas = {
+        name: codes(getattr(ledger, f"{name}s"))[:count]
+        for name in ("rollover_delta", "included_delta", "granted_delta")
+    }
+    debit = np.isin(kinds.astype(str), [k for k in ENTRY_KINDS if KIND_RULES[k].effect == "debit"])
+    change = deltas["rollover_delta"] + deltas["included_delta"] + deltas["granted_delta"]
+    values = ledger.attributions.values
+    by_field = {
+        name: strings(_lookup([v[i] for v in values], attribution))
+        for i, name in enumerate(ATTRIBUTION)
+    }
+    ids: Any = (
+        ulids(
+            np.frombuffer(ledger.ulids.high, dtype=np.uint64)[:count],
+            np.frombuffer(ledger.ulids.low, dtype=np.uint64)[:count],
+            "le_",
+        )
+        if count
+        else []
+    )
+    return pd.DataFrame(
+        {
+            "id": strings(ids),
+            "at": times(clock, t),
+            "seq": _ints(np.arange(count)),
+            "kind": strings(kinds),
+            "organization": strings(_organization(raw, org_ids)),
+            "org_id": strings(org_ids),
+            "t": t,
+            "credits": _ints(credits),
+            "rollover_delta": _ints(deltas["rollover_delta"]),
+            "included_delta": _ints(deltas["included_delta"]),
+            "granted_delta": _ints(deltas["granted_delta"]),
+            "session_id": strings(np.array(ledger.session_ids[:count], dtype=object)),
+            "run_id": strings(np.array(ledger.run_ids[:count], dtype=object)),
+            "model": by_field["model"],
+            "internal": pd.Series(codes(ledger.internal)[:count].astype(bool)),
+            "billing_surface": by_field["billing_surface"],
+            "quality": by_field["quality"],
+            "speech_billing_mode": by_field["speech_billing_mode"],
+            "embed_id": by_field["embed_id"],
+            "avatar_id": by_field["avatar_id"],
+            "operation": by_field["operation"],
+            "pricing_version": by_field["pricing_version"],
+            "billable_seconds": _ints(codes(ledger.billable_seconds)[:count]),
+            "note": by_field["note"],
+            "overage": _ints(np.where(debit, credits + change, 0)),
+        }
+    )
+
+
+# -- tables that do not grow with traffic -------------------------------------------------------
 
 
 def _utilization(raw: RawRun) -> pd.DataFrame:
     clock = raw.platform.clock
     samples = raw.samples
+    at = floats([s.at for s in samples])
     frame = pd.DataFrame(
         {
-            "at": _times(clock, [s.at for s in samples]),
-            "t": _floats([s.at for s in samples]),
+            "at": times(clock, at),
+            "t": at,
             **{
                 name: pd.Series([getattr(s, name) for s in samples], dtype="int64")
                 for name in ("capacity", "workers", "idle", "busy", "restarting", "queued")
@@ -228,62 +477,54 @@ def _utilization(raw: RawRun) -> pd.DataFrame:
 
 def _runs(raw: RawRun) -> pd.DataFrame:
     clock = raw.platform.clock
-    names = {o.id: o.name for o in raw.organizations}
+    names = _names(raw)
     runs = raw.platform.runs.runs()
-    frame = _frame(
-        [
-            {
-                "run_id": r.id,
-                "organization": names.get(r.org_id, r.org_id),
-                "org_id": r.org_id,
-                "model": r.model,
-                "operation": r.operation,
-                "status": str(r.status.value),
-                "credits_charged": r.charged,
-                "error_code": None if r.error is None else r.error.get("code"),
-            }
-            for r in runs
-        ],
-        ["run_id", "organization", "org_id", "model", "operation", "status", "credits_charged",
-         "error_code"],
-    )  # fmt: skip
-    frame["credits_charged"] = frame["credits_charged"].astype("int64")
+    frame = pd.DataFrame(
+        {
+            "run_id": strings([r.id for r in runs]),
+            "organization": strings([names.get(r.org_id, r.org_id) for r in runs]),
+            "org_id": strings([r.org_id for r in runs]),
+            "model": strings([r.model for r in runs]),
+            "operation": strings([r.operation for r in runs]),
+            "status": strings([str(r.status.value) for r in runs]),
+            "credits_charged": _ints([r.charged for r in runs]),
+            "error_code": strings([None if r.error is None else r.error.get("code") for r in runs]),
+        }
+    )
     for column in ("created_at", "started_at", "completed_at"):
-        frame[column] = _times(clock, [getattr(r, column) for r in runs])
+        moments = [getattr(r, column) for r in runs]
+        frame[column] = times(clock, floats([math.nan if m is None else m for m in moments]))
     return frame
 
 
 def _usage(raw: RawRun) -> tuple[pd.DataFrame, pd.DataFrame]:
-    summary = []
-    daily = []
+    summary: dict[str, list[Any]] = defaultdict(list)
+    daily: dict[str, list[Any]] = defaultdict(list)
     for org, timezone, body in raw.usage:
-        summary.append(
-            {
-                "organization": org,
-                "timezone": timezone,
-                "billable_seconds": int(body["billable_seconds"]),
-                "sessions": int(body["sessions"]),
-                "credits_charged": int(body["credits_charged"]),
-            }
-        )
+        summary["organization"].append(org)
+        summary["timezone"].append(timezone)
+        for column in ("billable_seconds", "sessions", "credits_charged"):
+            summary[column].append(int(body[column]))
         for day, surfaces in body["daily_credits_by_billing_surface"].items():
             for surface, credits in surfaces.items():
-                daily.append(
-                    {
-                        "organization": org,
-                        "timezone": timezone,
-                        "day": day,
-                        "surface": surface,
-                        "credits": int(credits),
-                    }
-                )
-    usage = _frame(
-        summary, ["organization", "timezone", "billable_seconds", "sessions", "credits_charged"]
+                daily["organization"].append(org)
+                daily["timezone"].append(timezone)
+                daily["day"].append(day)
+                daily["surface"].append(surface)
+                daily["credits"].append(int(credits))
+    usage = pd.DataFrame(
+        {
+            "organization": strings(summary["organization"]),
+            "timezone": strings(summary["timezone"]),
+            **{c: _ints(summary[c]) for c in ("billable_seconds", "sessions", "credits_charged")},
+        }
     )
-    for column in ("billable_seconds", "sessions", "credits_charged"):
-        usage[column] = usage[column].astype("int64")
-    usage_daily = _frame(daily, ["organization", "timezone", "day", "surface", "credits"])
-    usage_daily["credits"] = usage_daily["credits"].astype("int64")
+    usage_daily = pd.DataFrame(
+        {
+            **{c: strings(daily[c]) for c in ("organization", "timezone", "day", "surface")},
+            "credits": _ints(daily["credits"]),
+        }
+    )
     return usage, usage_daily
 
 
@@ -303,32 +544,185 @@ def _organizations(raw: RawRun) -> pd.DataFrame:
                 "can_start_session": bool(quota["can_start_session"]),
             }
         )
-    return pd.DataFrame(rows)
-
-
-def _typed(frame: pd.DataFrame) -> pd.DataFrame:
-    """Columns left as ``object`` (all missing, or mixed with None) become the string dtype."""
-    for column in frame.columns:
-        if frame[column].dtype == object:
+    frame = pd.DataFrame(rows)
+    for column in ("organization", "org_id", "plan"):
+        if column in frame:
             frame[column] = frame[column].astype("str")
     return frame
+
+
+def _intervals(raw: RawRun, columns: dict[str, np.ndarray[Any, Any]]) -> pd.DataFrame:
+    """Sessions per interval: created, placed (with their waits), started, and finished by
+    final status (with their billable seconds)."""
+    interval = raw.scenario.sample_every
+    count = math.floor(raw.end / interval + 1e-9) + 1
+    status = columns["status"].astype(str)
+    error = columns["error_code"]
+    created = _intervals_of(columns["created_at"], interval)
+    placed_mask = ~np.isnan(columns["started_at"])
+    placed = _intervals_of(columns["started_at"][placed_mask], interval)
+    waits = (columns["started_at"] - columns["created_at"])[placed_mask]
+    framed = ~np.isnan(columns["first_frame_at"])
+    finished = ~np.isnan(columns["ended_at"])
+    ends = np.where(finished, columns["ended_at"], 0.0)
+    ended_at = _intervals_of(ends, interval)
+
+    def per(bins: np.ndarray[Any, Any], weights: Any = None) -> np.ndarray[Any, Any]:
+        return np.bincount(bins, weights=weights, minlength=count)[:count]
+
+    wait_max = np.zeros(count)
+    if len(placed):
+        np.maximum.at(wait_max, np.minimum(placed, count - 1), waits)
+    t = np.arange(count) * interval
+    frame = pd.DataFrame(
+        {
+            "interval": _ints(np.arange(count)),
+            "at": times(raw.platform.clock, t.astype(float)),
+            "t": t.astype(float),
+            "sessions_created": _ints(per(created)),
+            "sessions_placed": _ints(per(placed)),
+            "sessions_started": _ints(
+                per(_intervals_of(columns["first_frame_at"][framed], interval))
+            ),
+            "waited": _ints(per(placed, (waits > 1e-9).astype(float)).round()),
+            "wait_seconds_sum": per(placed, waits),
+            "wait_seconds_max": wait_max,
+        }
+    )
+    for name in ("ended", "failed", "canceled"):
+        mask = finished & (status == name)
+        frame[f"sessions_{name}"] = _ints(per(ended_at[mask]))
+    no_capacity = finished & (error == "no_capacity")
+    frame["no_capacity"] = _ints(per(ended_at[no_capacity]))
+    frame["billable_seconds"] = _ints(
+        per(ended_at[finished], columns["billable_seconds"][finished].astype(float)).round()
+    )
+    return frame
+
+
+def _waits(columns: dict[str, np.ndarray[Any, Any]]) -> pd.DataFrame:
+    placed = ~np.isnan(columns["started_at"])
+    waits = (columns["started_at"] - columns["created_at"])[placed]
+    edges = np.array(WAIT_EDGES)
+    counts, _ = np.histogram(waits, bins=edges)
+    return pd.DataFrame(
+        {"low": edges[:-1], "high": edges[1:], "sessions": _ints(counts)},
+    )
+
+
+def _tallied(
+    raw: RawRun,
+    counts: Mapping[tuple[Any, ...], int],
+    labels: tuple[str, ...],
+    **more: Mapping[tuple[Any, ...], int],
+) -> pd.DataFrame:
+    """A tally keyed by (interval, *labels) as a frame sorted by its keys: the labels as
+    columns, then the count (and any parallel tallies) per key."""
+    keys = sorted(counts)
+    interval = raw.pool.tallies.interval
+    t = floats([k[0] * interval for k in keys])
+    frame = pd.DataFrame(
+        {
+            "interval": _ints([k[0] for k in keys]),
+            "at": times(raw.platform.clock, t),
+            "t": t,
+            **{name: strings([k[i + 1] for k in keys]) for i, name in enumerate(labels)},
+        }
+    )
+    for name, tally in more.items():
+        frame[name] = _ints([tally[k] for k in keys])
+    return frame
+
+
+def _requests(raw: RawRun) -> pd.DataFrame:
+    tally = raw.pool.tallies
+    frame = _tallied(raw, tally.calls, ("operation", "outcome"), requests=tally.calls)
+    first = [k[3] for k in sorted(tally.calls)]
+    frame.insert(5, "first_attempt", pd.Series(first, dtype=bool))
+    return frame
+
+
+def _arrivals(raw: RawRun) -> pd.DataFrame:
+    tally = raw.pool.tallies
+    return _tallied(
+        raw,
+        tally.clients,
+        ("kind", "final_outcome"),
+        clients=tally.clients,
+        attempts=tally.attempts,
+    )
+
+
+def _ledger_daily(raw: RawRun) -> pd.DataFrame:
+    """Ledger rows per organization, UTC day, kind and billing surface (sums)."""
+    clock = raw.platform.clock
+    ledger = raw.platform.billing.ledger
+    count = len(ledger)
+    t = floats(ledger.times)
+    day_start = clock.epoch.replace(hour=0, minute=0, second=0, microsecond=0)
+    offset = (clock.epoch - day_start).total_seconds()
+    day = np.floor_divide(t + offset, 86_400).astype(np.int64)
+    surface_index = ATTRIBUTION.index("billing_surface")
+    surfaces = np.array([v[surface_index] or "" for v in ledger.attributions.values], dtype=object)
+    frame = pd.DataFrame(
+        {
+            "org": codes(ledger.org_codes),
+            "day": day,
+            "kind": codes(ledger.kinds),
+            "surface": surfaces[codes(ledger.attribution_codes)] if count else [],
+            "credits": codes(ledger.credits),
+            "billable_seconds": codes(ledger.billable_seconds),
+        }
+    )
+    grouped = (
+        frame.groupby(["org", "day", "kind", "surface"], sort=True)
+        .agg(
+            rows=("credits", "size"),
+            credits=("credits", "sum"),
+            billable_seconds=("billable_seconds", "sum"),
+        )
+        .reset_index()
+    )
+    org_ids = _lookup(ledger.orgs.values, grouped["org"].to_numpy())
+    days = pd.to_datetime(day_start) + pd.to_timedelta(grouped["day"].to_numpy(), unit="D")
+    surface = grouped["surface"].to_numpy(dtype=object)
+    surface[surface == ""] = None
+    return pd.DataFrame(
+        {
+            "organization": strings(_organization(raw, org_ids)),
+            "org_id": strings(org_ids),
+            "day": strings([d.strftime("%Y-%m-%d") for d in days]),
+            "kind": strings(_lookup(list(ENTRY_KINDS), grouped["kind"].to_numpy())),
+            "billing_surface": strings(surface),
+            "rows": _ints(grouped["rows"]),
+            "credits": _ints(grouped["credits"]),
+            "billable_seconds": _ints(grouped["billable_seconds"]),
+        }
+    )
 
 
 def collect(raw: RawRun) -> RunResult:
     """The tables of one raw run."""
     usage, usage_daily = _usage(raw)
+    columns = _session_columns(raw)
     return RunResult(
         scenario=raw.scenario.name,
         seed=raw.seed,
         duration=raw.end,
-        sessions=_typed(_sessions(raw)),
-        clients=_typed(_clients(raw)),
-        api_calls=_typed(_api_calls(raw)),
-        events=_typed(_events(raw)),
-        ledger=_typed(_ledger(raw)),
-        utilization=_typed(_utilization(raw)),
-        runs=_typed(_runs(raw)),
-        usage=_typed(usage),
-        usage_daily=_typed(usage_daily),
-        organizations=_typed(_organizations(raw)),
+        sessions=_sessions(raw, columns),
+        clients=_clients(raw),
+        api_calls=_api_calls(raw),
+        events=_events(raw),
+        ledger=_ledger(raw),
+        utilization=_utilization(raw),
+        runs=_runs(raw),
+        usage=usage,
+        usage_daily=usage_daily,
+        organizations=_organizations(raw),
+        intervals=_intervals(raw, columns),
+        requests=_requests(raw),
+        arrivals=_arrivals(raw),
+        waits=_waits(columns),
+        ledger_daily=_ledger_daily(raw),
+        records=raw.records,
     )

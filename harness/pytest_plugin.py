@@ -4,8 +4,12 @@ Why a thin module: each concern lives in its own module (requirement markers and
 report in ``harness.traceability``; the simulator, clock, organization and client fixtures with
 their base-URL switch in ``harness.conformance.fixtures``) and this file only registers them with
 pytest, so adding a concern means adding a line here rather than growing one large plugin.
-Fixtures defined or imported at module level here are visible to every test of a project that
-installs avatar-sim.
+
+Installing avatar-sim loads this plugin into every pytest run, so it must change nothing for a
+project that does not use it. The fixtures only exist (a project's own fixture of the same name
+wins) and their options are namespaced (``--avatar-sim-…``, under an "avatar-sim" heading); the
+``req`` marker checks and ``--req-report`` switch on only in a project whose configuration names
+a requirement catalog (``avatar_sim_requirements``, see ``harness.traceability``).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ __all__ = [
     "api_client",
     "pytest_addoption",
     "pytest_configure",
+    "pytest_load_initial_conftests",
     "sim_clock",
     "sim_org",
     "sim_platform",
@@ -27,8 +32,14 @@ __all__ = [
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    traceability.add_options(parser)
     fixtures.add_options(parser)
+    traceability.add_options(parser)
+
+
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, parser: pytest.Parser, args: list[str]
+) -> None:
+    traceability.add_opt_in_options(early_config, parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:

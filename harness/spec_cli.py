@@ -1,33 +1,24 @@
-"""``avatar-sim spec build|check|diff``: the command-line face of ``harness.contract``.
+"""``avatar-sim spec build|check|diff`` (also ``python -m harness spec …``): the contract tooling's
+one command line.
 
-Why a separate module: the CLI must work (and say something useful) before and without the
-contract tooling, so ``harness.contract`` is imported only when a ``spec`` action runs; if it is
-not there, the command says so and exits 2 instead of failing every other command.
+- ``build``: write the derived files (``spec/schemas/``, ``spec/profile/``) from
+  ``spec/openapi.yaml``; prints each derived path.
+- ``check``: exit 1 when the contract is invalid, a gap is undecided or a derived file is stale.
+- ``diff OLD NEW``: exit 1 when NEW breaks the additive-only rule against OLD (VER-1), one line
+  per breaking change.
 
-The functions it calls, and how their results are read:
-
-- ``contract.build_all(spec_dir)``: writes the derived files (``schemas/``, ``profile/``); an
-  iterable result is printed one item per line.
-- ``contract.check(spec_dir)``: the problems found (an iterable; empty means the contract is
-  valid and the derived files are current). Exit 1 if any.
-- ``contract.diff_specs(old, new)``: the changes that break the additive-only rule (VER-1), an
-  iterable; exit 1 if any.
+Exit codes: 0 success; 1 problems or breaking changes; 2 a usage error (argparse's own).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
-from collections.abc import Iterable
 from pathlib import Path
-from types import ModuleType
 
-from harness.requirements import spec_dir
+from harness.contract import build_all, check, default_spec_dir, diff_specs
 
 __all__ = ["add_arguments", "run"]
-
-CONTRACT_MODULE = "harness.contract"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,46 +40,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     diff.add_argument("new", type=Path, help="the later openapi.yaml")
 
 
-def _contract() -> ModuleType | None:
-    try:
-        return importlib.import_module(CONTRACT_MODULE)
-    except ModuleNotFoundError as exc:
-        if exc.name != CONTRACT_MODULE:
-            raise
-        return None
-
-
-def _lines(result: object) -> list[str]:
-    if result is None or isinstance(result, str | bytes):
-        return [] if not result else [str(result)]
-    if isinstance(result, Iterable):
-        return [str(item) for item in result]
-    return [str(result)]
-
-
 def run(args: argparse.Namespace) -> int:
-    """Run one ``spec`` action; 0 success, 1 problems or breaking changes, 2 tooling missing."""
-    contract = _contract()
-    if contract is None:
-        print(
-            f"avatar-sim spec: the contract tooling ({CONTRACT_MODULE}) is not available",
-            file=sys.stderr,
-        )
-        return 2
+    """Run one ``spec`` action; 0 success, 1 problems or breaking changes."""
     action: str = args.action
     if action == "diff":
-        breaking = _lines(contract.diff_specs(args.old, args.new))
-        for line in breaking:
-            print(line)
+        breaking = diff_specs(args.old, args.new)
+        for finding in breaking:
+            print(finding)
         print(f"{len(breaking)} breaking change(s)" if breaking else "no breaking change")
         return 1 if breaking else 0
-    directory: Path = args.spec_dir if args.spec_dir is not None else spec_dir()
+    directory: Path = args.spec_dir if args.spec_dir is not None else default_spec_dir()
     if action == "build":
-        for line in _lines(contract.build_all(directory)):
-            print(line)
+        for path in build_all(directory):
+            print(path)
         return 0
-    problems = _lines(contract.check(directory))
-    for line in problems:
-        print(line, file=sys.stderr)
+    problems = check(directory)
+    for problem in problems:
+        print(problem, file=sys.stderr)
     print(f"{len(problems)} problem(s)" if problems else "contract OK")
     return 1 if problems else 0

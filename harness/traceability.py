@@ -2,16 +2,27 @@
 
 Why: tests prove requirements by naming their ids (``@pytest.mark.req("SES-ST-2", "EV-1")``). A
 misspelt or stale id would prove nothing while looking fine, so every id must exist in the catalog
-(``spec/requirements.yaml``) and a ``req`` marker must name at least one id; otherwise the run
-stops with a usage error that names each offending test and id. With ``--req-report PATH`` the
-final outcome of every test that ran is written as JSON (format: ``harness.trace``) for
-``python -m harness trace PATH``.
+and a ``req`` marker must name at least one id; otherwise the run stops with a usage error that
+names each offending test and id. With ``--req-report PATH`` the final outcome of every test that
+ran is written as JSON (format: ``harness.trace``) for ``python -m harness trace PATH``.
+
+Only a project that asks for it gets any of this. Installing avatar-sim registers the plugin in
+every pytest run on the machine, and ``req`` is a common marker name, so a project opts in by
+naming its catalog in its pytest configuration (avatar-sim's own pyproject does)::
+
+    [tool.pytest.ini_options]
+    avatar_sim_requirements = "spec/requirements.yaml"
+
+Without it the plugin adds no marker, checks nothing and has no ``--req-report`` option (that is
+added in ``pytest_load_initial_conftests``, once the configuration has been read), so a project's
+own ``req`` marker and options are left alone.
 
 Validation runs on the whole collection, before ``-m``/``-k`` deselection, so a filtered run
 (``make test`` deselects ``slow``) still catches a bad id anywhere in the suite.
 
-``harness.pytest_plugin`` registers this through ``configure``; nothing here is a pytest hook at
-module level, so the plugin module stays a thin list of registrations.
+``harness.pytest_plugin`` registers this through ``add_options``, ``add_opt_in_options`` and
+``configure``; nothing here is a pytest hook at module level, so the plugin module stays a thin
+list of registrations.
 """
 
 from __future__ import annotations
@@ -21,24 +32,57 @@ from typing import Final
 
 import pytest
 
-from harness.requirements import CatalogError, catalog_path, load_catalog
+from harness.requirements import CatalogError, load_catalog
 from harness.trace import Outcome, RecordedTest, write_report
 
-__all__ = ["MARKER", "REPORT_OPTION", "TraceabilityPlugin", "add_options", "configure"]
+__all__ = [
+    "GROUP",
+    "INI_OPTION",
+    "MARKER",
+    "REPORT_OPTION",
+    "TraceabilityPlugin",
+    "add_opt_in_options",
+    "add_options",
+    "configure",
+    "requirements_file",
+]
 
 MARKER: Final = "req"
 REPORT_OPTION: Final = "--req-report"
+INI_OPTION: Final = "avatar_sim_requirements"
+GROUP: Final = "avatar-sim"
 PLUGIN_NAME: Final = "avatar-sim-traceability"
 
-_MARKER_LINE: Final = (
-    f"{MARKER}(*ids): the requirement ids (spec/requirements.yaml) this test proves"
-)
+_MARKER_LINE: Final = f"{MARKER}(*ids): the requirement ids (avatar-sim catalog) this test proves"
 
 
 def add_options(parser: pytest.Parser) -> None:
-    """Command-line options; called from the plugin's ``pytest_addoption``."""
-    group = parser.getgroup("avatar-sim", "avatar-sim requirement traceability")
-    group.addoption(
+    """The opt-in switch, an ini option; called from the plugin's ``pytest_addoption``."""
+    parser.addini(
+        INI_OPTION,
+        help="avatar-sim: requirement catalog (YAML) the ids of @pytest.mark.req must be in; "
+        f"setting it turns on the {MARKER} marker checks and {REPORT_OPTION}",
+        default="",
+    )
+
+
+def requirements_file(config: pytest.Config) -> Path | None:
+    """The catalog named by the ini option (relative to the ini file), or None: not opted in."""
+    value = str(config.getini(INI_OPTION) or "").strip()
+    if not value:
+        return None
+    path = Path(value)
+    if path.is_absolute():
+        return path
+    base = config.inipath.parent if config.inipath is not None else config.rootpath
+    return base / path
+
+
+def add_opt_in_options(config: pytest.Config, parser: pytest.Parser) -> None:
+    """``--req-report`` for a project that opted in; from ``pytest_load_initial_conftests``."""
+    if requirements_file(config) is None:
+        return
+    parser.getgroup(GROUP, GROUP).addoption(
         REPORT_OPTION,
         metavar="PATH",
         default=None,
@@ -48,19 +92,20 @@ def add_options(parser: pytest.Parser) -> None:
 
 
 def configure(config: pytest.Config) -> None:
-    """Register the ``req`` marker and the plugin; called from the plugin's ``pytest_configure``."""
-    # Registered here too so that suites outside this repository (no pyproject markers) pass
-    # ``--strict-markers``; a second registration of the same marker is harmless.
-    config.addinivalue_line("markers", _MARKER_LINE)
-    if config.pluginmanager.has_plugin(PLUGIN_NAME):
+    """In a project that opted in: the ``req`` marker and its checks; otherwise nothing."""
+    catalog = requirements_file(config)
+    if catalog is None or config.pluginmanager.has_plugin(PLUGIN_NAME):
         return
-    report: str | None = config.getoption(REPORT_OPTION.lstrip("-").replace("-", "_"))
+    # Registered here too, so that an opted-in suite that does not declare the marker still
+    # passes ``--strict-markers``; a second registration of the same marker is harmless.
+    config.addinivalue_line("markers", _MARKER_LINE)
+    report: str | None = config.getoption(REPORT_OPTION.lstrip("-").replace("-", "_"), None)
     report_path = None
     if report is not None:
         report_path = Path(report)
         if not report_path.is_absolute():
             report_path = config.invocation_params.dir / report_path
-    config.pluginmanager.register(TraceabilityPlugin(report_path), PLUGIN_NAME)
+    config.pluginmanager.register(TraceabilityPlugin(catalog, report_path), PLUGIN_NAME)
 
 
 def _final_outcome(phases: dict[str, str]) -> Outcome:
@@ -85,7 +130,8 @@ def _final_outcome(phases: dict[str, str]) -> Outcome:
 class TraceabilityPlugin:
     """Holds the per-session state: the ids each test names and the phase outcomes seen."""
 
-    def __init__(self, report_path: Path | None) -> None:
+    def __init__(self, catalog_path: Path, report_path: Path | None) -> None:
+        self.catalog_path = catalog_path
         self.report_path = report_path
         self.req_by_nodeid: dict[str, tuple[str, ...]] = {}
         self.phases: dict[str, dict[str, str]] = {}
@@ -123,14 +169,14 @@ class TraceabilityPlugin:
                 named.setdefault(requirement_id, []).append(item.nodeid)
         if named:
             try:
-                catalog = load_catalog()
+                catalog = load_catalog(self.catalog_path)
             except CatalogError as exc:
                 raise pytest.UsageError(f"cannot check @pytest.mark.{MARKER} ids: {exc}") from None
             for requirement_id, nodeids in named.items():
                 if requirement_id not in catalog:
                     problems.extend(
                         f"{nodeid}: unknown requirement id {requirement_id!r} "
-                        f"(not in {catalog_path()})"
+                        f"(not in {self.catalog_path})"
                         for nodeid in nodeids
                     )
         if problems:

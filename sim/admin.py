@@ -101,19 +101,23 @@ class PlatformAdmin:
     # -- faults --------------------------------------------------------------------------------
 
     def crash_worker(self, session_id: str) -> dict[str, Any]:
-        worker_id = self._platform.sessions.crash_worker(session_id=session_id)
+        worker_id = self._platform.sessions.faults.crash_worker(session_id=session_id)
         return {"worker_id": worker_id, "session": self._session(session_id)}
 
     def set_capacity(self, workers: int) -> dict[str, Any]:
-        self._platform.sessions.set_capacity(workers)
+        self._platform.sessions.faults.set_capacity(workers)
+        return self._pool()
+
+    def capacity(self) -> dict[str, Any]:
+        """The worker pool as it is, so a client that changes capacity can put it back."""
         return self._pool()
 
     def slow_startup(self, extra_seconds: float, duration: float | None) -> dict[str, Any]:
-        self._platform.sessions.slow_startup(extra_seconds, duration=duration)
+        self._platform.sessions.faults.slow_startup(extra_seconds, duration=duration)
         return self._pool()
 
     def lose_heartbeats(self, session_id: str, duration: float) -> dict[str, Any]:
-        lost_at = self._platform.sessions.lose_heartbeats(session_id, duration)
+        lost_at = self._platform.sessions.faults.lose_heartbeats(session_id, duration)
         clock = self._platform.clock
         return {
             "session": self._session(session_id),

@@ -6,6 +6,11 @@ reads the wall clock. ``advance`` is forward-only (Stripe Test Clocks' rule): it
 due up to and including the target time, in order, and then sets the clock to the target. It
 never passes ``LAST_INSTANT`` (``horizon``, the end of November 9999): past it some timestamp (the
 end of the billing month) could not be written, and answers would fail.
+
+Conversions are integer arithmetic on microseconds since the Unix epoch, the same arithmetic
+``datetime`` does, so a simulated instant always maps to the same text and the same ULID time
+without building a ``datetime`` on the hot path. Records keep simulated seconds and format them
+when they are read.
 """
 
 from __future__ import annotations
@@ -14,11 +19,17 @@ from datetime import UTC, datetime, timedelta
 
 import simpy
 
+from sim.cost import scheduled_events
+
 __all__ = ["LAST_INSTANT", "Clock", "format_timestamp"]
 
 #: The last instant the clock may reach: everything written about "now" stays a four-digit-year
 #: timestamp, including the end of the billing month that contains it (1 December 9999).
 LAST_INSTANT = datetime(9999, 11, 30, 23, 59, 59, 999_000, tzinfo=UTC)
+
+_UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+_US_PER_DAY = 86_400_000_000
 
 
 def format_timestamp(moment: datetime) -> str:
@@ -43,16 +54,29 @@ class Clock:
         #: Simulated seconds of ``LAST_INSTANT``: every timestamp and id (ULIDs end in 10889)
         #: stays writable up to here, so the clock refuses to go further.
         self.horizon = (LAST_INSTANT - epoch).total_seconds()
-        # Every event renders a few timestamps of the same few instants; formatting dominates.
+        self._scheduled_before = scheduled_events(self.env)
+        # Microseconds of the epoch since the Unix epoch, exactly (datetime arithmetic is exact).
+        self._epoch_us = (epoch - _UNIX_EPOCH) // _MICROSECOND
+        self._days: dict[int, str] = {}  # "YYYY-MM-DDT" of a day since the Unix epoch
+        # A session's instants are rendered again and again (every answer about it): keep the
+        # text of the recent ones, bounded.
         self._formatted: dict[float, str] = {}
 
     @property
     def now(self) -> float:
         """Simulated seconds since the epoch."""
-        return float(self.env.now)
+        return float(self.env._now)  # the attribute behind simpy's ``now`` property
+
+    @property
+    def scheduled_events(self) -> int:
+        """Events scheduled on the environment so far: the yardstick of the cost rule."""
+        return scheduled_events(self.env) - self._scheduled_before
+
+    def _unix_us(self, seconds: float) -> int:
+        # Round to whole microseconds so the same float always renders the same text.
+        return self._epoch_us + round(seconds * 1_000_000)
 
     def datetime_at(self, seconds: float) -> datetime:
-        # Round to whole microseconds so the same float always renders the same text.
         return self.epoch + timedelta(microseconds=round(seconds * 1_000_000))
 
     def seconds_at(self, moment: datetime) -> float:
@@ -62,23 +86,38 @@ class Clock:
         return self.datetime_at(self.now)
 
     def timestamp(self, seconds: float | None = None) -> str:
-        """The ISO-8601 form of ``seconds`` (default: now)."""
+        """The ISO-8601 form of ``seconds`` (default: now), as ``format_timestamp`` writes it."""
         at = self.now if seconds is None else seconds
         text = self._formatted.get(at)
         if text is None:
-            if len(self._formatted) >= 4096:  # bounded: old instants are rarely rendered again
+            if len(self._formatted) >= 4096:
                 self._formatted.clear()
-            text = self._formatted[at] = format_timestamp(self.datetime_at(at))
+            text = self._formatted[at] = self._format(at)
         return text
 
+    def _format(self, seconds: float) -> str:
+        us = self._unix_us(seconds)
+        day, within = divmod(us, _US_PER_DAY)
+        prefix = self._days.get(day)
+        if prefix is None:
+            moment = _UNIX_EPOCH + timedelta(days=day)
+            # Not strftime("%Y"): it does not pad years before 1000 everywhere (GAP-USAGE-4).
+            prefix = self._days[day] = f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T"
+        ms, _ = divmod(within, 1000)
+        seconds_of_day, ms = divmod(ms, 1000)
+        minutes, second = divmod(seconds_of_day, 60)
+        hour, minute = divmod(minutes, 60)
+        return f"{prefix}{hour:02d}:{minute:02d}:{second:02d}.{ms:03d}Z"
+
     def epoch_ms(self, seconds: float | None = None) -> int:
-        """Unix milliseconds of ``seconds`` (default: now); the time part of ULIDs."""
-        moment = self.datetime_at(self.now if seconds is None else seconds)
-        return int(moment.timestamp() * 1000)
+        """Unix milliseconds of ``seconds`` (default: now); the time part of ULIDs.
+
+        The value ``int(datetime.timestamp() * 1000)`` gives, computed without the datetime.
+        """
+        return int(self._unix_us(self.now if seconds is None else seconds) / 1_000_000 * 1000)
 
     def unix_seconds(self, seconds: float | None = None) -> float:
-        moment = self.datetime_at(self.now if seconds is None else seconds)
-        return moment.timestamp()
+        return self._unix_us(self.now if seconds is None else seconds) / 1_000_000
 
     def next_event_at(self) -> float | None:
         """When the next scheduled event is due, or ``None`` when nothing is scheduled."""
@@ -101,7 +140,8 @@ class Clock:
         # the clock to the target. Nothing else is due in between, so moving ``now`` directly is
         # exactly what run(until=...) would do, minus the marker.
         env = self.env
-        while env.peek() <= target:
-            env.step()
+        step, peek = env.step, env.peek
+        while peek() <= target:
+            step()
         if target > env.now:
             env._now = target  # simpy exposes no public setter

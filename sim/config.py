@@ -12,19 +12,23 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
-from typing import Annotated, Literal
+from functools import cached_property
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from sim.clock import LAST_INSTANT
 
 __all__ = [
+    "BILLING_SURFACES",
+    "QUALITIES",
     "AdminConfig",
     "AvatarConfig",
     "BillingConfig",
     "Constant",
     "Distribution",
     "Exponential",
+    "HistoryConfig",
     "LimitsConfig",
     "LogNormal",
     "ModelConfig",
@@ -39,6 +43,24 @@ __all__ = [
 ]
 
 
+#: The session quality tiers (RES-SESS-7); each has a billing multiplier.
+QUALITIES: tuple[str, ...] = ("mock", "lite", "standard", "pro")
+
+#: The services that create sessions, used to group usage (RES-SESS-7).
+BILLING_SURFACES: tuple[str, ...] = (
+    "api",
+    "playground",
+    "embed",
+    "share",
+    "public_demo",
+    "pipecat",
+    "agora",
+    "video_generation",
+)
+
+Quality = Literal["mock", "lite", "standard", "pro"]
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -46,6 +68,10 @@ class _Frozen(BaseModel):
 # --------------------------------------------------------------------------------------------
 # Distributions: data, sampled by sim.rng with an injected random stream.
 # --------------------------------------------------------------------------------------------
+
+
+def _normal_cdf(x: float) -> float:
+    return 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
 
 
 class Constant(_Frozen):
@@ -82,7 +108,15 @@ class LogNormal(_Frozen):
 
     @property
     def mean(self) -> float:
-        return self.median * math.exp(self.sigma**2 / 2)
+        """E[min(X, cap)] of the lognormal X (the plain lognormal mean without a cap)."""
+        full = self.median * math.exp(self.sigma**2 / 2)
+        if self.cap is None:
+            return full
+        if self.sigma == 0:
+            return min(self.median, self.cap)
+        edge = math.log(self.cap / self.median) / self.sigma
+        below = full * _normal_cdf(edge - self.sigma)
+        return below + self.cap * (1.0 - _normal_cdf(edge))
 
 
 class Uniform(_Frozen):
@@ -201,7 +235,7 @@ class SessionConfig(_Frozen):
     frames_per_second: int = Field(default=25, ge=1)
     drain_base_seconds: float = Field(default=1.0, ge=0)
     drain_max_seconds: float = Field(default=5.0, ge=0)
-    default_quality: Literal["mock", "lite", "standard", "pro"] = "standard"
+    default_quality: Quality = "standard"
     default_audio_source: Literal["track", "data_stream"] = "track"
     video_track_name: str = "service-avatar"
     audio_track_name: str = "service-avatar-audio"
@@ -240,6 +274,21 @@ class PlanConfig(_Frozen):
     low_balance_threshold_credits: int = Field(ge=0)
     run_deletion: bool = False
 
+    def to_resource(self) -> dict[str, Any]:
+        """The plan as ``GET /v1/billing/plans`` lists it (GAP-PUB-2)."""
+        price = self.price_usd_month
+        return {
+            "key": self.key,
+            "name": self.name,
+            "price_usd_month": int(price) if price is not None and price.is_integer() else price,
+            "included_credits": self.included_credits,
+            "rollover_cap_credits": self.rollover_cap_credits,
+            "max_session_duration_seconds": self.max_session_duration_seconds,
+            "concurrent_sessions": self.concurrent_sessions,
+            "low_balance_threshold_credits": self.low_balance_threshold_credits,
+            "run_deletion": self.run_deletion,
+        }
+
 
 def _default_plans() -> tuple[PlanConfig, ...]:
     return (
@@ -264,7 +313,7 @@ class BillingConfig(_Frozen):
     signup_grant_usd: float = Field(default=20.0, ge=0, description="seed, LIM-8")
     session_credits_per_second: int = Field(default=1, ge=0)
     quality_multipliers: dict[str, int] = Field(
-        default_factory=lambda: {"mock": 0, "lite": 1, "standard": 2, "pro": 4}
+        default_factory=lambda: dict(zip(QUALITIES, (0, 1, 2, 4), strict=True))
     )
     platform_speech_credits_per_second: int = Field(default=1, ge=0)
     platform_speech_model: str = "sim/internal-speech"
@@ -282,11 +331,28 @@ class BillingConfig(_Frozen):
     def signup_grant_credits(self) -> int:
         return round(self.signup_grant_usd / self.usd_per_credit)
 
+    @cached_property
+    def _plans_by_key(self) -> dict[str, PlanConfig]:
+        return {plan.key: plan for plan in self.plans}
+
     def plan(self, key: str) -> PlanConfig:
-        for plan in self.plans:
-            if plan.key == key:
-                return plan
-        raise KeyError(key)
+        """The plan named ``key``; ``KeyError`` for an unknown one."""
+        return self._plans_by_key[key]
+
+    @field_validator("quality_multipliers")
+    @classmethod
+    def _every_quality_priced(cls, value: dict[str, int]) -> dict[str, int]:
+        if sorted(value) != sorted(QUALITIES) or any(m < 0 for m in value.values()):
+            raise ValueError(f"give one multiplier >= 0 for each of {', '.join(QUALITIES)}")
+        return value
+
+    @field_validator("platform_managed_surfaces")
+    @classmethod
+    def _known_surfaces(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = sorted(set(value) - set(BILLING_SURFACES))
+        if unknown:
+            raise ValueError(f"unknown billing surface(s) {', '.join(unknown)}")
+        return value
 
     @field_validator("plans")
     @classmethod
@@ -347,7 +413,7 @@ class RunsConfig(_Frozen):
 
 
 class AdminConfig(_Frozen):
-    """Bounds of the simulator's own controls under ``/_sim`` (GAP-SERVE-2).
+    """Bounds of the simulator's own controls under ``/_sim`` (GAP-SERVE-3).
 
     No input to a control may leave the platform unable to answer: the clock moves at most
     ``clock_advance_max_seconds`` per call, a duration a control accepts (audio, slow start-up,
@@ -367,6 +433,22 @@ class WebhookConfig(_Frozen):
     attempt_timeout_seconds: float = Field(default=15.0, gt=0)
 
 
+class HistoryConfig(_Frozen):
+    """What the platform keeps of its own past: its records, never its behaviour (SIM-2).
+
+    The service's state (sessions, runs, the ledger) is always kept: the contract reads it. These
+    switches cover the records nobody reads through the API, so long runs can drop them: the event
+    log (subscribers such as webhooks still see every event as it happens), the transitions of each
+    session, and the API log, which is a ring of the last ``api_log_size`` calls.
+    """
+
+    events: bool = Field(default=True, description="keep every event in the event log")
+    transitions: bool = Field(default=True, description="keep every session transition")
+    api_log_size: int | None = Field(
+        default=100_000, ge=0, description="calls the API log keeps (the newest); None: all"
+    )
+
+
 # --------------------------------------------------------------------------------------------
 
 
@@ -383,6 +465,7 @@ class SimConfig(_Frozen):
     billing: BillingConfig = BillingConfig()
     runs: RunsConfig = RunsConfig()
     webhooks: WebhookConfig = WebhookConfig()
+    history: HistoryConfig = HistoryConfig()
     admin: AdminConfig = AdminConfig()
 
     @field_validator("epoch")

@@ -1,36 +1,77 @@
 """The append-only event log of the service (GAP-EV-1).
 
-Every lifecycle change (sessions, avatars, runs, billing) appends one ``Event``. Subscribers
-(the webhook dispatcher, scenario collectors) are called synchronously in append order, so what
-they see is as deterministic as the log itself.
+Every lifecycle change (sessions, avatars, runs, billing) appends one event. Subscribers (the
+webhook dispatcher, scenario clients) are called synchronously in subscription order, so what
+they see is as deterministic as the log itself. A subscriber names the event types and the
+organization it wants, and an event nobody wants costs no call at all.
 
-An event emitted inside an operation (``Journal.atomic``) takes its id and time when it is
-emitted but is appended and published only when the operation succeeds: a create that fails
-half-way announces nothing (``sim.journal``).
+Why events are stored as raw values: the payload of a session event is the session as it was at
+that moment, and a long run has millions of events. The log keeps the raw values (the simulated
+time, the random bits of the id, interned codes) and, for high-volume producers, a renderer and
+the few values it needs (``emit_values``); the payload is rendered when someone reads
+``Event.data``, byte for byte what an eager rendering would have been. Rare events keep their
+payload as given (``emit``). With ``keep=False`` nothing is stored at all: subscribers still see
+every event as it happens.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
 from sim.clock import Clock
-from sim.ids import IdFactory
+from sim.columns import Interner
+from sim.ids import IdFactory, format_id
 from sim.journal import Journal
 
-__all__ = ["Event", "EventLog", "Subscriber"]
+__all__ = ["Event", "EventLog", "Renderer", "Subscriber"]
+
+#: Builds an event's ``data`` from the values given to ``EventLog.emit_values``.
+Renderer = Callable[[tuple[Any, ...]], dict[str, Any]]
 
 
-@dataclass(frozen=True, slots=True)
 class Event:
-    id: str
-    type: str
-    org_id: str
-    at: float  # simulated seconds
-    created_at: str  # ISO-8601 form of ``at``
-    data: Mapping[str, Any]
+    """One event, read from the log: ``id``, ``type``, ``org_id``, ``at``, ``created_at``,
+    ``data``. ``subject`` is the id of the resource it is about (a session, run or avatar id;
+    the organization for billing events), known without rendering the payload."""
+
+    __slots__ = ("_bits", "_data", "_log", "_payload", "at", "org_id", "subject", "type")
+
+    def __init__(
+        self,
+        log: EventLog,
+        type_: str,
+        org_id: str,
+        at: float,
+        subject: str | None,
+        bits: int,
+        payload: dict[str, Any] | tuple[Any, ...],
+    ) -> None:
+        self._log = log
+        self.type = type_
+        self.org_id = org_id
+        self.at = at
+        self.subject = subject
+        self._bits = bits
+        self._payload = payload
+        self._data: Mapping[str, Any] | None = None
+
+    @property
+    def id(self) -> str:
+        return format_id("event", self._log.clock.epoch_ms(self.at), self._bits)
+
+    @property
+    def created_at(self) -> str:
+        """ISO-8601 form of ``at``."""
+        return self._log.clock.timestamp(self.at)
+
+    @property
+    def data(self) -> Mapping[str, Any]:
+        if self._data is None:
+            self._data = MappingProxyType(self._log.render(self._payload))
+        return self._data
 
     def to_payload(self) -> dict[str, Any]:
         """The JSON shape sent to webhooks: ``{id, type, created_at, data}``."""
@@ -41,46 +82,178 @@ class Event:
             "data": dict(self.data),
         }
 
+    def __repr__(self) -> str:
+        return f"Event(type={self.type!r}, org_id={self.org_id!r}, at={self.at!r})"
+
 
 Subscriber = Callable[[Event], None]
 
 
 class EventLog:
-    def __init__(self, clock: Clock, ids: IdFactory, journal: Journal | None = None) -> None:
-        self._clock = clock
+    def __init__(
+        self, clock: Clock, ids: IdFactory, journal: Journal | None = None, *, keep: bool = True
+    ) -> None:
+        self.clock = clock
         self._ids = ids
         self._journal = journal if journal is not None else Journal()
-        self._events: list[Event] = []
-        self._subscribers: list[Subscriber] = []
+        self.keep = keep
+        self.kinds: Interner[tuple[str, str]] = Interner()  # (type, organization) pairs
+        self._kind_code: dict[tuple[str, str], int] = {}
+        # One value per event, in append order.
+        self.kind_codes = array("I")
+        self.times = array("d")
+        self.bits: list[int] = []  # the random part of each event id
+        self.subjects: list[str | None] = []
+        self.payloads: list[dict[str, Any] | tuple[Any, ...]] = []
+        self._renderers: list[Renderer] = []
+        self._subscribers: list[tuple[Subscriber, frozenset[str] | None, str | None]] = []
+        self._routes: list[tuple[Subscriber, ...] | None] = []  # by kind code
 
-    def subscribe(self, subscriber: Subscriber) -> None:
-        self._subscribers.append(subscriber)
+    # -- producers -------------------------------------------------------------------------
 
-    def emit(self, type_: str, org_id: str, data: Mapping[str, Any]) -> Event:
-        event = Event(
-            id=self._ids.new("event"),
-            type=type_,
-            org_id=org_id,
-            at=self._clock.now,
-            created_at=self._clock.timestamp(),
-            data=MappingProxyType(dict(data)),
-        )
-        self._journal.defer(lambda: self._publish(event))
+    def register(self, renderer: Renderer) -> int:
+        """Register a payload renderer for ``emit_values``; returns its handle."""
+        self._renderers.append(renderer)
+        return len(self._renderers) - 1
+
+    def emit(
+        self, type_: str, org_id: str, data: Mapping[str, Any], *, subject: str | None = None
+    ) -> Event:
+        """Append an event whose payload is ``data`` as given (copied)."""
+        payload = dict(data)
+        if subject is None:
+            obj = payload.get("object")
+            subject = obj.get("id") if isinstance(obj, dict) else None
+        bits = self._ids.draw()
+        now = self.clock.now
+        event = Event(self, type_, org_id, now, subject, bits, payload)
+        if self._journal.active:  # inside an operation: published once it succeeds
+            self._journal.defer(lambda: self._publish(event, subject, bits, payload))
+        else:
+            self._publish(event, subject, bits, payload)
         return event
 
-    def _publish(self, event: Event) -> None:
-        self._events.append(event)
-        for subscriber in self._subscribers:
+    def emit_values(
+        self,
+        type_: str,
+        org_id: str,
+        subject: str,
+        renderer: int,
+        values: tuple[Any, ...],
+        now: float,
+    ) -> None:
+        """Append an event whose payload ``renderer`` builds from ``values`` when it is read.
+
+        The renderer must depend only on ``values`` and on what never changes afterwards.
+        """
+        bits = self._ids.draw()
+        payload = (renderer, *values)
+        if self._journal.active:  # inside an operation: published once it succeeds
+            event = Event(self, type_, org_id, now, subject, bits, payload)
+            self._journal.defer(lambda: self._publish(event, subject, bits, payload))
+            return
+        subscribers = self._append(type_, org_id, now, subject, bits, payload)
+        if subscribers:
+            event = Event(self, type_, org_id, now, subject, bits, payload)
+            for subscriber in subscribers:
+                subscriber(event)
+
+    def _publish(
+        self,
+        event: Event,
+        subject: str | None,
+        bits: int,
+        payload: dict[str, Any] | tuple[Any, ...],
+    ) -> None:
+        for subscriber in self._append(event.type, event.org_id, event.at, subject, bits, payload):
             subscriber(event)
 
+    def _append(
+        self,
+        type_: str,
+        org_id: str,
+        now: float,
+        subject: str | None,
+        bits: int,
+        payload: dict[str, Any] | tuple[Any, ...],
+    ) -> tuple[Subscriber, ...]:
+        """Store the event (if the log keeps events); returns who wants it."""
+        key = (type_, org_id)
+        code = self._kind_code.get(key)
+        if code is None:
+            code = self.kinds.code(key)
+            self._kind_code[key] = code
+        if self.keep:
+            self.kind_codes.append(code)
+            self.times.append(now)
+            self.bits.append(bits)
+            self.subjects.append(subject)
+            self.payloads.append(payload)
+        routes = self._routes
+        if code < len(routes):
+            route = routes[code]
+            if route is not None:
+                return route
+        return self._route(code, type_, org_id)
+
+    def render(self, payload: dict[str, Any] | tuple[Any, ...]) -> dict[str, Any]:
+        """The ``data`` of a stored payload."""
+        if isinstance(payload, dict):
+            return dict(payload)
+        renderer: Renderer = self._renderers[payload[0]]
+        return renderer(payload[1:])
+
+    # -- subscribers -----------------------------------------------------------------------
+
+    def subscribe(
+        self,
+        subscriber: Subscriber,
+        *,
+        types: Iterable[str] | None = None,
+        org_id: str | None = None,
+    ) -> None:
+        """Call ``subscriber`` for every later event of ``types`` (all when ``None``) of
+        ``org_id`` (every organization when ``None``)."""
+        wanted = None if types is None else frozenset(types)
+        self._subscribers.append((subscriber, wanted, org_id))
+        self._routes = []
+
+    def _route(self, code: int, type_: str, org_id: str) -> tuple[Subscriber, ...]:
+        route = tuple(
+            subscriber
+            for subscriber, types, org in self._subscribers
+            if (types is None or type_ in types) and (org is None or org == org_id)
+        )
+        routes = self._routes
+        while len(routes) <= code:
+            routes.append(None)
+        routes[code] = route
+        return route
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def event(self, index: int) -> Event:
+        type_, org_id = self.kinds[self.kind_codes[index]]
+        return Event(
+            self,
+            type_,
+            org_id,
+            self.times[index],
+            self.subjects[index],
+            self.bits[index],
+            self.payloads[index],
+        )
+
     def __iter__(self) -> Iterator[Event]:
-        return iter(self._events)
+        return (self.event(i) for i in range(len(self.times)))
 
     def __len__(self) -> int:
-        return len(self._events)
+        return len(self.times)
 
     def of_type(self, type_: str) -> list[Event]:
-        return [e for e in self._events if e.type == type_]
+        codes = {code for code, (t, _org) in enumerate(self.kinds.values) if t == type_}
+        return [self.event(i) for i, c in enumerate(self.kind_codes) if c in codes]
 
     def for_org(self, org_id: str) -> list[Event]:
-        return [e for e in self._events if e.org_id == org_id]
+        codes = {code for code, (_t, org) in enumerate(self.kinds.values) if org == org_id}
+        return [self.event(i) for i, c in enumerate(self.kind_codes) if c in codes]

@@ -7,12 +7,16 @@ body is a conflict. Entries live for the configured window on the virtual clock.
 are stored: a retry after a refusal is a new attempt. ``sim.platform`` looks a key up before the
 rate limiter (a replay is not a new request) and stores the outcome inside the operation's unit of
 work, so an operation that fails after storing it leaves no entry behind (``forget``).
+
+Memory: entries are stored in time order, and every store first drops the entries whose window
+has passed, so the store holds one window of creates however long the run.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -48,6 +52,10 @@ class IdempotencyStore:
         self._clock = clock
         self._limits = limits
         self._entries: dict[tuple[str, str], _Entry] = {}
+        self._order: deque[tuple[float, tuple[str, str]]] = deque()  # (stored at, key)
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
     def validate_key(self, key: str) -> None:
         if not isinstance(key, str) or not (
@@ -62,8 +70,12 @@ class IdempotencyStore:
                 param="Idempotency-Key",
             )
 
-    def lookup(self, org_id: str, key: str, operation: str, body: Any) -> Replay | None:
-        """The stored outcome for this key and body, ``None`` if new; ``Conflict`` if reused."""
+    def lookup(
+        self, org_id: str, key: str, operation: str, body: Any, *, digest: str | None = None
+    ) -> Replay | None:
+        """The stored outcome for this key and body, ``None`` if new; ``Conflict`` if reused.
+
+        ``digest``: the request's ``fingerprint``, when the caller has it already."""
         self.validate_key(key)
         entry = self._entries.get((org_id, key))
         if entry is None:
@@ -71,7 +83,7 @@ class IdempotencyStore:
         if self._clock.now - entry.replay.stored_at >= self._limits.idempotency_window_seconds:
             del self._entries[(org_id, key)]
             return None
-        if entry.fingerprint != fingerprint(operation, body):
+        if entry.fingerprint != (digest or fingerprint(operation, body)):
             raise Conflict(
                 "idempotency_key.reused",
                 "This Idempotency-Key was already used with a different request.",
@@ -80,15 +92,38 @@ class IdempotencyStore:
         return entry.replay
 
     def store(
-        self, org_id: str, key: str, operation: str, body: Any, result: dict[str, Any]
+        self,
+        org_id: str,
+        key: str,
+        operation: str,
+        body: Any,
+        result: dict[str, Any],
+        *,
+        digest: str | None = None,
     ) -> None:
-        self._entries[(org_id, key)] = _Entry(
-            fingerprint(operation, body), Replay(body=result, stored_at=self._clock.now)
-        )
+        now = self._clock.now
+        self._expire(now)
+        entry = _Entry(digest or fingerprint(operation, body), Replay(body=result, stored_at=now))
+        self._entries[(org_id, key)] = entry
+        self._order.append((now, (org_id, key)))
 
     def forget(self, org_id: str, key: str) -> None:
-        """Drop a stored outcome (the operation that stored it failed after all)."""
-        self._entries.pop((org_id, key), None)
+        """Drop the outcome just stored for ``key`` (the operation that stored it failed after
+        all): the entry and its place in the expiry order, as if ``store`` had not run."""
+        if self._entries.pop((org_id, key), None) is not None:
+            order = self._order
+            if order and order[-1][1] == (org_id, key):
+                order.pop()
+
+    def _expire(self, now: float) -> None:
+        """Drop the entries whose window has passed (oldest first)."""
+        horizon = now - self._limits.idempotency_window_seconds
+        order, entries = self._order, self._entries
+        while order and order[0][0] <= horizon:
+            stored_at, key = order.popleft()
+            entry = entries.get(key)
+            if entry is not None and entry.replay.stored_at == stored_at:
+                del entries[key]
 
     def run(
         self,
@@ -101,9 +136,10 @@ class IdempotencyStore:
         """Call ``create`` at most once per key and body; returns (body, replayed)."""
         if key is None:
             return create(), False
-        replay = self.lookup(org_id, key, operation, body)
+        digest = fingerprint(operation, body)
+        replay = self.lookup(org_id, key, operation, body, digest=digest)
         if replay is not None:
             return replay.body, True
         result = create()
-        self.store(org_id, key, operation, body, result)
+        self.store(org_id, key, operation, body, result, digest=digest)
         return result, False

@@ -46,11 +46,9 @@ class Journal:
     def __init__(self) -> None:
         self._undo: list[Action] | None = None
         self._deferred: list[Action] = []
-
-    @property
-    def active(self) -> bool:
-        """Whether an ``atomic`` block is open."""
-        return self._undo is not None
+        #: Whether an ``atomic`` block is open. A plain attribute, not a property: the event log
+        #: reads it for every event, so outside an operation it must cost next to nothing.
+        self.active = False
 
     @contextmanager
     def atomic(self) -> Iterator[None]:
@@ -60,6 +58,7 @@ class Journal:
         outermost = self._undo is None
         if self._undo is None:
             self._undo, self._deferred = [], []
+            self.active = True
         undo = self._undo
         mark, deferred_mark = len(undo), len(self._deferred)
         try:
@@ -69,11 +68,12 @@ class Journal:
             del undo[mark:]
             del self._deferred[deferred_mark:]
             if outermost:
-                self._undo = None
+                self._undo, self.active = None, False
             _undo_all(steps, error)
             raise
         if outermost:
             deferred, self._undo, self._deferred = self._deferred, None, []
+            self.active = False
             _run_all(deferred)
 
     def on_undo(self, step: Action) -> None:

@@ -36,11 +36,7 @@ class Kernel:
         streams = RandomStreams(config.seed)
         ids = IdFactory(clock, streams.stream("ids"))
         journal = Journal()
+        events = EventLog(clock, ids, journal, keep=config.history.events)
         return cls(
-            config=config,
-            clock=clock,
-            streams=streams,
-            ids=ids,
-            events=EventLog(clock, ids, journal),
-            journal=journal,
+            config=config, clock=clock, streams=streams, ids=ids, events=events, journal=journal
         )

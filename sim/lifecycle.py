@@ -6,13 +6,16 @@ tests read the same table to check every transition they observe. Keeping the ma
 (rather than as ``if`` chains spread over the scheduler and the worker) is what lets a property
 test prove that no code path invents a transition.
 
-Rows are ``(from, trigger) -> to``; ``None`` as ``from`` is "no session yet". ``end`` on a
-terminal session is not a transition (the session is returned unchanged), so it has no row.
+Each row is ``(from, trigger) -> to`` plus what taking it means: the event the service publishes
+and, for rows into a terminal status, the ``session.ended`` reason or the ``error.code`` (as the
+run table does). ``None`` as ``from`` is "no session yet". ``end`` on a terminal session is not a
+transition (the session is returned unchanged), so it has no row.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, Literal
 
@@ -20,16 +23,21 @@ from sim.errors import InternalError
 
 __all__ = [
     "ACTIVE",
+    "FAILURE_MESSAGES",
     "NOT_STARTED",
+    "ROWS",
+    "SESSION_TRANSITIONS",
     "STATUSES",
     "TERMINAL",
     "TRANSITIONS",
     "TRIGGERS",
     "SessionStatus",
+    "SessionTransition",
     "Trigger",
     "allows",
     "is_terminal",
     "next_status",
+    "transition",
 ]
 
 SessionStatus = Literal[
@@ -67,26 +75,67 @@ NOT_STARTED: Final[frozenset[SessionStatus]] = frozenset({"created", "queued", "
 #: Non-terminal: what the concurrency caps count (GAP-LIM-4).
 ACTIVE: Final[frozenset[SessionStatus]] = frozenset(set(STATUSES) - TERMINAL)
 
-TRANSITIONS: Final[Mapping[tuple[SessionStatus | None, Trigger], SessionStatus]] = (
-    MappingProxyType({
-        (None, "create"): "created",
-        ("created", "admit"): "queued",
-        ("queued", "place"): "starting",
-        ("queued", "startup_timeout"): "failed",  # error no_capacity
-        ("queued", "end"): "canceled",
-        ("starting", "end"): "canceled",
-        ("starting", "first_frame"): "running",
-        ("starting", "worker_crash"): "failed",  # error worker_lost
-        ("running", "end"): "ending",
-        ("running", "max_duration"): "ended",
-        ("running", "idle_timeout"): "ended",
-        ("running", "worker_crash"): "failed",  # error worker_lost
-        ("running", "heartbeat_lost"): "failed",  # error worker_lost
-        ("ending", "drain_complete"): "ended",  # reason client_request
-        ("ending", "worker_crash"): "ended",  # the customer had already asked to end
-        ("ending", "heartbeat_lost"): "ended",  # same reasoning as a crash while draining
-    })
+
+@dataclass(frozen=True, slots=True)
+class SessionTransition:
+    """One row of the table: the move, the event it publishes and how the session ends.
+
+    ``end_reason`` is set on rows into ``ended`` (the ``session.ended`` reason), ``error_code``
+    on rows into ``failed`` (the session's ``error.code``), so the service reads a session's
+    outcome from the row it took instead of deciding it again in code.
+    """
+
+    source: SessionStatus | None  # None: the session does not exist yet
+    trigger: Trigger
+    target: SessionStatus
+    event: str | None  # the event the service emits when it takes the row
+    end_reason: str | None = None
+    error_code: str | None = None
+
+
+_NO_CAPACITY, _WORKER_LOST, _CLIENT = "no_capacity", "worker_lost", "client_request"
+
+SESSION_TRANSITIONS: Final[tuple[SessionTransition, ...]] = (
+    SessionTransition(None, "create", "created", None),
+    SessionTransition("created", "admit", "queued", "session.queued"),
+    SessionTransition("queued", "place", "starting", "session.starting"),
+    SessionTransition("queued", "startup_timeout", "failed", "session.failed",
+                      error_code=_NO_CAPACITY),
+    SessionTransition("queued", "end", "canceled", "session.canceled"),
+    SessionTransition("starting", "end", "canceled", "session.canceled"),
+    SessionTransition("starting", "first_frame", "running", "session.first_frame"),
+    SessionTransition("starting", "worker_crash", "failed", "session.failed",
+                      error_code=_WORKER_LOST),
+    SessionTransition("running", "end", "ending", "session.ending"),
+    SessionTransition("running", "max_duration", "ended", "session.ended",
+                      end_reason="max_duration"),
+    SessionTransition("running", "idle_timeout", "ended", "session.ended",
+                      end_reason="idle_timeout"),
+    SessionTransition("running", "worker_crash", "failed", "session.failed",
+                      error_code=_WORKER_LOST),
+    SessionTransition("running", "heartbeat_lost", "failed", "session.failed",
+                      error_code=_WORKER_LOST),
+    SessionTransition("ending", "drain_complete", "ended", "session.ended", end_reason=_CLIENT),
+    # The customer had already asked to end: a crash or a lost worker while draining ends it.
+    SessionTransition("ending", "worker_crash", "ended", "session.ended", end_reason=_CLIENT),
+    SessionTransition("ending", "heartbeat_lost", "ended", "session.ended", end_reason=_CLIENT),
 )  # fmt: skip
+
+#: ``error.message`` of a failed session, by its code.
+FAILURE_MESSAGES: Final[Mapping[str, str]] = MappingProxyType({
+    _NO_CAPACITY: "No worker could take the session within the start-up timeout.",
+    _WORKER_LOST: "The worker hosting the session stopped responding.",
+})  # fmt: skip
+
+#: The rows by ``(from, trigger)``.
+ROWS: Final[Mapping[tuple[SessionStatus | None, Trigger], SessionTransition]] = {
+    (row.source, row.trigger): row for row in SESSION_TRANSITIONS
+}
+
+#: The table as ``(from, trigger) -> to`` (what the tests and property checks read).
+TRANSITIONS: Final[Mapping[tuple[SessionStatus | None, Trigger], SessionStatus]] = MappingProxyType(
+    {key: row.target for key, row in ROWS.items()}
+)
 
 
 def is_terminal(status: SessionStatus) -> bool:
@@ -98,15 +147,20 @@ def allows(current: SessionStatus | None, trigger: Trigger) -> bool:
     return (current, trigger) in TRANSITIONS
 
 
-def next_status(current: SessionStatus | None, trigger: Trigger) -> SessionStatus:
-    """The status ``trigger`` leads to from ``current``; an unlisted move is a bug.
+def transition(current: SessionStatus | None, trigger: Trigger) -> SessionTransition:
+    """The row ``trigger`` takes from ``current``; an unlisted move is a bug.
 
     Raises ``InternalError`` (never expected in a correct simulator) so that an illegal move
     surfaces loudly in tests instead of silently corrupting a session.
     """
-    try:
-        return TRANSITIONS[(current, trigger)]
-    except KeyError:
+    row = ROWS.get((current, trigger))
+    if row is None:
         raise InternalError(
             "internal_error", f"Illegal session transition: {current!r} on {trigger!r}."
-        ) from None
+        )
+    return row
+
+
+def next_status(current: SessionStatus | None, trigger: Trigger) -> SessionStatus:
+    """The status ``trigger`` leads to from ``current`` (see ``transition``)."""
+    return transition(current, trigger).target

@@ -6,7 +6,8 @@ billing, avatars, sessions, runs, assets, webhooks) and exposes each contract op
 ``call``, so driving a scenario either way gives identical records (SIM-7).
 
 Cross-cutting rules live here, once: which operations are public, per-key rate limits
-(GAP-LIM-1) and idempotent creates (GAP-LIM-2). Services do the rest and raise ``DomainError``.
+(GAP-LIM-1), idempotent creates (GAP-LIM-2) and the API log. Services do the rest and raise
+``DomainError``.
 """
 
 from __future__ import annotations
@@ -17,17 +18,19 @@ from typing import Any
 
 from sim.accounts import AccountRegistry, Caller
 from sim.admin import PlatformAdmin
+from sim.apilog import ApiCall, ApiLog
 from sim.avatars.service import AvatarService
 from sim.billing.service import Billing
 from sim.config import SimConfig
 from sim.errors import AuthenticationFailed, DomainError, NotFound, RateSnapshot
-from sim.idempotency import IdempotencyStore
+from sim.idempotency import IdempotencyStore, fingerprint
 from sim.ids import IdFactory
 from sim.journal import Prepared
 from sim.kernel import Kernel
 from sim.ratelimit import RateLimiter
 from sim.runs.assets import AssetService
 from sim.runs.service import RunService
+from sim.sessions.rollup import status_body
 from sim.sessions.service import SessionService
 from sim.values import check_values
 from sim.webhooks import WebhookDispatcher
@@ -49,17 +52,6 @@ class Outcome:
     media_type: str = "application/json"
     replayed: bool = False
     rate: RateSnapshot | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ApiCall:
-    """One entry of the API log: what was asked, by whom, and how it ended (SIM-2)."""
-
-    at: float
-    operation_id: str
-    org_id: str | None
-    outcome: str  # "ok", "replayed" or the error code
-    error_type: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +119,7 @@ class Platform:
         # Request ids come from their own stream so HTTP traffic never shifts domain ids.
         self._request_ids = IdFactory(kernel.clock, kernel.streams.stream("request_ids"))
         self._limiters = self._build_limiters()
-        self.api_log: list[ApiCall] = []
+        self.api_log = ApiLog(kernel.config.history.api_log_size)
         self.admin = PlatformAdmin(self)
 
     @classmethod
@@ -135,9 +127,6 @@ class Platform:
         return cls(Kernel.create(config))
 
     # -- the door ------------------------------------------------------------------------------
-
-    def is_public(self, operation_id: str) -> bool:
-        return OPERATIONS[operation_id].public
 
     def authenticate(self, authorization: str | None) -> Caller:
         return self.accounts.authenticate(authorization)
@@ -193,10 +182,16 @@ class Platform:
         limiter = self._limiters.get(operation.rate_limit or "") if caller is not None else None
         read, refusal = self._read(params)
         key = read.get("idempotency_key") if operation.idempotent else None
-        fingerprint = {"path": _path_params(read), "body": read.get("body")}
+        digest: str | None = None
         if refusal is None and key is not None and caller is not None:
             try:
-                replay = self.idempotency.lookup(caller.org_id, key, operation_id, fingerprint)
+                self.idempotency.validate_key(key)
+                digest = fingerprint(
+                    operation_id, {"path": _path_params(read), "body": read.get("body")}
+                )
+                replay = self.idempotency.lookup(
+                    caller.org_id, key, operation_id, None, digest=digest
+                )
             except DomainError as error:  # an invalid or reused key: a new request, counted
                 refusal = error
             else:
@@ -208,8 +203,8 @@ class Platform:
             if refusal is not None:
                 raise refusal
             result = self._perform(operation, caller, read, check)
-            if key is not None and caller is not None and isinstance(result, dict):
-                self._remember(caller.org_id, key, operation_id, fingerprint, result)
+            if digest is not None and caller is not None and isinstance(result, dict):
+                self._remember(caller.org_id, str(key), operation_id, digest, result)
         except DomainError as error:
             if error.rate is None and rate is not None:
                 error.rate = rate
@@ -245,17 +240,17 @@ class Platform:
         return answer
 
     def _remember(
-        self, org_id: str, key: str, operation_id: str, fingerprint: Any, body: dict[str, Any]
+        self, org_id: str, key: str, operation_id: str, digest: str, body: dict[str, Any]
     ) -> None:
         """Store an idempotent outcome as part of the operation's unit (undone if it fails;
         no entry existed for the key, or the lookup would have replayed or refused it)."""
         self.kernel.journal.on_undo(lambda: self.idempotency.forget(org_id, key))
-        self.idempotency.store(org_id, key, operation_id, fingerprint, body)
+        self.idempotency.store(org_id, key, operation_id, None, body, digest=digest)
 
     def _log(
         self, operation_id: str, org_id: str | None, outcome: str, error_type: str | None
     ) -> None:
-        self.api_log.append(ApiCall(self.clock.now, operation_id, org_id, outcome, error_type))
+        self.api_log.append(self.clock.now, operation_id, org_id, outcome, error_type)
 
     def _build_limiters(self) -> dict[str, RateLimiter]:
         rate = self.config.limits.rate
@@ -274,7 +269,10 @@ class Platform:
     # -- operations: each parses nothing and delegates to one service --------------------------
 
     def op_get_status(self, caller: Caller | None, params: dict[str, Any]) -> dict[str, Any]:
-        return self.sessions.platform_status()
+        sessions = self.sessions
+        return status_body(
+            sessions.pool_status(), self.config.scheduler.workers, sessions.faults, self.clock
+        )
 
     def op_list_plans(self, caller: Caller | None, params: dict[str, Any]) -> dict[str, Any]:
         return self.billing.plans()

@@ -3,6 +3,12 @@
 One scenario seed feeds every stream; each stream's own seed is derived from the scenario seed
 and the stream's name with SHA-256, so adding or drawing from one stream never shifts another.
 No module in ``sim/`` touches the global ``random`` state.
+
+``sampler(dist, rng)`` binds a distribution to its stream once and returns a function that draws
+a value, so a hot path pays for the dispatch on the distribution's kind once, not per draw.
+``sample_length_biased`` draws the length of the interval that covers a fixed moment of a
+stationary renewal process (long intervals are proportionally more likely to cover it), which is
+what lets a talk-spurt pattern be observed at one moment without replaying its past.
 """
 
 from __future__ import annotations
@@ -10,10 +16,17 @@ from __future__ import annotations
 import hashlib
 import math
 import random
+from collections.abc import Callable
+from statistics import NormalDist
 
 from sim.config import Constant, Distribution, Exponential, LogNormal, Uniform
 
-__all__ = ["RandomStreams", "sample"]
+__all__ = ["RandomStreams", "Sampler", "sample", "sample_length_biased", "sampler"]
+
+#: Draws one value (a bound distribution and stream).
+Sampler = Callable[[], float]
+
+_NORMAL = NormalDist()
 
 
 class RandomStreams:
@@ -32,8 +45,31 @@ class RandomStreams:
         return rng
 
 
+def sampler(dist: Distribution, rng: random.Random) -> Sampler:
+    """A function drawing values of ``dist`` from ``rng`` (the same values as ``sample``)."""
+    match dist:
+        case Constant():
+            value = dist.value
+            return lambda: value
+        case Exponential():
+            rate = 1.0 / dist.mean_value
+            expovariate = rng.expovariate
+            return lambda: expovariate(rate)
+        case LogNormal():
+            median, sigma, cap = dist.median, dist.sigma, dist.cap
+            gauss, exp = rng.gauss, math.exp
+            if cap is None:
+                return lambda: median * exp(gauss(0.0, sigma))
+            return lambda: min(median * exp(gauss(0.0, sigma)), cap)
+        case Uniform():
+            low, high = dist.low, dist.high
+            uniform = rng.uniform
+            return lambda: uniform(low, high)
+    raise TypeError(f"unknown distribution {dist!r}")  # pragma: no cover
+
+
 def sample(dist: Distribution, rng: random.Random) -> float:
-    """Draw one value of ``dist`` from ``rng``."""
+    """Draw one value of ``dist`` from ``rng`` (for one-off draws; bind a ``sampler`` in loops)."""
     match dist:
         case Constant():
             return dist.value
@@ -45,3 +81,42 @@ def sample(dist: Distribution, rng: random.Random) -> float:
         case Uniform():
             return rng.uniform(dist.low, dist.high)
     raise TypeError(f"unknown distribution {dist!r}")  # pragma: no cover
+
+
+def sample_length_biased(dist: Distribution, rng: random.Random) -> float:
+    """A value of ``dist`` drawn with probability proportional to its size (density x·f(x)/E[X]).
+
+    In a stationary sequence of intervals drawn from ``dist``, this is the law of the interval
+    that contains a given moment; the moment falls uniformly inside it. ``dist`` must have a
+    positive mean.
+    """
+    match dist:
+        case Constant():
+            return dist.value
+        case Exponential():  # Gamma(2, mean): the sum of two exponentials
+            rate = 1.0 / dist.mean_value
+            return rng.expovariate(rate) + rng.expovariate(rate)
+        case Uniform():  # density proportional to x on [low, high]
+            low, high = dist.low, dist.high
+            return math.sqrt(low * low + rng.random() * (high * high - low * low))
+        case LogNormal():
+            return _lognormal_length_biased(dist, rng)
+    raise TypeError(f"unknown distribution {dist!r}")  # pragma: no cover
+
+
+def _lognormal_length_biased(dist: LogNormal, rng: random.Random) -> float:
+    median, sigma, cap = dist.median, dist.sigma, dist.cap
+    if sigma == 0.0:
+        return median if cap is None else min(median, cap)
+    # X·f(X)/E[X] for a lognormal (mu, sigma) is the lognormal (mu + sigma², sigma).
+    if cap is None:
+        return median * math.exp(sigma * sigma + sigma * rng.gauss(0.0, 1.0))
+    # min(X, cap): a continuous part below the cap and an atom at the cap, weighted by size.
+    edge = math.log(cap / median) / sigma
+    below = median * math.exp(sigma * sigma / 2) * _NORMAL.cdf(edge - sigma)
+    at_cap = cap * (1.0 - _NORMAL.cdf(edge))
+    if rng.random() * (below + at_cap) >= below:
+        return cap
+    # The shifted lognormal conditioned below the cap, by inversion of its normal CDF.
+    u = (1.0 - rng.random()) * _NORMAL.cdf(edge - sigma)
+    return median * math.exp(sigma * sigma + sigma * _NORMAL.inv_cdf(u))

@@ -231,3 +231,24 @@ def test_purity_checker_catches(source: str) -> None:
 )
 def test_purity_checker_allows(source: str) -> None:
     assert purity_problems(source) == []
+
+
+def _imported_modules(source: str) -> Iterator[str]:
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module is not None and not node.level:
+            yield node.module
+
+
+@pytest.mark.req("SIM-8")
+def test_no_module_of_sim_imports_the_harness() -> None:
+    """The harness drives the simulator, never the other way round; the facade included (the
+    spec loader both use lives in ``sim.asgi.openapi``)."""
+    arrows = [
+        f"{path.relative_to(REPO)}: {module}"
+        for path in sorted(SIM.rglob("*.py"))
+        for module in _imported_modules(path.read_text(encoding="utf-8"))
+        if module.split(".")[0] == "harness"
+    ]
+    assert arrows == []

@@ -8,11 +8,14 @@ Three kinds of check:
 
 * ``response``: ``fn(exchange) -> bool`` judges one observed response; it returns ``False`` when
   the response is not its business and raises ``CheckFailed`` when it is wrong. The runner applies
-  every response check to every response it sees, scripted or fuzzed; the same functions are also
-  registered with schemathesis (``harness.conformance.fuzz``).
-* ``scenario``: ``fn(target) -> None`` drives the target through a short script (auth, idempotency,
-  pagination, the session lifecycle) and raises ``CheckFailed``, or ``Skipped`` when the target
-  cannot be asked (a key that was not given: such a check declares the roles it ``needs``).
+  every response check to every response it sees, scripted or fuzzed; the same functions judge
+  schemathesis's responses too (``st_bridge``; ``st_checks`` registers them for ``st run``).
+* ``scenario``: ``fn(context) -> None`` drives the target through a short script (auth,
+  idempotency, pagination, the session lifecycle) and raises ``CheckFailed``, or ``Skipped`` when
+  the target cannot be asked: a key that was not given (such a check declares the roles it
+  ``needs``; ``time`` stands for a clock, ``admin`` for the simulator's admin API) or something
+  the target could not provide (an avatar, a run, a free slot). ``order`` runs a check later:
+  those that use up the create rate limit go last.
 * ``fuzz``: schemathesis's own checks, reported under their schemathesis names.
 
 Only the contract profile is held against the target (HAR-5): each check states a rule the seed
@@ -24,9 +27,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from harness.conformance.target import Exchange, Target
+from harness.conformance.target import Exchange
+
+if TYPE_CHECKING:
+    from harness.conformance.context import Context
 
 __all__ = [
     "CHECKS",
@@ -48,7 +54,7 @@ __all__ = [
 
 Kind = Literal["response", "scenario", "fuzz"]
 ResponseFunction = Callable[[Exchange], bool]
-ScenarioFunction = Callable[[Target], None]
+ScenarioFunction = Callable[["Context"], None]
 
 
 class CheckFailed(AssertionError):
@@ -75,6 +81,7 @@ class Check:
     needs: tuple[str, ...] = ()
     response: ResponseFunction | None = None
     scenario: ScenarioFunction | None = None
+    order: int = 0
 
 
 #: Every check by name, in registration order (the order of the reports).
@@ -103,12 +110,14 @@ def response_check(name: str, *requirements: str) -> Callable[[ResponseFunction]
 
 
 def scenario_check(
-    name: str, *requirements: str, needs: tuple[str, ...] = ()
+    name: str, *requirements: str, needs: tuple[str, ...] = (), order: int = 0
 ) -> Callable[[ScenarioFunction], ScenarioFunction]:
-    """Register ``fn(target)`` as the scenario check ``name``, skipped without ``needs``."""
+    """Register ``fn(context)`` as the scenario check ``name``, skipped without ``needs``."""
 
     def decorate(function: ScenarioFunction) -> ScenarioFunction:
-        check = Check(name, requirements, "scenario", _doc(function), needs, scenario=function)
+        check = Check(
+            name, requirements, "scenario", _doc(function), needs, scenario=function, order=order
+        )
         _register(check)
         return function
 
@@ -271,7 +280,7 @@ def rate_limit_headers(exchange: Exchange) -> bool:
     return True
 
 
-@response_check("retry_after_present", "LIM-4", "EP-SESS-6")
+@response_check("retry_after_present", "LIM-4")
 def retry_after_present(exchange: Exchange) -> bool:
     """Every 429 and every 503 carries Retry-After (seconds or an HTTP date)."""
     if exchange.status not in (429, 503):

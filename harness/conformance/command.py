@@ -8,10 +8,14 @@ could be checked).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from harness.conformance import runner
+from harness.conformance.context import Inputs
 from harness.conformance.target import Credentials, Target, TargetUnreachable
 
 __all__ = ["add_arguments", "run"]
@@ -30,12 +34,42 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--sim-admin-token", help="avatar-sim serve's admin token: lets the run move its clock"
     )
     parser.add_argument(
+        "--transport-json",
+        metavar="JSON",
+        help="the livekit transport to create sessions with, e.g. a real room's "
+        '\'{"type": "livekit", "url": "wss://…", "room_name": "…", "worker_token": "…"}\'',
+    )
+    parser.add_argument("--avatar-id", help="a ready avatar to create sessions with")
+    parser.add_argument("--model", help="the model to create runs with (<publisher>/<model>)")
+    parser.add_argument(
+        "--run-json", metavar="JSON", help="the body of a run create for --model (a JSON object)"
+    )
+    parser.add_argument(
+        "--real-time",
+        action="store_true",
+        help="let time-dependent checks wait in real time (timers at their shortest legal "
+        "values, the create rate window); each wait is shown",
+    )
+    parser.add_argument(
+        "--max-wait",
+        type=float,
+        default=180.0,
+        metavar="SECONDS",
+        help="the longest single real-time wait (default 180); longer ones skip their check",
+    )
+    parser.add_argument(
         "--max-examples",
         type=int,
         default=20,
         help="fuzzed cases per operation and mode (0: no fuzzing; default 20)",
     )
     parser.add_argument("--seed", type=int, default=0, help="the fuzzer's seed (default 0)")
+    parser.add_argument(
+        "--check",
+        action="append",
+        metavar="NAME",
+        help="run only this check (repeatable; default: every check)",
+    )
     parser.add_argument("--junit", metavar="PATH", help="write JUnit XML here")
     parser.add_argument("--report", metavar="PATH", help="write a report (.md Markdown, else JSON)")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
@@ -49,6 +83,22 @@ def run(args: argparse.Namespace) -> int:
         return USAGE_ERROR
     if args.max_examples < 0:
         print("conformance: --max-examples must be 0 or more", file=sys.stderr)
+        return USAGE_ERROR
+    unknown = sorted(set(args.check or ()) - set(runner.CHECKS))
+    if unknown:
+        print(f"conformance: no check named {', '.join(unknown)}", file=sys.stderr)
+        return USAGE_ERROR
+    try:
+        inputs = Inputs(
+            transport=_json_object(args.transport_json, "--transport-json"),
+            avatar_id=args.avatar_id,
+            model=args.model,
+            run_body=_json_object(args.run_json, "--run-json"),
+            real_time=args.real_time,
+            max_wait_seconds=args.max_wait,
+        )
+    except ValueError as exc:
+        print(f"conformance: {exc}", file=sys.stderr)
         return USAGE_ERROR
     credentials = Credentials(
         api=args.api_key,
@@ -66,9 +116,14 @@ def run(args: argparse.Namespace) -> int:
                 "conformance: the target refuses --api-key (GET /v1/models: 401)", file=sys.stderr
             )
             return USAGE_ERROR
-        report = runner.run(
-            target, runner.RunOptions(max_examples=args.max_examples, seed=args.seed)
+        options = runner.RunOptions(
+            max_examples=args.max_examples,
+            seed=args.seed,
+            inputs=inputs,
+            only=frozenset(args.check) if args.check else None,
+            say=lambda message: print(f"conformance: {message}", file=sys.stderr, flush=True),
         )
+        report = runner.run(target, options)
     except TargetUnreachable as exc:
         print(f"conformance: cannot reach the target: {exc}", file=sys.stderr)
         return USAGE_ERROR
@@ -76,8 +131,22 @@ def run(args: argparse.Namespace) -> int:
         target.close()
     print(report.summary())
     if args.junit:
-        with open(args.junit, "w", encoding="utf-8") as handle:
-            handle.write(report.to_junit())
+        Path(args.junit).write_text(report.to_junit(), encoding="utf-8")
     if args.report:
         report.write(args.report)
+    elif report.bodies:
+        beside = Path(args.junit).resolve().parent if args.junit else Path.cwd()
+        report.write_bodies(beside)
     return report.exit_code
+
+
+def _json_object(text: str | None, option: str) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"{option} is not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{option} must be a JSON object")
+    return value

@@ -41,7 +41,7 @@ API_KEY_OPTION = "--avatar-sim-api-key"
 
 
 def add_options(parser: pytest.Parser) -> None:
-    group = parser.getgroup("avatar-sim", "avatar-sim fixtures")
+    group = parser.getgroup("avatar-sim", "avatar-sim")
     group.addoption(
         BASE_URL_OPTION,
         dest="avatar_sim_base_url",

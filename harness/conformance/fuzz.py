@@ -5,7 +5,7 @@ transport (``requests`` for a URL, its own client for an app), so it would have 
 of target it has. Here schemathesis only generates cases (every operation of the profile, positive
 and negative data, ``max_examples`` each, seeded) and judges answers; each case is sent through
 ``Target.send`` like every other request of the harness, then validated with schemathesis's
-response checks and the harness's own (registered through ``st_checks``).
+response checks and the harness's own (in schemathesis's signature, ``st_bridge``).
 
 Built-in checks not run (they re-send requests through schemathesis's transport, bypassing the
 seam, or need its stateful recorder): ``ignored_auth`` (the ``unauthenticated_rejected`` and
@@ -39,11 +39,11 @@ from schemathesis.core.transport import Response
 from schemathesis.generation.modes import GenerationMode
 
 from harness.conformance.checks import register_fuzz_check
-from harness.conformance.st_checks import SCHEMATHESIS_CHECKS, conformance_scope
+from harness.conformance.operations import load_profile
+from harness.conformance.st_bridge import SCHEMATHESIS_CHECKS, counting
 from harness.conformance.target import Exchange, Target, TargetUnreachable
-from harness.contract.loader import PROFILE_FILE, default_spec_dir, load_yaml
 
-__all__ = ["BUILTIN_CHECKS", "FuzzFailure", "FuzzResult", "fuzz", "load_profile"]
+__all__ = ["BUILTIN_CHECKS", "FuzzFailure", "FuzzResult", "fuzz"]
 
 #: Schemathesis's checks the harness runs, each proving what HAR-2 asks of the fuzz.
 BUILTIN_CHECKS: tuple[tuple[str, tuple[str, ...], str], ...] = (
@@ -80,11 +80,6 @@ class FuzzResult:
     errors: list[str] = field(default_factory=list)
 
 
-def load_profile() -> dict[str, Any]:
-    """The contract profile (``spec/profile/openapi.contract.yaml``), a fresh copy."""
-    return load_yaml(default_spec_dir() / PROFILE_FILE)
-
-
 def _schema(seed: int, api_key: str) -> Any:
     # The key goes in as the bearer scheme's credential, so negative cases may drop it.
     config = SchemathesisConfig.from_dict(
@@ -94,7 +89,7 @@ def _schema(seed: int, api_key: str) -> Any:
             "checks": {"positive_data_acceptance": {"expected-statuses": _ACCEPTED}},
         }
     )
-    return schemathesis.openapi.from_dict(copy.deepcopy(load_profile()), config=config)
+    return schemathesis.openapi.from_dict(copy.deepcopy(dict(load_profile())), config=config)
 
 
 def _request(target: Target, case: Any) -> httpx.Request:
@@ -188,7 +183,7 @@ def fuzz(target: Target, *, max_examples: int, seed: int, per_check_cap: int = 3
             if name not in SCHEMATHESIS_CHECKS:
                 result.applied[name] = result.applied.get(name, 0) + 1
 
-    with conformance_scope() as custom_applied:
+    with counting() as custom_applied:
         for outcome in schema.get_all_operations():
             operation = outcome.ok()
             for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):

@@ -1,4 +1,4 @@
-"""Stateful conformance of the session lifecycle (HAR-3): create, get, list, end, end again.
+"""Stateful conformance of the session lifecycle (HAR-3) and the seed's timers.
 
 Why only the seed's rows: the seed states the terminal states, what ``end`` does to a running
 session (``ending`` then ``ended``), to one not yet started (``canceled``) and to a terminal one
@@ -9,29 +9,33 @@ deployment is never held to the simulator's choices there. The rows are data (``
 Because a deployment's clock keeps moving between two requests, the outcome of ``end`` is judged
 against what the session itself says rather than against the status seen a moment earlier: a
 session that reached its first frame was running (so ``end`` gives ``ending`` or ``ended``), one
-that never did had not started (so ``end`` gives ``canceled``). With ``--sim-admin-token`` the
-simulator's clock is advanced to watch ``ending`` become ``ended``; without it only what is
-observable is checked.
+that never did had not started (so ``end`` gives ``canceled``).
+
+The timers (max duration, idle timeout, start-up timeout) need time to pass on the target: the
+simulator's clock with ``--sim-admin-token``, or real waiting with ``--real-time`` and the
+shortest values the seed allows (1 s). Capacity faults (``no_capacity``, ``at_capacity``) can only
+be brought about through the simulator's admin API.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from harness.conformance.checks import CheckFailed, scenario_check
-from harness.conformance.probes import (
+from harness.conformance.checks import CheckFailed, Skipped, scenario_check
+from harness.conformance.context import (
     TERMINAL,
-    create_session,
-    end_quietly,
+    Context,
     expect_status,
-    ready_avatar,
-    session_body,
+    is_success,
+    refusal_code,
 )
 from harness.conformance.scenarios import walk
-from harness.conformance.target import Exchange, Target
+from harness.conformance.seed import SEED
+from harness.conformance.target import Exchange
 
 __all__ = ["END_RULES", "TERMINAL", "EndRule", "check_history", "judge_end"]
 
@@ -51,7 +55,12 @@ END_RULES: tuple[EndRule, ...] = (
     EndRule(False, frozenset({"canceled"}), "SES-ST-4"),
 )
 
-_SECONDS_TO_SETTLE = 3600.0
+#: The seed's start-up timeout (SES-ST-2), and how long the harness lets a session take to
+#: reach its first frame, to drain, or to be ended by a timer after its limit (no bound stated).
+STARTUP_TIMEOUT_SECONDS = SEED.startup_timeout_seconds
+_PLACEMENT_SECONDS = 60.0
+_GRACE_SECONDS = 60.0
+_SETTLE_SECONDS = 3600.0
 
 
 def judge_end(before: str | None, session: dict[str, Any], exchange: Exchange) -> None:
@@ -83,16 +92,8 @@ def check_history(history: Sequence[str]) -> None:
             raise CheckFailed(f"an ending session later showed {later!r} (SES-ST-3)")
 
 
-def _get(target: Target, session_id: str) -> tuple[Exchange, dict[str, Any]]:
-    exchange = target.request("GET", f"/v1/sessions/{session_id}", operation="retrieveSession")
-    body = expect_status(exchange, 200, what="GET /v1/sessions/{id}")
-    if not isinstance(body, dict) or body.get("id") != session_id:
-        raise CheckFailed(f"GET of {session_id} answered another resource", exchange)
-    return exchange, body
-
-
-def _end(target: Target, session_id: str, before: str | None) -> dict[str, Any]:
-    exchange = target.request("POST", f"/v1/sessions/{session_id}/end", operation="endSession")
+def _end(ctx: Context, session_id: str, before: str | None) -> dict[str, Any]:
+    exchange = ctx.end(session_id)
     wanted = (200,) if before in TERMINAL else ()
     body = expect_status(exchange, *wanted, what="POST /v1/sessions/{id}/end")
     if not isinstance(body, dict) or body.get("id") != session_id:
@@ -104,71 +105,261 @@ def _end(target: Target, session_id: str, before: str | None) -> dict[str, Any]:
 @scenario_check(
     "session_lifecycle", "HAR-3", "SES-ST-1", "SES-ST-4", "SES-ST-5", "SES-ST-8", "EP-SESS-9"
 )
-def session_lifecycle(target: Target) -> None:
+def session_lifecycle(ctx: Context) -> None:
     """Create, get, list, end, end again: every answer is a row of the seed's state table."""
-    avatar = ready_avatar(target)
-    created, session = create_session(target, session_body(avatar, "lifecycle"))
+    created, session = ctx.new_session("lifecycle")
     sid = session["id"]
     history = [str(session.get("status"))]
-    try:
-        if session.get("status") != "queued":
-            raise CheckFailed(
-                f"a created session is {session.get('status')!r}, not queued", created
-            )
-        _, fetched = _get(target, sid)
-        history.append(str(fetched.get("status")))
-        if sid not in walk(target, "/v1/sessions"):
-            raise CheckFailed(f"the created session {sid} is not in GET /v1/sessions")
-        ended = _end(target, sid, history[-1])
-        history.append(str(ended.get("status")))
-        again = _end(target, sid, history[-1] if history[-1] in TERMINAL else None)
-        history.append(str(again.get("status")))
-        if ended.get("status") == "ending" and again.get("status") not in {"ending", "ended"}:
-            raise CheckFailed(f"ending then end again answered {again.get('status')!r}")
-        _, final = _get(target, sid)
-        history.append(str(final.get("status")))
-        check_history(history)
-    finally:
-        if history[-1] not in TERMINAL:
-            end_quietly(target, sid)
+    if session.get("status") != "queued":
+        raise CheckFailed(f"a created session is {session.get('status')!r}, not queued", created)
+    history.append(str(ctx.get_session(sid)[1].get("status")))
+    if sid not in walk(ctx.target, "/v1/sessions"):
+        raise CheckFailed(f"the created session {sid} is not in GET /v1/sessions")
+    ended = _end(ctx, sid, history[-1])
+    history.append(str(ended.get("status")))
+    again = _end(ctx, sid, history[-1] if history[-1] in TERMINAL else None)
+    history.append(str(again.get("status")))
+    if ended.get("status") == "ending" and again.get("status") not in {"ending", "ended"}:
+        raise CheckFailed(f"ending then end again answered {again.get('status')!r}")
+    history.append(str(ctx.get_session(sid)[1].get("status")))
+    check_history(history)
 
 
-def _advance(target: Target, seconds: float) -> None:
-    exchange = target.request(
-        "POST", "/_sim/clock/advance", role="admin", json_body={"seconds": seconds}
+def _running(ctx: Context, session_id: str, history: list[str]) -> dict[str, Any]:
+    """Wait for the session's first frame; a session that never runs skips the check."""
+
+    def fetch() -> dict[str, Any]:
+        session = ctx.get_session(session_id)[1]
+        history.append(str(session.get("status")))
+        return session
+
+    session = ctx.poll(
+        fetch,
+        lambda s: s.get("status") == "running" or s.get("status") in TERMINAL,
+        within=_PLACEMENT_SECONDS,
+        step=1.0,
+        why="the session to reach its first frame",
     )
-    expect_status(exchange, what="POST /_sim/clock/advance")
+    if session.get("status") != "running":
+        raise Skipped(
+            f"the session did not run within {_PLACEMENT_SECONDS:g} s (it is "
+            f"{session.get('status')!r}); give --transport-json with a room the worker can join"
+        )
+    return session
+
+
+def _timestamps_in_order(session: dict[str, Any], exchange: Exchange | None = None) -> None:
+    created, started, first = (
+        session.get(name) for name in ("created_at", "started_at", "first_frame_at")
+    )
+    if not isinstance(started, str) or not isinstance(first, str):
+        raise CheckFailed(
+            f"a running session has started_at {started!r} and first_frame_at {first!r}",
+            exchange,
+        )
+    if isinstance(created, str) and not created <= started <= first:
+        raise CheckFailed(
+            f"created_at {created}, started_at {started}, first_frame_at {first} are out of order",
+            exchange,
+        )
 
 
 @scenario_check(
-    "session_lifecycle_clock", "HAR-3", "SES-ST-3", "SES-ST-5", "SES-ST-8", needs=("admin",)
-)
-def session_lifecycle_clock(target: Target) -> None:
-    """With the simulator's clock: a session that runs and is ended becomes ended, and stays."""
-    avatar = ready_avatar(target)
-    _, session = create_session(target, session_body(avatar, "lifecycle-clock"))
+    "session_lifecycle_clock",
+    "HAR-3", "SES-ST-3", "SES-ST-5", "SES-ST-8", "RES-SESS-4",
+    needs=("time",),
+)  # fmt: skip
+def session_lifecycle_clock(ctx: Context) -> None:
+    """A session gets first_frame_at only from its first frame; ended while running it drains
+    through ending to ended, stays ended, and end again answers it unchanged."""
+    created, session = ctx.new_session("lifecycle-clock")
+    sid = session["id"]
+    if session.get("status") == "queued" and session.get("first_frame_at") is not None:
+        raise CheckFailed("a queued session already has first_frame_at", created)
+    history = [str(session.get("status"))]
+    running = _running(ctx, sid, history)
+    _timestamps_in_order(running)
+    ended = _end(ctx, sid, "running")
+    history.append(str(ended.get("status")))
+    settled = ctx.poll(
+        lambda: ctx.get_session(sid)[1],
+        lambda s: s.get("status") in TERMINAL,
+        within=_GRACE_SECONDS,
+        step=1.0,
+        why="the ended session to drain",
+    )
+    history.append(str(settled.get("status")))
+    if settled.get("status") not in TERMINAL:
+        raise CheckFailed(f"an ended session is still {settled.get('status')!r}")
+    if settled.get("status") != "ended":
+        raise CheckFailed(f"an ending session became {settled.get('status')!r}, not ended")
+    ctx.wait(_SETTLE_SECONDS if ctx.admin else 1.0, "time to pass on an ended session")
+    history.append(str(ctx.get_session(sid)[1].get("status")))
+    again = _end(ctx, sid, "ended")
+    history.append(str(again.get("status")))
+    check_history(history)
+
+
+def _ends_on_its_own(ctx: Context, room: str, idle: int, limit: int, reason: str) -> None:
+    """A session with the given timers runs and then ends by itself, as ``ended``. With timers
+    of a second it may have run and ended between two looks, which shows the same."""
+    _, session = ctx.new_session(room, idle_timeout_seconds=idle, max_duration_seconds=limit)
     sid = session["id"]
     history = [str(session.get("status"))]
-    try:
-        for _ in range(30):
-            _advance(target, 1.0)
-            history.append(str(_get(target, sid)[1].get("status")))
-            if history[-1] == "running" or history[-1] in TERMINAL:
-                break
-        ended = _end(target, sid, history[-1])
-        history.append(str(ended.get("status")))
-        _advance(target, _SECONDS_TO_SETTLE)
-        exchange, settled = _get(target, sid)
-        history.append(str(settled.get("status")))
-        if settled.get("status") not in TERMINAL:
-            raise CheckFailed(
-                f"an ended session is still {settled.get('status')!r} an hour later", exchange
+
+    def fetch() -> dict[str, Any]:
+        current = ctx.get_session(sid)[1]
+        history.append(str(current.get("status")))
+        return current
+
+    bound = _PLACEMENT_SECONDS + min(idle, limit) + _GRACE_SECONDS
+    final = ctx.poll(
+        fetch,
+        lambda s: s.get("status") in TERMINAL,
+        within=bound,
+        step=1.0,
+        why=f"the session to run and the {reason} to end it",
+    )
+    ran = final.get("first_frame_at") is not None or "running" in history
+    if final.get("status") not in TERMINAL:
+        if not ran:
+            raise Skipped(
+                f"the session did not run within {bound:g} s (it is {final.get('status')!r}); "
+                "give --transport-json with a room the worker can join"
             )
-        if ended.get("status") in {"ending", "ended"} and settled.get("status") != "ended":
-            raise CheckFailed(f"an ending session became {settled.get('status')!r}", exchange)
-        again = _end(target, sid, str(settled.get("status")))
-        history.append(str(again.get("status")))
-        check_history(history)
+        raise CheckFailed(
+            f"a running session with {reason} {min(idle, limit)} s was still "
+            f"{final.get('status')!r} {bound:g} s after its creation"
+        )
+    if not ran:
+        raise Skipped(f"the session ended {final.get('status')!r} without running")
+    if final.get("status") != "ended":
+        raise CheckFailed(f"the {reason} left the session {final.get('status')!r}, not ended")
+    check_history(history)
+
+
+@scenario_check("max_duration_ends", "SES-ST-6", needs=("time",))
+def max_duration_ends(ctx: Context) -> None:
+    """A running session with max_duration_seconds 1 (and idle 600) is ended by the worker."""
+    _ends_on_its_own(ctx, "max-duration", SEED.idle_max, SEED.max_duration_min, "max duration")
+
+
+@scenario_check("idle_timeout_ends", "SES-ST-7", needs=("time",))
+def idle_timeout_ends(ctx: Context) -> None:
+    """A running livekit session that receives no audio for idle_timeout_seconds 1 is ended."""
+    _ends_on_its_own(ctx, "idle", SEED.idle_min, SEED.max_duration_ceiling, "idle timeout")
+
+
+# -- capacity, through the simulator's admin API ------------------------------------------------
+
+
+@contextmanager
+def _no_capacity(ctx: Context) -> Iterator[None]:
+    """Every worker removed for the block, the pool's capacity put back afterwards."""
+    ctx.settle()
+    pool = ctx.target.request("GET", "/_sim/faults/capacity", role="admin")
+    capacity = expect_status(pool, what="GET /_sim/faults/capacity").get("capacity")
+    _set_capacity(ctx, 0)
+    try:
+        yield
     finally:
-        if history[-1] not in TERMINAL:
-            end_quietly(target, sid)
+        _set_capacity(ctx, int(capacity))
+
+
+def _set_capacity(ctx: Context, workers: int) -> None:
+    exchange = ctx.target.request(
+        "POST", "/_sim/faults/capacity", role="admin", json_body={"workers": workers}
+    )
+    expect_status(exchange, what="POST /_sim/faults/capacity")
+
+
+def _mentions(value: Any, word: str) -> bool:
+    """Whether ``word`` is a string somewhere in ``value`` (the error's shape is a gap)."""
+    if isinstance(value, str):
+        return value == word
+    if isinstance(value, dict):
+        return any(_mentions(v, word) for v in value.values())
+    if isinstance(value, list):
+        return any(_mentions(v, word) for v in value)
+    return False
+
+
+@scenario_check("startup_timeout_fails", "SES-ST-2", needs=("admin",))
+def startup_timeout_fails(ctx: Context) -> None:
+    """A job no worker can take is still waiting after 14 s and failed with code no_capacity
+    after 16 s (the seed's start-up timeout is 15 s)."""
+    with _no_capacity(ctx):
+        _, session = ctx.new_session("no-capacity")
+        sid = session["id"]
+        before, after = STARTUP_TIMEOUT_SECONDS - 1, STARTUP_TIMEOUT_SECONDS + 1
+        ctx.wait(before, "just under the start-up timeout")
+        exchange, early = ctx.get_session(sid)
+        if early.get("status") in TERMINAL:
+            raise CheckFailed(
+                f"a job waiting for a worker is {early.get('status')!r} after {before:g} s",
+                exchange,
+            )
+        ctx.wait(after - before, "just past the start-up timeout")
+        exchange, late = ctx.get_session(sid)
+        if late.get("status") != "failed":
+            raise CheckFailed(
+                f"a job no worker took is {late.get('status')!r} after {after:g} s, not failed",
+                exchange,
+            )
+        if not _mentions(late.get("error"), "no_capacity"):
+            raise CheckFailed(
+                f"the start-up timeout's error {late.get('error')!r} has no code no_capacity",
+                exchange,
+            )
+
+
+_ADMISSION_TRIES = 20
+
+
+@scenario_check("at_capacity_refused", "EP-SESS-6", needs=("admin",))
+def at_capacity_refused(ctx: Context) -> None:
+    """With no worker and the wait queue full, a create answers 503 code at_capacity with
+    Retry-After (sessions of a fresh organization's keys fill the queue)."""
+    target = ctx.target
+    made = target.request(
+        "POST", "/_sim/organizations", role="admin",
+        json_body={"name": "conformance capacity", "plan": "enterprise",
+                   "concurrency_override": _ADMISSION_TRIES},
+    )  # fmt: skip
+    org = expect_status(made, what="POST /_sim/organizations")
+    opened: list[tuple[str, str]] = []
+    with _no_capacity(ctx):
+        try:
+            for _ in range(_ADMISSION_TRIES):
+                made = target.request(
+                    "POST", "/_sim/keys", role="admin", json_body={"org_id": org["id"]}
+                )
+                key = str(expect_status(made, what="POST /_sim/keys")["key"])
+                auth = {"Authorization": f"Bearer {key}"}
+                exchange = target.request(
+                    "POST", "/v1/sessions", role=None, headers=auth,
+                    json_body=ctx.session_body("capacity"), operation="createSession",
+                )  # fmt: skip
+                if is_success(exchange):
+                    opened.append((key, str(exchange.json()["id"])))
+                    continue
+                _judge_at_capacity(exchange)
+                return
+            raise Skipped(f"{_ADMISSION_TRIES} waiting sessions did not fill the admission queue")
+        finally:
+            for key, session_id in opened:
+                target.request(
+                    "POST", f"/v1/sessions/{session_id}/end", role=None,
+                    headers={"Authorization": f"Bearer {key}"}, observe=False,
+                )  # fmt: skip
+
+
+def _judge_at_capacity(exchange: Exchange) -> None:
+    if exchange.status != 503 or refusal_code(exchange) != "at_capacity":
+        raise CheckFailed(
+            f"a create with no free worker answered {exchange.status} "
+            f"{refusal_code(exchange)!r}, not 503 at_capacity",
+            exchange,
+        )
+    if exchange.headers.get("retry-after") is None:
+        raise CheckFailed("the 503 at_capacity carries no Retry-After", exchange)

@@ -3,17 +3,27 @@
 Why one immutable record rendered three ways: the terminal summary, the CI's JUnit file and the
 archived report must never disagree. Every failure names its check and the requirement ids the
 check proves, and carries a ``curl`` that sends the same request again with each secret replaced
-by a shell variable (``$API_KEY`` ...).
+by a shell variable (``$API_KEY`` ...). A body a shell argument cannot carry exactly (binary,
+multipart, long) is written beside the report under ``conformance-bodies/`` and the ``curl``
+reads it with ``--data-binary @conformance-bodies/NNN.bin``: run it from the report's directory.
+Every rendering also says how many contract ids the run checked, and why each other one was not.
 """
 
 from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["CheckResult", "FailureRecord", "Outcome", "Report"]
+from harness.conformance.coverage import Coverage
+
+__all__ = ["BODIES_DIR", "CheckResult", "FailureRecord", "Outcome", "Report"]
+
+#: Where request bodies of failures are written, relative to the report's directory.
+BODIES_DIR = "conformance-bodies"
 
 Outcome = Literal["passed", "failed", "skipped"]
 
@@ -45,6 +55,8 @@ class Report:
     cases: int
     results: tuple[CheckResult, ...]
     errors: tuple[str, ...] = ()
+    coverage: Coverage = field(default_factory=lambda: Coverage((), {}, 0))
+    bodies: Mapping[str, bytes] = field(default_factory=dict)
 
     def count(self, outcome: Outcome) -> int:
         return sum(1 for result in self.results if result.outcome == outcome)
@@ -82,6 +94,10 @@ class Report:
                     lines.append(f"  reproduce: {failure.curl}")
         for error in self.errors:
             lines += ["", f"note: {error}"]
+        if self.bodies:
+            lines += ["", f"request bodies of the reproductions: {BODIES_DIR}/ (run from there)"]
+        lines += ["", self.coverage.line()]
+        lines += [f"  unchecked {rid}: {why}" for rid, why in self.coverage.unchecked.items()]
         lines += [
             "",
             f"{self.count('passed')} passed, {self.count('failed')} failed, "
@@ -89,8 +105,18 @@ class Report:
         ]
         return "\n".join(lines)
 
+    def _coverage_document(self) -> dict[str, Any]:
+        return {
+            "checked": len(self.coverage.checked),
+            "total": self.coverage.total,
+            "checked_ids": list(self.coverage.checked),
+            "unchecked": dict(self.coverage.unchecked),
+        }
+
     def to_json(self) -> str:
         document: dict[str, Any] = asdict(self)
+        document.pop("bodies")
+        document["coverage"] = self._coverage_document()
         document["passed"] = self.count("passed")
         document["failed"] = self.count("failed")
         document["skipped"] = self.count("skipped")
@@ -102,7 +128,8 @@ class Report:
             "",
             f"Seed {self.seed}, {self.max_examples} examples per operation and mode, "
             f"{self.cases} fuzzed cases: **{self.count('passed')} passed, "
-            f"{self.count('failed')} failed, {self.count('skipped')} skipped**.",
+            f"{self.count('failed')} failed, {self.count('skipped')} skipped**; "
+            f"{self.coverage.line()}.",
             "",
             "| check | requirements | outcome | detail |",
             "|---|---|---|---|",
@@ -115,6 +142,8 @@ class Report:
                 lines += ["", f"## `{r.name}` failed", "", failure.message]
                 if failure.curl:
                     lines += ["", "```sh", failure.curl, "```"]
+        lines += ["", "## Contract ids not checked", ""]
+        lines += [f"- `{rid}`: {why}" for rid, why in self.coverage.unchecked.items()]
         return "\n".join(lines) + "\n"
 
     def to_junit(self) -> str:
@@ -127,6 +156,10 @@ class Report:
             skipped=str(self.count("skipped")),
             errors="0",
         )
+        suite_properties = ET.SubElement(suite, "properties")
+        ET.SubElement(suite_properties, "property", name="coverage", value=self.coverage.line())
+        for rid, why in self.coverage.unchecked.items():
+            ET.SubElement(suite_properties, "property", name=f"unchecked {rid}", value=why)
         for r in self.results:
             case = ET.SubElement(suite, "testcase", classname=f"conformance.{r.kind}", name=r.name)
             properties = ET.SubElement(case, "properties")
@@ -144,7 +177,18 @@ class Report:
         return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
 
     def write(self, path: str) -> None:
-        """``path`` ending in ``.md`` gets Markdown, anything else JSON."""
+        """``path`` ending in ``.md`` gets Markdown, anything else JSON; the failures' request
+        bodies go beside it."""
         text = self.to_markdown() if path.endswith(".md") else self.to_json()
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        Path(path).write_text(text, encoding="utf-8")
+        self.write_bodies(Path(path).resolve().parent)
+
+    def write_bodies(self, directory: Path) -> list[Path]:
+        """Write each failure's request body file under ``directory``; the paths written."""
+        written = []
+        for name, content in self.bodies.items():
+            target = directory / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
+            written.append(target)
+        return written

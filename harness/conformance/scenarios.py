@@ -6,23 +6,23 @@ sees pass through the response checks as well (the runner observes every exchang
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
 from harness.conformance.checks import CheckFailed, Skipped, envelope_of, scenario_check
-from harness.conformance.probes import (
-    create_session,
-    end_quietly,
-    expect_status,
-    ready_avatar,
-    session_body,
-)
+from harness.conformance.context import Context, expect_status, refusal_type
+from harness.conformance.seed import SEED
 from harness.conformance.target import Exchange, Target
 
-__all__ = ["LISTS", "walk"]
+__all__ = ["LISTS", "a_run_id", "expect_refused", "expect_scope_required", "list_page", "walk"]
 
 #: Endpoints that need a key; a GET to each without one must answer 401 (AUTH-2).
 _PROTECTED = ("/v1/models", "/v1/sessions", "/v1/avatars", "/v1/usage", "/v1/billing/quota")
+
+#: What a request the seed calls invalid may get: 400 or 422 (the seed's table names 422 for a
+#: validation failure and says the type maps only roughly to the status, so 400 is legal too).
+REFUSED = (400, 422)
 
 
 def _expect_401(exchange: Exchange, what: str) -> None:
@@ -35,19 +35,43 @@ def _expect_401(exchange: Exchange, what: str) -> None:
         raise CheckFailed(f"{what}: 401 with error.type {error.get('type')!r}", exchange)
 
 
+def expect_refused(exchange: Exchange, what: str, *statuses: int) -> dict[str, Any]:
+    """A refusal with one of ``statuses`` (400 or 422 by default) and the envelope."""
+    allowed = statuses or REFUSED
+    if exchange.status not in allowed:
+        wanted = " or ".join(map(str, allowed))
+        raise CheckFailed(f"{what}: expected {wanted}, got {exchange.status}", exchange)
+    error = envelope_of(exchange)
+    if error is None:
+        raise CheckFailed(f"{what}: the {exchange.status} carries no error envelope", exchange)
+    return error
+
+
+def expect_scope_required(exchange: Exchange, what: str) -> None:
+    if exchange.status != 403:
+        raise CheckFailed(f"{what}: expected 403, got {exchange.status}", exchange)
+    error = envelope_of(exchange)
+    if error is None or error.get("code") != "api_key.scope_required":
+        code = None if error is None else error.get("code")
+        raise CheckFailed(f"{what}: 403 with code {code!r}, not api_key.scope_required", exchange)
+
+
 @scenario_check("public_endpoints", "AUTH-2", "EP-STATUS-1", "EP-BILL-1")
-def public_endpoints(target: Target) -> None:
+def public_endpoints(ctx: Context) -> None:
     """GET /v1/status and /v1/billing/plans answer without a key; other endpoints do not."""
     for path in ("/v1/status", "/v1/billing/plans"):
-        exchange = target.request("GET", path, role=None)
-        expect_status(exchange, what=f"GET {path} without a key")
+        exchange = ctx.target.request("GET", path, role=None)
+        body = expect_status(exchange, what=f"GET {path} without a key")
+        if not isinstance(body, dict):
+            raise CheckFailed(f"GET {path} answered no JSON object", exchange)
     for path in _PROTECTED:
-        _expect_401(target.request("GET", path, role=None), f"GET {path} without a key")
+        _expect_401(ctx.target.request("GET", path, role=None), f"GET {path} without a key")
 
 
 @scenario_check("unauthenticated_rejected", "AUTH-3", "EP-MODEL-1")
-def unauthenticated_rejected(target: Target) -> None:
+def unauthenticated_rejected(ctx: Context) -> None:
     """A missing or malformed key answers 401 with the envelope; the given key answers 200."""
+    target = ctx.target
     expect_status(target.request("GET", "/v1/models"), 200, what="GET /v1/models with the key")
     _expect_401(target.request("GET", "/v1/models", role=None), "no Authorization header")
     for value in ("Bearer", "Bearer not-a-key", "Basic dXNlcjpwYXNz", "sk_live_nobearer"):
@@ -59,71 +83,69 @@ def unauthenticated_rejected(target: Target) -> None:
 
 
 @scenario_check("revoked_key_rejected", "AUTH-3", needs=("revoked",))
-def revoked_key_rejected(target: Target) -> None:
+def revoked_key_rejected(ctx: Context) -> None:
     """A revoked key answers 401 with the envelope."""
-    exchange = target.request("GET", "/v1/models", role="revoked")
-    _expect_401(exchange, "the revoked key")
-    exchange = target.request("GET", "/v1/sessions", role="revoked")
+    _expect_401(ctx.target.request("GET", "/v1/models", role="revoked"), "the revoked key")
+    exchange = ctx.target.request("GET", "/v1/sessions", role="revoked")
     _expect_401(exchange, "the revoked key listing sessions")
 
 
 @scenario_check("embed_id_rejected", "AUTH-6")
-def embed_id_rejected(target: Target) -> None:
+def embed_id_rejected(ctx: Context) -> None:
     """An emb_ embed id carries no account access: as a bearer key it answers 401."""
     for path in ("/v1/models", "/v1/sessions"):
         headers = {"Authorization": "Bearer emb_01J0000000000000000000000"}
-        _expect_401(target.request("GET", path, role=None, headers=headers), f"emb_ id on {path}")
+        exchange = ctx.target.request("GET", path, role=None, headers=headers)
+        _expect_401(exchange, f"emb_ id on {path}")
 
 
-def _first_model(target: Target) -> str:
-    body = expect_status(target.request("GET", "/v1/models"), 200, what="GET /v1/models")
-    models = [m for m in body.get("data", []) if isinstance(m, dict) and m.get("id")]
-    if not models:
-        raise Skipped("the catalog lists no model to try a run create with")
-    available = [m for m in models if m.get("available") is True] or models
-    return str(available[0]["id"])
+_KEY_SHAPE = re.compile(r"^sk_live_\S+$")
 
 
-def _expect_scope_required(exchange: Exchange, what: str) -> None:
-    if exchange.status != 403:
-        raise CheckFailed(f"{what}: expected 403, got {exchange.status}", exchange)
-    error = envelope_of(exchange)
-    if error is None or error.get("code") != "api_key.scope_required":
-        code = None if error is None else error.get("code")
-        raise CheckFailed(f"{what}: 403 with code {code!r}, not api_key.scope_required", exchange)
+@scenario_check("api_key_format", "AUTH-1")
+def api_key_format(ctx: Context) -> None:
+    """Every key the target issued (and the run was given) looks like sk_live_<...>."""
+    credentials = ctx.target.credentials
+    for role in ("api", "other_org", "runs_read", "runs_write", "revoked"):
+        key = credentials.get(role)
+        if key is not None and not _KEY_SHAPE.match(key):
+            shown = key[:8] + "…" if len(key) > 8 else key
+            raise CheckFailed(f"the {role} key {shown!r} does not look like sk_live_<...>")
 
 
 @scenario_check("scope_runs_read", "AUTH-4", "AUTH-5", needs=("runs_read",))
-def scope_runs_read(target: Target) -> None:
-    """A runs:read key lists runs, and creating a run with it is 403 api_key.scope_required."""
-    listed = target.request("GET", "/v1/runs", role="runs_read", params={"limit": 1})
-    expect_status(listed, what="GET /v1/runs with a runs:read key")
-    model = _first_model(target)
+def scope_runs_read(ctx: Context) -> None:
+    """A runs:read key lists, retrieves and polls runs, and creating a run with it (a body the
+    target accepts from an unrestricted key) is 403 api_key.scope_required."""
+    target = ctx.target
+    plan = ctx.run_plan()
+    run_id = str(ctx.first_run().get("id"))
+    for path in ("/v1/runs", f"/v1/runs/{run_id}", f"/v1/runs/{run_id}/status"):
+        exchange = target.request("GET", path, role="runs_read")
+        expect_status(exchange, what=f"GET {path} with a runs:read key")
     created = target.request(
-        "POST", f"/v1/run/{model}", role="runs_read", json_body={"input": {}}, operation="createRun"
+        "POST", plan.path, role="runs_read", json_body=dict(plan.body), operation="createRun"
     )
-    _expect_scope_required(created, "a runs:read key creating a run")
+    expect_scope_required(created, "a runs:read key creating a run")
 
 
 @scenario_check("scope_runs_write", "AUTH-4", "AUTH-5", needs=("runs_write",))
-def scope_runs_write(target: Target) -> None:
+def scope_runs_write(ctx: Context) -> None:
     """A runs:write key may not list runs (that needs runs:read): 403 api_key.scope_required."""
-    listed = target.request("GET", "/v1/runs", role="runs_write", params={"limit": 1})
-    _expect_scope_required(listed, "a runs:write key listing runs")
+    listed = ctx.target.request("GET", "/v1/runs", role="runs_write", params={"limit": 1})
+    expect_scope_required(listed, "a runs:write key listing runs")
 
 
 @scenario_check("idempotent_replay", "LIM-5", "CONV-7")
-def idempotent_replay(target: Target) -> None:
+def idempotent_replay(ctx: Context) -> None:
     """The same Idempotency-Key and body replay the session; another body is 409 conflict."""
-    avatar = ready_avatar(target)
     key = f"conformance-{uuid.uuid4()}"
-    body = session_body(avatar, f"idem-{key[-12:]}")
+    body = ctx.session_body(key[-12:])
     headers = {"Idempotency-Key": key}
-    first, session = create_session(target, body, headers)
+    first = ctx.create_session(body, headers)
+    session = ctx.created(first)
     try:
-        again = target.request(
-            "POST", "/v1/sessions", json_body=body, headers=headers, operation="createSession"
-        )
+        again = ctx.create_session(body, headers)
         replayed = expect_status(again, first.status, what="the replay of an idempotent create")
         if not isinstance(replayed, dict) or replayed.get("id") != session["id"]:
             got = replayed.get("id") if isinstance(replayed, dict) else replayed
@@ -131,27 +153,24 @@ def idempotent_replay(target: Target) -> None:
                 f"the replay answered session {got!r}, not the original {session['id']!r}", again
             )
         other = dict(body, quality="lite")
-        conflict = target.request(
-            "POST", "/v1/sessions", json_body=other, headers=headers, operation="createSession"
-        )
+        conflict = ctx.create_session(other, headers)
         if conflict.status != 409:
             raise CheckFailed(
                 f"the same key with another body answered {conflict.status}, not 409", conflict
             )
-        error = envelope_of(conflict)
-        if error is None or error.get("type") != "conflict":
+        if refusal_type(conflict) != "conflict":
             raise CheckFailed("the 409 for a reused key is not error.type conflict", conflict)
     finally:
-        end_quietly(target, session["id"])
+        ctx.end(session["id"])
 
 
 @scenario_check("tenant_isolation", "AUTH-7", "EP-SESS-8", needs=("other_org",))
-def tenant_isolation(target: Target) -> None:
+def tenant_isolation(ctx: Context) -> None:
     """Another organization's key cannot read, end or list this organization's session."""
-    avatar = ready_avatar(target)
-    _, session = create_session(target, session_body(avatar, "isolation"))
+    target = ctx.target
+    _, session = ctx.new_session("isolation")
+    sid = session["id"]
     try:
-        sid = session["id"]
         for method, path in (("GET", f"/v1/sessions/{sid}"), ("POST", f"/v1/sessions/{sid}/end")):
             exchange = target.request(method, path, role="other_org")
             if exchange.status != 404:
@@ -159,14 +178,13 @@ def tenant_isolation(target: Target) -> None:
                     f"{method} of another organization's session answered {exchange.status}",
                     exchange,
                 )
-        seen = walk(target, "/v1/sessions", role="other_org")
-        if sid in seen:
+        if sid in walk(target, "/v1/sessions", role="other_org"):
             raise CheckFailed(f"another organization's list shows {sid}")
-        still = target.request("GET", f"/v1/sessions/{sid}")
-        if expect_status(still, 200, what="GET own session").get("status") == "canceled":
-            raise CheckFailed("another organization's end canceled the session", still)
+        exchange, still = ctx.get_session(sid)
+        if still.get("status") == "canceled":
+            raise CheckFailed("another organization's end canceled the session", exchange)
     finally:
-        end_quietly(target, session["id"])
+        ctx.end(sid)
 
 
 # -- lists (CONV-4 .. CONV-6) ------------------------------------------------------------------
@@ -182,7 +200,7 @@ LISTS: tuple[tuple[str, str, str], ...] = (
 _MAX_PAGES = 200
 
 
-def _list_page(target: Target, path: str, role: str, params: dict[str, Any]) -> dict[str, Any]:
+def list_page(target: Target, path: str, role: str, params: dict[str, Any]) -> dict[str, Any]:
     exchange = target.request("GET", path, role=role, params=params)
     body = expect_status(exchange, 200, what=f"GET {path}")
     _check_envelope(exchange, body)
@@ -200,12 +218,12 @@ def _check_envelope(exchange: Exchange, body: Any) -> None:
         raise CheckFailed("a list answer with has_more true has no next_cursor", exchange)
 
 
-def walk(target: Target, path: str, role: str = "api", limit: int = 100) -> list[str]:
+def walk(target: Target, path: str, role: str = "api", limit: int = SEED.page_max) -> list[str]:
     """The ids of every item of a string-cursor list, walked page by page."""
     ids: list[str] = []
     params: dict[str, Any] = {"limit": limit}
     for _ in range(_MAX_PAGES):
-        body = _list_page(target, path, role, params)
+        body = list_page(target, path, role, params)
         ids += [str(item.get("id")) for item in body["data"] if isinstance(item, dict)]
         if not body["has_more"]:
             return ids
@@ -214,13 +232,13 @@ def walk(target: Target, path: str, role: str = "api", limit: int = 100) -> list
 
 
 @scenario_check("list_envelope", "CONV-4")
-def list_envelope(target: Target) -> None:
+def list_envelope(ctx: Context) -> None:
     """Every list answers {object: "list", data, has_more, next_cursor} and honours limit."""
     for path, role, _ in LISTS:
-        body = _list_page(target, path, role, {"limit": 1})
+        body = list_page(ctx.target, path, role, {"limit": 1})
         if len(body["data"]) > 1:
             raise CheckFailed(f"GET {path}?limit=1 returned {len(body['data'])} items")
-    exchange = target.request("GET", "/v1/models")
+    exchange = ctx.target.request("GET", "/v1/models")
     body = expect_status(exchange, 200, what="GET /v1/models")
     if not isinstance(body, dict) or body.get("object") != "list":
         raise CheckFailed("GET /v1/models is not {object: 'list', data}", exchange)
@@ -249,29 +267,39 @@ def _cursor_rule(exchange: Exchange, body: dict[str, Any], kind: type, prefix: s
         raise CheckFailed(f"an avatar cursor is not an av_ id: {cursor!r}", exchange)
 
 
-@scenario_check("next_cursor_type", "CONV-5", "EP-RUN-2")
-def next_cursor_type(target: Target) -> None:
+def a_run_id(ctx: Context) -> str | None:
+    """A run of this organization: the run this harness created, else one the list shows."""
+    try:
+        return str(ctx.first_run().get("id"))
+    except Skipped:
+        body = list_page(ctx.target, "/v1/runs", "api", {"limit": 1})
+        return str(body["data"][0].get("id")) if body["data"] else None
+
+
+@scenario_check("next_cursor_type", "CONV-5")
+def next_cursor_type(ctx: Context) -> None:
     """next_cursor is a string (an av_ id for avatars), an integer for run events, and absent
     from an empty last page."""
+    target = ctx.target
     for path, role, prefix in LISTS:
-        for limit in (1, 100):
+        for limit in (SEED.page_min, SEED.page_max):
             exchange = target.request("GET", path, role=role, params={"limit": limit})
             body = expect_status(exchange, 200, what=f"GET {path}")
             _check_envelope(exchange, body)
             _cursor_rule(exchange, body, str, prefix)
-    runs = _list_page(target, "/v1/runs", "api", {"limit": 1})["data"]
-    if runs:
-        run_id = runs[0]["id"]
-        exchange = target.request("GET", f"/v1/runs/{run_id}/events", params={"limit": 1})
+    run_id = a_run_id(ctx)
+    for limit in (SEED.page_min, SEED.run_events_page_max) if run_id is not None else ():
+        exchange = target.request("GET", f"/v1/runs/{run_id}/events", params={"limit": limit})
         body = expect_status(exchange, 200, what="GET run events")
         _check_envelope(exchange, body)
         _cursor_rule(exchange, body, int, "")
 
 
-@scenario_check("list_walk", "CONV-6")
-def list_walk(target: Target) -> None:
+@scenario_check("list_walk", "CONV-6", "EP-SESS-7")
+def list_walk(ctx: Context) -> None:
     """Walking avatars and sessions one item a page visits each item once, none missed, also
     while a session is created during the walk."""
+    target = ctx.target
     for path in ("/v1/avatars", "/v1/sessions"):
         before = walk(target, path)
         created: str | None = None
@@ -279,10 +307,10 @@ def list_walk(target: Target) -> None:
         params: dict[str, Any] = {"limit": 1}
         try:
             for page in range(_MAX_PAGES):
-                body = _list_page(target, path, "api", params)
+                body = list_page(target, path, "api", params)
                 seen += [str(item.get("id")) for item in body["data"]]
                 if page == 0 and path == "/v1/sessions" and body["has_more"]:
-                    created = _try_create(target)
+                    created = _try_create(ctx)
                 if not body["has_more"]:
                     break
                 params = {"limit": 1, "starting_after": body["next_cursor"]}
@@ -290,7 +318,7 @@ def list_walk(target: Target) -> None:
                 raise CheckFailed(f"walking {path} did not end within {_MAX_PAGES} pages")
         finally:
             if created is not None:
-                end_quietly(target, created)
+                ctx.end(created)
         duplicates = sorted({i for i in seen if seen.count(i) > 1})
         if duplicates:
             raise CheckFailed(f"walking {path} visited {duplicates[:5]} more than once")
@@ -301,44 +329,41 @@ def list_walk(target: Target) -> None:
             raise CheckFailed(f"walking {path} one by one gave another order than one page")
 
 
-def _try_create(target: Target) -> str | None:
+def _try_create(ctx: Context) -> str | None:
     try:
-        _, session = create_session(target, session_body(ready_avatar(target), "walk"))
+        _, session = ctx.new_session("walk")
     except Skipped:
         return None
     return str(session["id"])
 
 
-@scenario_check("concurrent_sessions_refused", "LIM-1", "EP-SESS-4")
-def concurrent_sessions_refused(target: Target) -> None:
-    """A second live session on the same key is 429 quota_exceeded concurrent_sessions."""
-    avatar = ready_avatar(target)
-    _, first = create_session(target, session_body(avatar, "concurrency-1"))
-    second: dict[str, Any] | None = None
-    try:
-        exchange = target.request(
-            "POST",
-            "/v1/sessions",
-            json_body=session_body(avatar, "concurrency-2"),
-            operation="createSession",
-        )
-        if 200 <= exchange.status < 300:
-            body = exchange.json()
-            second = body if isinstance(body, dict) else None
-            raise CheckFailed("a second concurrent session on one key was accepted", exchange)
-        error = envelope_of(exchange)
-        if exchange.status == 429 and error is not None and error.get("type") == "rate_limit":
-            raise Skipped("the create rate limit answered first")
-        if exchange.status != 429 or error is None or error.get("code") != "concurrent_sessions":
-            code = None if error is None else error.get("code")
-            raise CheckFailed(
-                f"a second concurrent session answered {exchange.status} {code!r}, not 429 "
-                "concurrent_sessions",
-                exchange,
-            )
-        if error.get("type") != "quota_exceeded":
-            raise CheckFailed(f"concurrent_sessions with type {error.get('type')!r}", exchange)
-    finally:
-        end_quietly(target, first["id"])
-        if second is not None and isinstance(second.get("id"), str):
-            end_quietly(target, second["id"])
+@scenario_check("page_size_bounds", "LIM-7")
+def page_size_bounds(ctx: Context) -> None:
+    """Page sizes 1 and 100 are accepted by every string-cursor list; 0 and 101 are refused
+    with 400 or 422 and the envelope (run events: ``run_events``)."""
+    target = ctx.target
+    for path, top in ((path, SEED.page_max) for path, _, _ in LISTS):
+        for good in (SEED.page_min, top):
+            exchange = target.request("GET", path, params={"limit": good})
+            body = expect_status(exchange, 200, what=f"GET {path}?limit={good}")
+            if isinstance(body, dict) and len(body.get("data") or []) > good:
+                raise CheckFailed(f"GET {path}?limit={good} returned more items", exchange)
+        for bad in (SEED.page_min - 1, top + 1):
+            exchange = target.request("GET", path, params={"limit": bad})
+            expect_refused(exchange, f"GET {path}?limit={bad}")
+
+
+@scenario_check("cursor_length_bound", "EP-RUN-1", "EP-ASSET-1")
+def cursor_length_bound(ctx: Context) -> None:
+    """The runs and assets cursors are at most 40 characters: a 41-character starting_after is
+    refused with 400 or 422, and a real cursor taken from a page is accepted."""
+    target = ctx.target
+    for path, prefix in (("/v1/runs", "run_"), ("/v1/assets", "asset_")):
+        too_long = prefix + "0" * (SEED.cursor_max_length + 1 - len(prefix))
+        exchange = target.request("GET", path, params={"starting_after": too_long, "limit": 1})
+        expect_refused(exchange, f"GET {path} with a {len(too_long)}-character cursor")
+        body = list_page(target, path, "api", {"limit": 1})
+        if body["data"] and isinstance(body.get("next_cursor"), str):
+            cursor = body["next_cursor"]
+            exchange = target.request("GET", path, params={"starting_after": cursor, "limit": 1})
+            expect_status(exchange, 200, what=f"GET {path} with the cursor it gave")

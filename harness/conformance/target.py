@@ -40,6 +40,11 @@ ROLE_PLACEHOLDERS: dict[str, str] = {
 }
 
 
+#: Headers curl sets from the connection itself, left out of a reproduction.
+_TRANSPORT_HEADERS = frozenset({"host", "content-length", "accept-encoding", "connection"})
+_INLINE_BODY_MAX = 4096
+
+
 class TargetUnreachable(Exception):
     """The target did not answer at all (connection refused, DNS, timeout)."""
 
@@ -91,8 +96,26 @@ class Exchange:
         except ValueError:
             return None
 
-    def curl(self, secrets: Mapping[str, str]) -> str:
-        """A shell command that sends the same request, with every known secret redacted."""
+    def body_fits_inline(self) -> bool:
+        """Whether a shell argument can carry the request body byte for byte: UTF-8 text
+        without control characters (other than tab and newline) that curl would not read as
+        ``@file``. Binary, multipart and long bodies go to a file instead."""
+        body = self.request_body
+        if not body:
+            return True
+        if len(body) > _INLINE_BODY_MAX or body.startswith(b"@"):
+            return False
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        return not any((ord(c) < 32 and c not in "\t\n") or c == "\x7f" for c in text)
+
+    def curl(self, secrets: Mapping[str, str], body_file: str | None = None) -> str:
+        """A shell command that sends the same request, with every known secret redacted.
+
+        The body is sent with ``--data-binary``: inline when ``body_fits_inline``, else from
+        ``body_file``, a file holding the exact bytes (the caller writes it)."""
 
         def redact(text: str) -> str:
             for secret, placeholder in secrets.items():
@@ -101,12 +124,17 @@ class Exchange:
 
         parts = ["curl", "-sS", "-i", "-X", self.method]
         for name, value in self.request_headers.items():
-            if name.lower() in {"host", "content-length", "accept-encoding", "connection"}:
+            if name.lower() in _TRANSPORT_HEADERS:
                 continue
-            parts += ["-H", _quote(f"{name}: {redact(value)}")]
+            # ``-H "Name:"`` would remove the header; ``-H "Name;"`` sends it empty.
+            header = f"{name}: {redact(value)}" if value else f"{name};"
+            parts += ["-H", _quote(header)]
         if self.request_body:
-            text = self.request_body.decode("utf-8", errors="replace")
-            parts += ["--data-binary", _quote(redact(text))]
+            if body_file is not None and not self.body_fits_inline():
+                parts += ["--data-binary", _quote("@" + body_file)]
+            else:
+                text = self.request_body.decode("utf-8", errors="replace")
+                parts += ["--data-binary", _quote(redact(text))]
         parts.append(_quote(redact(self.url)))
         return " ".join(parts)
 

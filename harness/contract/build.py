@@ -47,7 +47,7 @@ SCHEMA_BASE_URI: Final = "https://avatar-sim.invalid/spec/schemas/"
 _DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
 _COMPONENT_REF: Final = re.compile(r"^#/components/schemas/([^/]+)$")
 _PROFILE_HEADER: Final = (
-    "# Derived from spec/openapi.yaml by `python -m harness.contract build`; do not edit.\n"
+    "# Derived from spec/openapi.yaml by `avatar-sim spec build`; do not edit.\n"
     "# The contract profile: the simulator's gap choices dropped or relaxed (GAP-SPEC-1).\n"
 )
 _GAP_ENTRY: Final = re.compile(r"\*\*(GAP-[A-Z]+-[0-9]+)\*\*")

@@ -47,6 +47,8 @@ _RELAX_KEEP: Final = frozenset(
         "contentMediaType",
     }
 )
+#: Schema keywords whose subschema is a condition or a prohibition: a marked one is dropped whole.
+_CONDITIONALS: Final = frozenset({"if", "then", "else", "not", "dependentSchemas"})
 _REF_COMPONENTS: Final = re.compile(r"^#/components/(parameters|responses|headers)/(.+)$")
 _COMPONENT_REF: Final = re.compile(r"^#/components/([A-Za-z]+)/([^/]+)$")
 
@@ -90,7 +92,7 @@ def derive_profile(spec: Mapping[str, Any]) -> dict[str, Any]:
     info = profile.setdefault("info", {})
     info["title"] = f"{info.get('title', 'API')} — contract profile"
     info["description"] = (
-        "Derived from spec/openapi.yaml by `python -m harness.contract build`; do not edit. "
+        "Derived from spec/openapi.yaml by `avatar-sim spec build`; do not edit. "
         "The simulator's gap choices (x-gap) are dropped or relaxed (spec/DECISIONS.md, "
         "GAP-SPEC-1), so this document checks only what the service's specification states."
     )
@@ -191,6 +193,8 @@ def _default_action(child: Mapping[str, Any], where: _Place) -> str:
     container = path[-1] if path else ""
     if "operationId" in child and key in _HTTP_METHODS:
         return _DROP  # an operation the seed does not give
+    if key in _CONDITIONALS and container not in ("properties", "patternProperties"):
+        return _DROP  # relaxing a condition would change what it constrains, not loosen it
     if where.in_list:
         return _DROP  # a parameter, an allOf refinement, a union member
     if container == "responses" and len(path) >= 2 and path[-2] != "components":

@@ -9,8 +9,9 @@ through the Python API. They learn that a session started or ended the way a rea
 does, from the service's events (the ``session.first_frame`` webhook), never by polling.
 
 Cost per session is constant: one create (plus retries), one wait on an event, one timer for the
-planned length and one end call. The whole talk-spurt timeline is published at the first frame
-in one go (GAP-SES-5: injected intervals play back to back), so it schedules no events.
+planned length and one end call. The talk-spurt pattern is handed to the session in one call at
+the first frame (``play_audio``, GAP-SES-5), whatever the session's length, and schedules no
+events.
 """
 
 from __future__ import annotations
@@ -18,17 +19,19 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
 import simpy
 
-from harness.runner.records import CallRecord, ClientRecord
+from harness.runner.records import CallLog, ClientLog, Tallies
 from harness.scenarios.model import RUN_MODELS, ClientBehaviour, RunMix, SessionProfile
 from sim.accounts import Caller
 from sim.errors import DomainError
 from sim.events import Event
 from sim.platform import Platform
-from sim.rng import sample
+from sim.rng import Sampler, sampler
+from sim.sessions.audio import TalkSpurts
 
 __all__ = ["ClientPool", "OrgHandle"]
 
@@ -40,6 +43,12 @@ def _json(body: object) -> dict[str, Any]:
 
 
 _WATCHED = ("session.first_frame", "session.failed", "session.canceled", "session.ended")
+_HANG_UP = "hang_up"  # what wakes a client whose planned length has passed
+
+
+def _cumulative(weights: dict[str, float]) -> tuple[list[str], list[float]]:
+    """Choices and cumulative weights for ``Random.choices`` (the draws of ``weights=``)."""
+    return list(weights), list(accumulate(weights.values()))
 
 
 @dataclass(slots=True)
@@ -68,21 +77,34 @@ class _Streams:
 
 @dataclass(slots=True)
 class ClientPool:
-    """Starts one process per arrival and records what each one did."""
+    """Starts one process per arrival and records what each one did: every request and arrival
+    (``calls``, ``clients``; ``None`` when the run keeps only tallies) and the tallies."""
 
     platform: Platform
     behaviour: ClientBehaviour
     profile: SessionProfile
     streams: _Streams
-    calls: list[CallRecord] = field(default_factory=list)
-    clients: list[ClientRecord] = field(default_factory=list)
+    tallies: Tallies
+    calls: CallLog | None = None
+    clients: ClientLog | None = None
+    talk: TalkSpurts | None = None
+    # Bound once: (choices, cumulative weights) of qualities and surfaces, the length sampler.
+    mixes: tuple[tuple[list[str], list[float]], ...] = field(init=False)
+    length: Sampler = field(init=False)
     _waiters: dict[str, simpy.Event] = field(default_factory=dict)
     _count: int = 0
 
     @classmethod
     def create(
-        cls, platform: Platform, behaviour: ClientBehaviour, profile: SessionProfile
+        cls,
+        platform: Platform,
+        behaviour: ClientBehaviour,
+        profile: SessionProfile,
+        *,
+        logs: bool = True,
+        interval: float = 60.0,
     ) -> ClientPool:
+        """A pool on ``platform``; ``logs=False`` keeps only the tallies per ``interval``."""
         stream = platform.kernel.streams.stream
         streams = _Streams(
             mix=stream("scenario.mix"),
@@ -90,9 +112,24 @@ class ClientPool:
             audio=stream("scenario.audio"),
             backoff=stream("scenario.backoff"),
         )
-        pool = cls(platform, behaviour, profile, streams)
-        platform.kernel.events.subscribe(pool._on_event)
+        audio = profile.audio
+        talk = None if audio is None else TalkSpurts(audio.speech, audio.silence)
+        pool = cls(
+            platform,
+            behaviour,
+            profile,
+            streams,
+            Tallies(interval),
+            calls=CallLog() if logs else None,
+            clients=ClientLog() if logs else None,
+            talk=talk,
+        )
+        platform.kernel.events.subscribe(pool._on_event, types=_WATCHED)
         return pool
+
+    def __post_init__(self) -> None:
+        self.mixes = (_cumulative(self.profile.quality), _cumulative(self.profile.surface))
+        self.length = sampler(self.profile.length, self.streams.length)
 
     @property
     def env(self) -> simpy.Environment:
@@ -101,12 +138,9 @@ class ClientPool:
     # -- events: the webhook a real client would receive ------------------------------------
 
     def _on_event(self, event: Event) -> None:
-        if event.type not in _WATCHED:
-            return
-        obj = event.data.get("object")
-        session_id = obj.get("id") if isinstance(obj, dict) else None
-        waiter = self._waiters.pop(session_id, None) if isinstance(session_id, str) else None
-        if waiter is not None:
+        session_id = event.subject
+        waiter = self._waiters.pop(session_id, None) if session_id is not None else None
+        if waiter is not None and not waiter.triggered:
             waiter.succeed(event.type)
 
     # -- arrivals ---------------------------------------------------------------------------
@@ -117,10 +151,10 @@ class ClientPool:
 
     def start_session_client(self, org: OrgHandle) -> None:
         rng = self.streams.mix
-        profile = self.profile
-        quality = rng.choices(list(profile.quality), weights=list(profile.quality.values()))[0]
-        surface = rng.choices(list(profile.surface), weights=list(profile.surface.values()))[0]
-        length = sample(profile.length, self.streams.length)
+        qualities, surfaces = self.mixes
+        quality = rng.choices(qualities[0], cum_weights=qualities[1])[0]
+        surface = rng.choices(surfaces[0], cum_weights=surfaces[1])[0]
+        length = self.length()
         self.env.process(self._session_client(self._next_client(), org, quality, surface, length))
 
     def start_run_client(self, org: OrgHandle, mix: RunMix) -> None:
@@ -170,12 +204,13 @@ class ClientPool:
             client, org, key_index, caller, "createSession", surface, create, idempotent=idempotent
         )
         session_id = None if session is None else str(session["id"])
-        self.clients.append(
-            ClientRecord(
-                client, arrived, "session", org.name, surface, quality, None, length,
-                attempts, session_id, outcome,
-            )
-        )  # fmt: skip
+        self.tallies.client(arrived, "session", outcome, attempts)
+        if self.clients is not None:
+            self.clients.append(
+                client=client, at=arrived, kind="session", organization=org.name,
+                surface=surface, quality=quality, model=None, planned_length=length,
+                attempts=attempts, resource_id=session_id, final_outcome=outcome,
+            )  # fmt: skip
         if session_id is None:
             return
         waiter = self.env.event()
@@ -186,12 +221,17 @@ class ClientPool:
         self._publish_audio(session_id, length)
         # The client hangs up after ``length`` unless the service ends the session first (idle
         # timeout, max duration, a lost worker), which it learns from the session.ended event.
-        ended = self.env.event()
-        self._waiters[session_id] = ended
-        yield self.env.timeout(length) | ended
-        if ended.triggered:
-            return
-        del self._waiters[session_id]
+        # One event is woken by whichever comes first (cheaper than a SimPy condition).
+        wake = self.env.event()
+        self._waiters[session_id] = wake
+
+        def hang_up(_timer: simpy.Event) -> None:
+            if not wake.triggered:
+                wake.succeed(_HANG_UP)
+
+        self.env.timeout(length).callbacks.append(hang_up)
+        if (yield wake) != _HANG_UP or self._waiters.pop(session_id, None) is None:
+            return  # the service ended it (at the same instant, at the latest)
         at = float(self.env.now)
         try:
             platform.call("endSession", caller, {"session_id": session_id})
@@ -203,18 +243,13 @@ class ClientPool:
                   session_id, at=at)  # fmt: skip
 
     def _publish_audio(self, session_id: str, length: float) -> None:
-        pattern = self.profile.audio
-        if pattern is None:
+        """The customer talks in its rhythm until it hangs up: one call, whatever the length."""
+        if self.talk is None:
             return
-        rng = self.streams.audio
-        published = 0.0
-        inject = self.platform.sessions.inject_audio
-        while published < length:
-            speech = sample(pattern.speech, rng)
-            silence = sample(pattern.silence, rng)
-            inject(session_id, kind="speech", duration=speech)
-            inject(session_id, kind="silence", duration=silence)
-            published += speech + silence
+        until = float(self.env.now) + length
+        self.platform.sessions.play_audio(
+            session_id, self.talk, rng=self.streams.audio, until=until
+        )
 
     # -- one run's customer -----------------------------------------------------------------
 
@@ -240,12 +275,13 @@ class ClientPool:
             client, org, key_index, caller, "createRun", None, create,
             idempotent=self.behaviour.idempotency_keys,
         )  # fmt: skip
-        self.clients.append(
-            ClientRecord(
-                client, arrived, "run", org.name, None, None, mix.model, None, attempts,
-                None if run is None else str(run["id"]), outcome,
-            )
-        )  # fmt: skip
+        self.tallies.client(arrived, "run", outcome, attempts)
+        if self.clients is not None:
+            self.clients.append(
+                client=client, at=arrived, kind="run", organization=org.name, surface=None,
+                quality=None, model=mix.model, planned_length=None, attempts=attempts,
+                resource_id=None if run is None else str(run["id"]), final_outcome=outcome,
+            )  # fmt: skip
 
     # -- retries ----------------------------------------------------------------------------
 
@@ -320,9 +356,11 @@ class ClientPool:
         *,
         at: float | None = None,
     ) -> None:
-        self.calls.append(
-            CallRecord(
-                at=float(self.env.now) if at is None else at,
+        at = float(self.env.now) if at is None else at
+        self.tallies.call(at, operation, outcome, attempt)
+        if self.calls is not None:
+            self.calls.append(
+                at=at,
                 client=client,
                 operation=operation,
                 surface=surface,
@@ -337,4 +375,3 @@ class ClientPool:
                 idempotency_key=idempotency_key,
                 resource_id=resource_id,
             )
-        )

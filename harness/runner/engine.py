@@ -5,6 +5,12 @@ Why the direct Python API (``Platform.call``) and not HTTP: it is the same door 
 what lets a sweep run hundreds of simulated days. Everything happens on the platform's virtual
 clock: arrivals, client backoffs, the service's timers and the utilization sampler, so the same
 scenario and seed give identical tables (SIM-2).
+
+What a run keeps is the scenario's ``records`` level (``RECORDS``): ``full`` keeps every record
+(the event log, session transitions and the API log included), ``sessions`` one row per session,
+arrival, request and ledger row, ``summary`` only what the per-interval tables need, so a month
+of any size fits in memory. The level changes what is kept, never what happens: the same seed
+gives the same simulation at every level.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Generator
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 import simpy
@@ -19,10 +26,18 @@ import simpy
 from harness.runner.arrivals import arrival_times, poisson_times
 from harness.runner.clients import ClientPool, OrgHandle
 from harness.scenarios.model import Scenario
+from sim.config import HistoryConfig, SimConfig
 from sim.platform import Platform
 from sim.sessions.scheduler import PoolStatus
 
-__all__ = ["Installed", "RawRun", "install", "simulate"]
+__all__ = ["RECORDS", "Installed", "RawRun", "install", "sim_config", "simulate"]
+
+#: What the platform keeps of its own history at each records level.
+RECORDS: dict[str, HistoryConfig] = {
+    "full": HistoryConfig(events=True, transitions=True, api_log_size=None),
+    "sessions": HistoryConfig(events=False, transitions=False, api_log_size=0),
+    "summary": HistoryConfig(events=False, transitions=False, api_log_size=0),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +46,7 @@ class RawRun:
 
     scenario: Scenario
     seed: int
+    records: str  # "full", "sessions" or "summary"
     platform: Platform
     organizations: tuple[OrgHandle, ...]
     pool: ClientPool
@@ -91,10 +107,11 @@ def _dispatch(
     weights: list[float],
 ) -> Generator[simpy.Event, Any, None]:
     pick = pool.streams.mix
+    cumulative = list(accumulate(weights))
     for at, _index, _seq, org in plan:
         if at > env.now:
             yield env.timeout(at - env.now)
-        chosen = org if org is not None else pick.choices(orgs, weights=weights)[0]
+        chosen = org if org is not None else pick.choices(orgs, cum_weights=cumulative)[0]
         pool.start_session_client(chosen)
 
 
@@ -154,13 +171,19 @@ def _usage(
     return tuple(out)
 
 
-def install(platform: Platform, scenario: Scenario) -> Installed:
+def install(platform: Platform, scenario: Scenario, *, logs: bool | None = None) -> Installed:
     """Create the scenario's organizations on ``platform`` and start its traffic: arrivals and
     runs become SimPy processes on the platform's clock, so they unfold as the clock advances,
-    whoever advances it (``simulate`` below, or the wall-clock driver of ``avatar-sim serve``)."""
+    whoever advances it (``simulate`` below, or the wall-clock driver of ``avatar-sim serve``).
+
+    ``logs``: whether the clients log every request and arrival (default: unless the scenario's
+    records level is ``summary``); they always keep their per-interval tallies."""
     env = platform.clock.env
     orgs, accounts = _organizations(platform, scenario)
-    pool = ClientPool.create(platform, scenario.client, scenario.sessions)
+    keep = scenario.records != "summary" if logs is None else logs
+    pool = ClientPool.create(
+        platform, scenario.client, scenario.sessions, logs=keep, interval=scenario.sample_every
+    )
     weights = [o.weight for o in scenario.organizations]
     env.process(_dispatch(env, pool, _schedule(scenario, platform, orgs), orgs, weights))
     if scenario.runs:
@@ -168,10 +191,16 @@ def install(platform: Platform, scenario: Scenario) -> Installed:
     return Installed(orgs, accounts, pool)
 
 
+def sim_config(scenario: Scenario, seed: int | None = None) -> SimConfig:
+    """The platform's configuration for a run: the scenario's, keeping its records level."""
+    config = scenario.sim_config(seed)
+    return config.model_copy(update={"history": RECORDS[scenario.records]})
+
+
 def simulate(scenario: Scenario, seed: int | None = None) -> RawRun:
     """Run ``scenario`` (with ``seed``, default the file's) and return its raw records."""
     run_seed = scenario.seed if seed is None else seed
-    platform = Platform.create(scenario.sim_config(run_seed))
+    platform = Platform.create(sim_config(scenario, run_seed))
     installed = install(platform, scenario)
     end = scenario.duration + scenario.cooldown
     samples: list[PoolStatus] = []
@@ -180,4 +209,14 @@ def simulate(scenario: Scenario, seed: int | None = None) -> RawRun:
     platform.clock.advance_to(end)
     orgs = installed.organizations
     usage = _usage(platform, scenario, orgs, end)
-    return RawRun(scenario, run_seed, platform, orgs, installed.pool, tuple(samples), usage, end)
+    return RawRun(
+        scenario,
+        run_seed,
+        scenario.records,
+        platform,
+        orgs,
+        installed.pool,
+        tuple(samples),
+        usage,
+        end,
+    )

@@ -1,15 +1,27 @@
-"""Flat, immutable records the runner's clients write while a scenario runs.
+"""What the runner's clients record while a scenario runs: logs as columns, and tallies.
 
 Why the client keeps its own log instead of reading the platform's API log: only the client
 knows which attempt a request was, whether it was a retry, what it waited and why. The platform's
 log stays the service's view; this one is the customer's.
+
+Why columns: a month has a million clients and more requests; each is appended as raw values
+(``CallLog``, ``ClientLog``) and read back as the flat immutable records ``CallRecord`` and
+``ClientRecord``, or taken in bulk by the collector. With ``records: summary`` no log is kept at
+all: ``Tallies`` counts requests and clients per interval, which is all the summary tables need,
+in memory that grows with the number of intervals, not of clients.
 """
 
 from __future__ import annotations
 
+import math
+from array import array
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-__all__ = ["CallRecord", "ClientRecord"]
+__all__ = ["CallLog", "CallRecord", "ClientLog", "ClientRecord", "Tallies"]
+
+_NAN = math.nan
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,3 +59,172 @@ class ClientRecord:
     attempts: int
     resource_id: str | None  # None when every attempt was refused
     final_outcome: str
+
+
+def _optional(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
+class CallLog:
+    """Every request, in the order made: numbers in typed arrays, strings by reference."""
+
+    def __init__(self) -> None:
+        self.at = array("d")
+        self.client = array("I")
+        self.key = array("I")
+        self.attempt = array("I")
+        self.retry_after = array("d")  # NaN: none
+        self.delay = array("d")  # NaN: none
+        # (operation, surface, organization, org_id, outcome, error_type): few combinations
+        self.kinds: list[tuple[str, str | None, str, str, str, str | None]] = []
+        self._kind_codes: dict[tuple[str, str | None, str, str, str, str | None], int] = {}
+        self.kind = array("I")
+        self.idempotency_key: list[str | None] = []
+        self.resource_id: list[str | None] = []
+
+    def append(
+        self,
+        *,
+        at: float,
+        client: int,
+        operation: str,
+        surface: str | None,
+        organization: str,
+        org_id: str,
+        key: int,
+        attempt: int,
+        outcome: str,
+        error_type: str | None,
+        retry_after: float | None,
+        delay: float | None,
+        idempotency_key: str | None,
+        resource_id: str | None,
+    ) -> None:
+        """Append one request (the fields of ``CallRecord``)."""
+        self.at.append(at)
+        self.client.append(client)
+        self.key.append(key)
+        self.attempt.append(attempt)
+        self.retry_after.append(_NAN if retry_after is None else retry_after)
+        self.delay.append(_NAN if delay is None else delay)
+        kind = (operation, surface, organization, org_id, outcome, error_type)
+        code = self._kind_codes.get(kind)
+        if code is None:
+            code = self._kind_codes[kind] = len(self.kinds)
+            self.kinds.append(kind)
+        self.kind.append(code)
+        self.idempotency_key.append(idempotency_key)
+        self.resource_id.append(resource_id)
+
+    def __getitem__(self, index: int) -> CallRecord:
+        operation, surface, organization, org_id, outcome, error_type = self.kinds[self.kind[index]]
+        return CallRecord(
+            at=self.at[index],
+            client=self.client[index],
+            operation=operation,
+            surface=surface,
+            organization=organization,
+            org_id=org_id,
+            key=self.key[index],
+            attempt=self.attempt[index],
+            outcome=outcome,
+            error_type=error_type,
+            retry_after=_optional(self.retry_after[index]),
+            delay=_optional(self.delay[index]),
+            idempotency_key=self.idempotency_key[index],
+            resource_id=self.resource_id[index],
+        )
+
+    def __iter__(self) -> Iterator[CallRecord]:
+        return (self[i] for i in range(len(self.at)))
+
+    def __len__(self) -> int:
+        return len(self.at)
+
+
+class ClientLog:
+    """Every arrival, in the order each finished its creates."""
+
+    def __init__(self) -> None:
+        self.client = array("I")
+        self.at = array("d")
+        self.planned_length = array("d")  # NaN: none
+        self.attempts = array("I")
+        # (kind, organization, surface, quality, model, final outcome): few combinations
+        self.kinds: list[tuple[str, str, str | None, str | None, str | None, str]] = []
+        self._kind_codes: dict[tuple[str, str, str | None, str | None, str | None, str], int] = {}
+        self.kind = array("I")
+        self.resource_id: list[str | None] = []
+
+    def append(
+        self,
+        *,
+        client: int,
+        at: float,
+        kind: str,
+        organization: str,
+        surface: str | None,
+        quality: str | None,
+        model: str | None,
+        planned_length: float | None,
+        attempts: int,
+        resource_id: str | None,
+        final_outcome: str,
+    ) -> None:
+        """Append one arrival (the fields of ``ClientRecord``)."""
+        self.client.append(client)
+        self.at.append(at)
+        self.planned_length.append(_NAN if planned_length is None else planned_length)
+        self.attempts.append(attempts)
+        kinds = (kind, organization, surface, quality, model, final_outcome)
+        code = self._kind_codes.get(kinds)
+        if code is None:
+            code = self._kind_codes[kinds] = len(self.kinds)
+            self.kinds.append(kinds)
+        self.kind.append(code)
+        self.resource_id.append(resource_id)
+
+    def __getitem__(self, index: int) -> ClientRecord:
+        kind, organization, surface, quality, model, outcome = self.kinds[self.kind[index]]
+        return ClientRecord(
+            client=self.client[index],
+            at=self.at[index],
+            kind=kind,
+            organization=organization,
+            surface=surface,
+            quality=quality,
+            model=model,
+            planned_length=_optional(self.planned_length[index]),
+            attempts=self.attempts[index],
+            resource_id=self.resource_id[index],
+            final_outcome=outcome,
+        )
+
+    def __iter__(self) -> Iterator[ClientRecord]:
+        return (self[i] for i in range(len(self.client)))
+
+    def __len__(self) -> int:
+        return len(self.client)
+
+
+class Tallies:
+    """Requests and arrivals counted per interval of ``interval`` seconds.
+
+    ``calls[(interval, operation, outcome, attempt == 1)]`` counts requests;
+    ``clients[(interval, kind, final outcome)]`` counts arrivals (by the interval they arrived
+    in) and ``attempts[...]`` the attempts they made.
+    """
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self.calls: Counter[tuple[int, str, str, bool]] = Counter()
+        self.clients: Counter[tuple[int, str, str]] = Counter()
+        self.attempts: Counter[tuple[int, str, str]] = Counter()
+
+    def call(self, at: float, operation: str, outcome: str, attempt: int) -> None:
+        self.calls[(int(at // self.interval), operation, outcome, attempt == 1)] += 1
+
+    def client(self, at: float, kind: str, outcome: str, attempts: int) -> None:
+        key = (int(at // self.interval), kind, outcome)
+        self.clients[key] += 1
+        self.attempts[key] += attempts

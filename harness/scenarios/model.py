@@ -200,6 +200,11 @@ class Scenario(_Strict):
     client: ClientBehaviour = ClientBehaviour()
     runs: tuple[RunMix, ...] = ()
     usage_timezones: tuple[str, ...] = ("UTC",)
+    records: Literal["full", "sessions", "summary"] = Field(
+        default="full",
+        description="what a run keeps: every record, one row per session and request, or "
+        "aggregates per interval only (bounded memory for months of any size)",
+    )
 
     @field_validator("duration", "sample_every")
     @classmethod

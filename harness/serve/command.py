@@ -7,8 +7,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
-__all__ = ["add_arguments", "run"]
+if TYPE_CHECKING:
+    from harness.scenarios import Scenario
+    from harness.serve.runner import ServeOptions
+
+__all__ = ["add_arguments", "options_from", "run"]
 
 _FACTOR_HELP = (
     "scale of the virtual clock: simulated seconds = wall seconds elapsed / F. "
@@ -34,6 +39,18 @@ def _seconds(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number of seconds: {text!r}") from None
     if value < 0:
         raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
+
+
+def _log_size(text: str) -> int | Literal["all"]:
+    if text.strip().lower() == "all":
+        return "all"
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of calls: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more, or 'all'")
     return value
 
 
@@ -113,23 +130,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             "cancelled (default %(default)s)"
         ),
     )
+    parser.add_argument(
+        "--api-log-size",
+        type=_log_size,
+        default=None,
+        metavar="N",
+        help=(
+            "calls the simulator's API log keeps, the newest first out of memory last; "
+            "'all' keeps every call (default: the scenario's, else 100000)"
+        ),
+    )
 
 
-def run(args: argparse.Namespace) -> int:
-    import sys
+def options_from(args: argparse.Namespace, scenario: Scenario | None) -> ServeOptions:
+    """The runner's options for parsed ``args`` (``scenario`` already loaded from its file)."""
+    from harness.serve.runner import ServeOptions
 
-    from harness.scenarios import ScenarioError, load_scenario
-    from harness.serve.runner import ServeOptions, serve
-
-    scenario = None
-    if args.scenario is not None:
-        try:
-            scenario = load_scenario(args.scenario)
-        except ScenarioError as error:
-            for problem in error.problems:
-                print(f"avatar-sim serve: {args.scenario}: {problem}", file=sys.stderr)
-            return 2
-    options = ServeOptions(
+    return ServeOptions(
         scenario=scenario,
         host=args.host,
         port=args.port,
@@ -139,5 +156,22 @@ def run(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         access_log=args.access_log,
         graceful_timeout=args.graceful_timeout,
+        api_log_size=args.api_log_size,
     )
-    return serve(options)
+
+
+def run(args: argparse.Namespace) -> int:
+    import sys
+
+    from harness.scenarios import ScenarioError, load_scenario
+    from harness.serve.runner import serve
+
+    scenario = None
+    if args.scenario is not None:
+        try:
+            scenario = load_scenario(args.scenario)
+        except ScenarioError as error:
+            for problem in error.problems:
+                print(f"avatar-sim serve: {args.scenario}: {problem}", file=sys.stderr)
+            return 2
+    return serve(options_from(args, scenario))

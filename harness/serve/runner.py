@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, Literal
 
 import uvicorn
 from uvicorn.config import LOGGING_CONFIG
@@ -66,6 +66,7 @@ class ServeOptions:
     log_level: str = "warning"
     access_log: bool = False  # uvicorn's one line per request, on stdout
     graceful_timeout: int = 5  # wall seconds in-flight requests get once a stop is asked
+    api_log_size: int | Literal["all"] | None = None  # None: the scenario's or the default
     epoch: datetime | None = None  # None: the wall-clock start
     scenario: Scenario | None = None  # its config, organizations and traffic
 
@@ -103,6 +104,14 @@ def _base_url(sock: socket.socket) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
+def _with_log_size(config: SimConfig, size: int | Literal["all"] | None) -> SimConfig:
+    """``config`` with the API log ring ``--api-log-size`` asked for ("all": unbounded)."""
+    if size is None:
+        return config
+    history = config.history.model_copy(update={"api_log_size": None if size == "all" else size})
+    return config.model_copy(update={"history": history})
+
+
 def build(options: ServeOptions, base_url: str) -> ServedSimulator:
     """Build the platform, seed it and wrap the facade for serving (no I/O, no loop needed).
 
@@ -114,13 +123,15 @@ def build(options: ServeOptions, base_url: str) -> ServedSimulator:
     served = {"public_base_url": base_url, "epoch": epoch}
     scenario = options.scenario
     if scenario is None:
-        config = SimConfig(seed=options.seed or 0, **served)
+        config = _with_log_size(SimConfig(seed=options.seed or 0, **served), options.api_log_size)
         platform = Platform.create(config)
         organizations = seed_organizations(platform.admin)
     else:
         # The scenario's configuration, organizations and traffic: its arrivals and runs are
         # processes on the platform's clock, so they unfold as the served clock advances.
-        config = scenario.sim_config(options.seed).model_copy(update=served)
+        config = _with_log_size(
+            scenario.sim_config(options.seed).model_copy(update=served), options.api_log_size
+        )
         platform = Platform.create(config)
         installed = install(platform, scenario)
         organizations = [organization_record(account) for account in installed.accounts]

@@ -11,7 +11,7 @@ first the values (``sim.values``: no lone surrogate, no infinity), then a pydant
 unknown fields are refused), then the configured bounds (``SimConfig.admin``: the clock moves at
 most ``clock_advance_max_seconds`` per call and never past its horizon, durations and the worker
 pool are bounded). Every refusal uses the same envelope as ``/v1``, and no input can leave the
-platform unable to answer a public route (GAP-SERVE-2).
+platform unable to answer a public route (GAP-SERVE-3).
 """
 
 from __future__ import annotations
@@ -203,6 +203,9 @@ def admin_routes(
         _at_most("workers", body.workers, bounds.workers_max)
         return ok(request, admin.set_capacity(body.workers))
 
+    async def pool(request: Request) -> Response:
+        return ok(request, admin.capacity())
+
     async def slow_startup(request: Request) -> Response:
         body = await body_of(request, SlowStartup)
         _at_most("extra_seconds", body.extra_seconds, bounds.duration_max_seconds)
@@ -246,6 +249,7 @@ def admin_routes(
         ("/sessions/{session_id}/clear_buffer", "POST", clear_buffer),
         ("/faults/worker_crash", "POST", worker_crash),
         ("/faults/capacity", "POST", capacity),
+        ("/faults/capacity", "GET", pool),
         ("/faults/slow_startup", "POST", slow_startup),
         ("/faults/heartbeat_loss", "POST", heartbeat_loss),
         ("/faults/purge_failure", "POST", purge_failure),

@@ -1,8 +1,9 @@
 """``create_app``: the simulated platform behind the exact ``/v1`` contract, as a Starlette app.
 
-The app is assembled from three parts and holds no state of its own (the platform holds it all):
+The app is assembled from four parts and holds no state of its own (the platform holds it all):
 
 * ``RequestContext`` (outermost): request ids, the header-size limit, the 500 safety net;
+* the contract documents and their docs page (``contract_routes``), public, outside ``/v1``;
 * the ``/_sim`` admin routes, when an admin token is configured;
 * ``OperationsApp`` for everything else, routed by the table read from the spec.
 
@@ -25,6 +26,7 @@ from starlette.routing import BaseRoute, Mount, Router
 from sim.asgi.admin import admin_routes
 from sim.asgi.configured import configured
 from sim.asgi.context import RequestContext, log_failure, request_id_of
+from sim.asgi.contract_routes import contract_routes
 from sim.asgi.envelope import error_response
 from sim.asgi.openapi import load_openapi
 from sim.asgi.operations import MethodNotAllowed, OperationsApp
@@ -69,7 +71,7 @@ def create_app(
         extra = {k: v for k, v in (exc.headers or {}).items() if k.lower() == "allow"}
         return error_response(error, request_id_of(request.scope), unix_seconds, extra)
 
-    routes: list[BaseRoute] = []
+    routes: list[BaseRoute] = contract_routes(spec)
     if admin_token is not None:
         sim_routes = admin_routes(
             platform.admin, platform.clock, token=admin_token, config=platform.config

@@ -30,7 +30,7 @@ from sim.avatars.records import Avatar
 from sim.errors import Conflict, NotFound, Unprocessable
 from sim.journal import Prepared, discard
 from sim.kernel import Kernel
-from sim.pagination import page, validate_limit
+from sim.pagination import paginate
 from sim.rng import sample
 
 __all__ = ["FAILURE_REASONS", "SCOPES", "AvatarScope", "AvatarService"]
@@ -147,8 +147,6 @@ class AvatarService:
         and never sees an item twice (CONV-6).
         """
         caller.require_unrestricted()
-        limits = self._kernel.config.limits
-        validate_limit(limit, limits.page_size_min, limits.page_size_max)
         if scope not in SCOPES:
             raise Unprocessable(
                 "validation.enum", f"scope must be one of {', '.join(SCOPES)}.", param="scope"
@@ -168,10 +166,11 @@ class AvatarService:
             needle = q.casefold()
             items = [a for a in items if needle in a.name.casefold() or needle in a.id.casefold()]
         clock = self._kernel.clock
-        return page(
+        return paginate(
             items,
             limit=limit,
             starting_after=starting_after,
+            limits=self._kernel.config.limits,
             cursor_of=lambda a: a.id,
             render=lambda a: a.to_resource(clock),
         )

@@ -1,4 +1,4 @@
-"""Billing: an append-only credit ledger and everything derived from it (SIM-5, issue 4).
+"""Billing: an append-only credit ledger and everything derived from it (SIM-5).
 
 Why a package: the ledger (``ledger``), the pools folded from it (``balances``), calendar-month
 periods (``periods``), metering (``pricing``), the Quota resource (``quota``) and the usage

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 from sim.billing.ledger import LedgerEntry
 
-__all__ = ["Balances", "debit_split"]
+__all__ = ["Balances", "debit_split", "split_debit"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,10 +60,18 @@ def debit_split(balances: Balances, credits: int, *, coverable: int) -> tuple[in
     runs); what remains uncovered is the entry's overage. Returns ``(rollover, included,
     granted)`` deltas, each <= 0.
     """
+    return split_debit(
+        (balances.rollover, balances.included, balances.granted), credits, coverable=coverable
+    )
+
+
+def split_debit(
+    pools: tuple[int, int, int], credits: int, *, coverable: int
+) -> tuple[int, int, int]:
+    """``debit_split`` of the pools ``(rollover, included, granted)`` given as numbers."""
     remaining = max(0, min(credits, coverable))
-    deltas: list[int] = []
-    for pool in (balances.rollover, balances.included, balances.granted):
-        take = min(remaining, max(0, pool))
-        deltas.append(-take)
-        remaining -= take
-    return deltas[0], deltas[1], deltas[2]
+    rollover = min(remaining, max(0, pools[0]))
+    remaining -= rollover
+    included = min(remaining, max(0, pools[1]))
+    granted = min(remaining - included, max(0, pools[2]))
+    return -rollover, -included, -granted

@@ -1,37 +1,46 @@
 """The billing ledger: append-only, immutable entries, indexed by organization and time (SIM-5).
 
 Why it is built this way: every billing figure the API shows (balance, quota, usage) is derived
-from these entries and from nothing else, so there is no second running total that could drift
-from them. An entry states its own effect on the three credit pools (``rollover``, ``included``,
-``granted``; GAP-BILL-2) as signed deltas fixed when it is written, so anyone can recompute a
-balance from the raw rows without replaying the spending order.
+from these entries and from nothing else. An entry states its own effect on the three credit
+pools (``rollover``, ``included``, ``granted``; GAP-BILL-2) as signed deltas fixed when it is
+written, so anyone can recompute a balance from the raw rows without replaying the spending
+order. The ledger also keeps each organization's running totals of those deltas (and of its run
+holds), updated as rows are appended: the same numbers a fold over its rows gives (the tests
+check that), without reading its history on every charge.
 
-``KIND_RULES`` is the declared meaning of each kind; ``LedgerEntry`` refuses rows that break it,
-and the tests read the same table. Amounts (``credits``) are non-negative integers; direction
-comes from the kind.
+``KIND_RULES`` is the declared meaning of each kind; every row that breaks it is refused, and the
+tests read the same table. Amounts (``credits``) are non-negative integers; direction comes from
+the kind.
 
-Scale (issue 4, item 6): each organization has its own list of entries sorted by time, so a
-window is two bisections and a slice, never a scan of other organizations' history.
+Storage: rows are appended as raw values in typed columns (the id as its 128-bit ULID, interned
+attribution strings) and read back as ``LedgerEntry`` records. Each organization has its own row
+lists in append order and in time order, so a window is two bisections, never a scan of other
+organizations' history.
 """
 
-from __future__ import annotations
-
+from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from types import MappingProxyType
 from typing import Any, Literal
 
-from sim.ids import IdFactory
+from sim.columns import Interner, Ulids
+from sim.ids import IdFactory, format_value
 
 __all__ = [
+    "ATTRIBUTION",
     "ENTRY_KINDS",
     "KIND_RULES",
+    "NO_ATTRIBUTION",
+    "Attribution",
     "EntryKind",
     "KindRule",
     "Ledger",
     "LedgerEntry",
     "Pool",
+    "attribute",
+    "check_row",
 ]
 
 EntryKind = Literal[
@@ -81,6 +90,27 @@ KIND_RULES: Mapping[EntryKind, KindRule] = MappingProxyType(
 )
 
 
+def check_row(
+    kind: EntryKind, credits: int, deltas: tuple[int, int, int], billable_seconds: int = 0
+) -> None:
+    """Refuse a row that breaks the rule of its kind (``KIND_RULES``)."""
+    if isinstance(credits, bool) or not isinstance(credits, int):
+        raise TypeError("ledger credits are integers")
+    if credits < 0 or billable_seconds < 0:
+        raise ValueError("ledger amounts are non-negative; the kind gives the direction")
+    effect = KIND_RULES[kind].effect
+    if effect == "credit":
+        ok = min(deltas) >= 0 and sum(deltas) == credits
+    elif effect == "debit":
+        ok = max(deltas) <= 0 and -sum(deltas) <= credits
+    elif effect == "transfer":
+        ok = sum(deltas) == 0
+    else:  # hold / unhold: the pools are untouched
+        ok = deltas == (0, 0, 0)
+    if not ok:
+        raise ValueError(f"pool deltas {deltas} do not fit a {kind} of {credits}")
+
+
 @dataclass(frozen=True, slots=True)
 class LedgerEntry:
     """One immutable ledger row: what happened, to whom, when, how much, and on whose account."""
@@ -110,22 +140,12 @@ class LedgerEntry:
     note: str | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.credits, bool) or not isinstance(self.credits, int):
-            raise TypeError("ledger credits are integers")
-        if self.credits < 0 or self.billable_seconds < 0:
-            raise ValueError("ledger amounts are non-negative; the kind gives the direction")
-        deltas = (self.rollover_delta, self.included_delta, self.granted_delta)
-        effect = KIND_RULES[self.kind].effect
-        if effect == "credit":
-            ok = min(deltas) >= 0 and sum(deltas) == self.credits
-        elif effect == "debit":
-            ok = max(deltas) <= 0 and -sum(deltas) <= self.credits
-        elif effect == "transfer":
-            ok = sum(deltas) == 0
-        else:  # hold / unhold: the pools are untouched
-            ok = deltas == (0, 0, 0)
-        if not ok:
-            raise ValueError(f"pool deltas {deltas} do not fit a {self.kind} of {self.credits}")
+        check_row(
+            self.kind,
+            self.credits,
+            (self.rollover_delta, self.included_delta, self.granted_delta),
+            self.billable_seconds,
+        )
 
     @property
     def pool_change(self) -> int:
@@ -150,118 +170,321 @@ class LedgerEntry:
         return record
 
 
-class _OrgIndex:
-    """One organization's entries: append order (for folds) and time order (for windows)."""
+#: Attribution fields kept together as one interned tuple per row, in this order.
+ATTRIBUTION: tuple[str, ...] = (
+    "model",
+    "billing_surface",
+    "quality",
+    "speech_billing_mode",
+    "embed_id",
+    "avatar_id",
+    "operation",
+    "pricing_version",
+    "note",
+)
+_KIND_CODE = {kind: code for code, kind in enumerate(ENTRY_KINDS)}
+_HOLD, _UNHOLD = _KIND_CODE["reservation"], (_KIND_CODE["settlement"], _KIND_CODE["release"])
 
-    __slots__ = ("appended", "by_time", "times")
+Attribution = tuple[str | None, ...]
+NO_ATTRIBUTION: Attribution = (None,) * len(ATTRIBUTION)
+
+
+def attribute(
+    *,
+    model: str | None = None,
+    billing_surface: str | None = None,
+    quality: str | None = None,
+    speech_billing_mode: str | None = None,
+    embed_id: str | None = None,
+    avatar_id: str | None = None,
+    operation: str | None = None,
+    pricing_version: str | None = None,
+    note: str | None = None,
+) -> Attribution:
+    """A row's attribution by name, in ``ATTRIBUTION`` order."""
+    return (
+        model,
+        billing_surface,
+        quality,
+        speech_billing_mode,
+        embed_id,
+        avatar_id,
+        operation,
+        pricing_version,
+        note,
+    )
+
+
+class _Org:
+    """One organization's rows (append order and time order) and its running totals."""
+
+    __slots__ = ("by_time", "granted", "held", "included", "rollover", "rows", "times")
 
     def __init__(self) -> None:
-        self.appended: list[LedgerEntry] = []
-        self.times: list[float] = []
-        self.by_time: list[LedgerEntry] = []
+        self.rows = array("I")  # append order
+        self.times = array("d")  # sorted
+        self.by_time = array("I")  # rows in time order; ties keep append order
+        self.rollover = self.included = self.granted = self.held = 0
 
-    def add(self, entry: LedgerEntry) -> None:
-        self.appended.append(entry)
-        # Ties keep append order: insert after every entry at the same time.
-        position = bisect_right(self.times, entry.at)
-        self.times.insert(position, entry.at)
-        self.by_time.insert(position, entry)
+    def add(self, row: int, at: float) -> None:
+        self.rows.append(row)
+        if not self.times or at >= self.times[-1]:
+            self.times.append(at)
+            self.by_time.append(row)
+            return
+        position = bisect_right(self.times, at)
+        self.times.insert(position, at)
+        self.by_time.insert(position, row)
+
+    def remove_last(self, row: int, at: float) -> None:
+        """Undo ``add(row, at)`` of the newest row (it sits after every row of its time)."""
+        self.rows.pop()
+        position = bisect_right(self.times, at) - 1
+        while self.by_time[position] != row:  # rows of the same time, newest last
+            position -= 1
+        del self.times[position]
+        del self.by_time[position]
 
 
 class Ledger:
-    """The append-only store; ``record`` is the only way in, nothing is ever changed, and only a
-    failed operation's own last row is ever removed (``retract``)."""
+    """The append-only store; ``append`` (or ``record``) is the only way in, nothing is ever
+    changed, and only a failed operation's own last row is ever removed (``retract``)."""
 
     def __init__(self, ids: IdFactory) -> None:
         self._ids = ids
-        self._entries: list[LedgerEntry] = []
-        self._orgs: dict[str, _OrgIndex] = {}
-        self._by_session: dict[str, list[LedgerEntry]] = {}
-        self._by_run: dict[str, list[LedgerEntry]] = {}
+        self.ulids = Ulids()
+        self.kinds = array("B")
+        self.orgs: Interner[str] = Interner()
+        self.org_codes = array("I")
+        self.times = array("d")
+        self.credits = array("q")
+        self.rollover_deltas = array("q")
+        self.included_deltas = array("q")
+        self.granted_deltas = array("q")
+        self.session_ids: list[str | None] = []
+        self.run_ids: list[str | None] = []
+        self.internal = array("B")
+        self.billable_seconds = array("q")
+        # A row's attribution (model, surface, quality...) recurs across many rows: one code.
+        self.attributions: Interner[Attribution] = Interner()
+        self.attribution_codes = array("I")
+        self._by_org: dict[str, _Org] = {}
+        # A session's rows are written together when it is charged: first row * 8 + count.
+        self._by_session: dict[str, int] = {}
+        self._late_session_rows: dict[str, list[int]] = {}  # e.g. a refund days later
+        self._by_run: dict[str, list[int]] = {}
+
+    def append(
+        self,
+        kind: EntryKind,
+        org_id: str,
+        at: float,
+        credits: int,
+        *,
+        rollover_delta: int = 0,
+        included_delta: int = 0,
+        granted_delta: int = 0,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        internal: bool = False,
+        billable_seconds: int = 0,
+        attribution: Attribution = NO_ATTRIBUTION,
+    ) -> int:
+        """Append one row; returns its position. ``attribution`` is in ``ATTRIBUTION`` order
+        (``attribute(...)`` builds it by name)."""
+        check_row(kind, credits, (rollover_delta, included_delta, granted_delta), billable_seconds)
+        row = len(self.times)
+        self.ulids.append(self._ids.value())
+        code = _KIND_CODE[kind]
+        self.kinds.append(code)
+        self.org_codes.append(self.orgs.code(org_id))
+        self.times.append(at)
+        self.credits.append(credits)
+        self.rollover_deltas.append(rollover_delta)
+        self.included_deltas.append(included_delta)
+        self.granted_deltas.append(granted_delta)
+        self.session_ids.append(session_id)
+        self.run_ids.append(run_id)
+        self.internal.append(internal)
+        self.billable_seconds.append(billable_seconds)
+        self.attribution_codes.append(self.attributions.code(attribution))
+        org = self._by_org.get(org_id)
+        if org is None:
+            org = self._by_org[org_id] = _Org()
+        org.add(row, at)
+        org.rollover += rollover_delta
+        org.included += included_delta
+        org.granted += granted_delta
+        if code == _HOLD:
+            org.held += credits
+        elif code in _UNHOLD:
+            org.held -= credits
+        if session_id is not None:
+            packed = self._by_session.get(session_id)
+            if packed is None:
+                self._by_session[session_id] = row * 8 + 1
+            elif sum(divmod(packed, 8)) == row and packed % 8 < 7:
+                self._by_session[session_id] = packed + 1  # the next row of the same charge
+            else:
+                self._late_session_rows.setdefault(session_id, []).append(row)
+        if run_id is not None:
+            self._by_run.setdefault(run_id, []).append(row)
+        return row
 
     def record(
-        self, kind: EntryKind, org_id: str, at: float, credits: int, **attribution: Any
+        self, kind: EntryKind, org_id: str, at: float, credits: int, **fields: Any
     ) -> LedgerEntry:
         """Append one entry and return it (fields of ``LedgerEntry`` by keyword)."""
-        entry = LedgerEntry(
-            id=self._ids.new("ledger_entry"),
-            seq=len(self._entries),
-            kind=kind,
-            org_id=org_id,
-            at=at,
-            credits=credits,
+        named = {name: fields.pop(name) for name in ATTRIBUTION if name in fields}
+        return self.entry(
+            self.append(kind, org_id, at, credits, attribution=attribute(**named), **fields)
+        )
+
+    def retract(self, row: int) -> None:
+        """Remove the newest row, written by an operation that then failed as a whole
+        (``sim.journal``): every column, index and running total is as before its ``append``.
+
+        The one exception to append-only, and only for the last row: no reader can have derived
+        anything from it yet, because the operation that wrote it never completed.
+        """
+        if row != len(self.times) - 1:
+            raise ValueError("only the newest ledger row can be retracted")
+        org_code, attribution_code = self.org_codes[row], self.attribution_codes[row]
+        org_id = self.orgs[org_code]
+        at, credits, code = self.times[row], self.credits[row], self.kinds[row]
+        rollover, included, granted = (
+            self.rollover_deltas[row],
+            self.included_deltas[row],
+            self.granted_deltas[row],
+        )
+        session_id, run_id = self.session_ids[row], self.run_ids[row]
+        for column in (
+            self.kinds,
+            self.org_codes,
+            self.times,
+            self.credits,
+            self.rollover_deltas,
+            self.included_deltas,
+            self.granted_deltas,
+            self.session_ids,
+            self.run_ids,
+            self.internal,
+            self.billable_seconds,
+            self.attribution_codes,
+        ):
+            column.pop()
+        self.ulids.pop()
+        self.orgs.forget(org_code, self.org_codes)
+        self.attributions.forget(attribution_code, self.attribution_codes)
+        org = self._by_org[org_id]
+        org.remove_last(row, at)
+        if not org.rows:  # its first row: the organization was not in the ledger before
+            del self._by_org[org_id]
+        org.rollover -= rollover
+        org.included -= included
+        org.granted -= granted
+        if code == _HOLD:
+            org.held -= credits
+        elif code in _UNHOLD:
+            org.held += credits
+        if session_id is not None:
+            late = self._late_session_rows.get(session_id)
+            if late:
+                late.pop()
+                if not late:
+                    del self._late_session_rows[session_id]
+            else:
+                packed = self._by_session[session_id]
+                if packed % 8 > 1:
+                    self._by_session[session_id] = packed - 1
+                else:
+                    del self._by_session[session_id]
+        if run_id is not None:
+            rows = self._by_run[run_id]
+            rows.pop()
+            if not rows:
+                del self._by_run[run_id]
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def entry(self, row: int) -> LedgerEntry:
+        attribution = dict(zip(ATTRIBUTION, self.attribution(row), strict=True))
+        return LedgerEntry(
+            id=format_value("ledger_entry", self.ulids[row]),
+            seq=row,
+            kind=ENTRY_KINDS[self.kinds[row]],
+            org_id=self.orgs[self.org_codes[row]],
+            at=self.times[row],
+            credits=self.credits[row],
+            rollover_delta=self.rollover_deltas[row],
+            included_delta=self.included_deltas[row],
+            granted_delta=self.granted_deltas[row],
+            session_id=self.session_ids[row],
+            run_id=self.run_ids[row],
+            internal=bool(self.internal[row]),
+            billable_seconds=self.billable_seconds[row],
             **attribution,
         )
-        self._entries.append(entry)
-        index = self._orgs.get(org_id)
-        if index is None:
-            index = self._orgs[org_id] = _OrgIndex()
-        index.add(entry)
-        if entry.session_id is not None:
-            self._by_session.setdefault(entry.session_id, []).append(entry)
-        if entry.run_id is not None:
-            self._by_run.setdefault(entry.run_id, []).append(entry)
-        return entry
 
-    def retract(self, entry: LedgerEntry) -> None:
-        """Remove the newest entry, written by an operation that then failed as a whole.
+    def attribution(self, row: int) -> Attribution:
+        """A row's attribution fields, in ``ATTRIBUTION`` order, without building the entry."""
+        return self.attributions[self.attribution_codes[row]]
 
-        The one exception to append-only, and only for the last row: no reader can have
-        derived anything from it yet, because the operation that wrote it never completed.
-        """
-        if not self._entries or self._entries[-1] is not entry:
-            raise ValueError("only the newest ledger entry can be retracted")
-        self._entries.pop()
-        index = self._orgs[entry.org_id]
-        index.appended.pop()
-        position = next(
-            i
-            for i in range(bisect_left(index.times, entry.at), len(index.by_time))
-            if index.by_time[i] is entry
-        )
-        del index.times[position]
-        del index.by_time[position]
-        for owner, rows in ((entry.session_id, self._by_session), (entry.run_id, self._by_run)):
-            if owner is not None:
-                rows[owner].pop()
-                if not rows[owner]:
-                    del rows[owner]
+    def totals(self, org_id: str) -> tuple[int, int, int, int]:
+        """The organization's running ``(rollover, included, granted, held)``."""
+        org = self._by_org.get(org_id)
+        if org is None:
+            return 0, 0, 0, 0
+        return org.rollover, org.included, org.granted, org.held
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self.times)
 
     def __iter__(self) -> Iterator[LedgerEntry]:
-        return iter(self._entries)
+        return (self.entry(row) for row in range(len(self.times)))
 
     def all(self) -> Sequence[LedgerEntry]:
-        """Every entry in append order (read-only view)."""
-        return tuple(self._entries)
+        """Every entry in append order."""
+        return tuple(self)
 
     def org_ids(self) -> list[str]:
-        return list(self._orgs)
+        return list(self._by_org)
 
     def count(self, org_id: str) -> int:
-        index = self._orgs.get(org_id)
-        return 0 if index is None else len(index.appended)
+        org = self._by_org.get(org_id)
+        return 0 if org is None else len(org.rows)
 
     def appended(self, org_id: str, start: int = 0) -> Sequence[LedgerEntry]:
         """The organization's entries in append order, from position ``start``."""
-        index = self._orgs.get(org_id)
-        return () if index is None else index.appended[start:]
+        org = self._by_org.get(org_id)
+        return () if org is None else tuple(self.entry(row) for row in org.rows[start:])
+
+    def has_session(self, session_id: str) -> bool:
+        return session_id in self._by_session
 
     def session_rows(self, session_id: str) -> Sequence[LedgerEntry]:
         """Every entry attributed to a session, in append order."""
-        return tuple(self._by_session.get(session_id, ()))
+        packed = self._by_session.get(session_id)
+        if packed is None:
+            return ()
+        first, count = divmod(packed, 8)
+        rows = [*range(first, first + count), *self._late_session_rows.get(session_id, ())]
+        return tuple(self.entry(row) for row in rows)
 
     def run_rows(self, run_id: str) -> Sequence[LedgerEntry]:
         """Every entry attributed to a run, in append order (kept after the run is deleted)."""
-        return tuple(self._by_run.get(run_id, ()))
+        return tuple(self.entry(row) for row in self._by_run.get(run_id, ()))
+
+    def window_rows(self, org_id: str, start: float, end: float) -> Sequence[int]:
+        """Positions of the organization's rows dated in ``[start, end)``, by time (then append
+        order)."""
+        org = self._by_org.get(org_id)
+        if org is None:
+            return ()
+        lo = bisect_left(org.times, start)
+        hi = bisect_left(org.times, end, lo)
+        return org.by_time[lo:hi]
 
     def window(self, org_id: str, start: float, end: float) -> Sequence[LedgerEntry]:
         """The organization's entries dated in ``[start, end)``, by time (then append order)."""
-        index = self._orgs.get(org_id)
-        if index is None:
-            return ()
-        lo = bisect_left(index.times, start)
-        hi = bisect_left(index.times, end, lo)
-        return index.by_time[lo:hi]
+        return tuple(self.entry(row) for row in self.window_rows(org_id, start, end))

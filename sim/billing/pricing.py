@@ -10,7 +10,7 @@ excluded from ``by_model`` but counted everywhere else.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from sim.config import BillingConfig
 from sim.ports import SessionUsage
@@ -40,8 +40,7 @@ def run_operation(model: str, operation: str) -> str:
     return f"run.{model}.{operation}"
 
 
-@dataclass(frozen=True, slots=True)
-class SessionChargeLine:
+class SessionChargeLine(NamedTuple):
     operation: str
     credits: int
     model: str | None

@@ -4,12 +4,13 @@ Why it is shaped like this: sessions and runs only hand billing their canonical 
 ``SessionUsage``, a ``RunCharge`` and amounts) through ``BillingPort``; this class turns them
 into ledger rows and answers every billing question by deriving it from those rows. The only
 state besides the ledger is bookkeeping that holds no credits: which organizations have an
-account and which calendar month is open for each (GAP-BILL-2), plus caches of folds keyed by
-the number of rows they cover.
+account, which calendar month is open for each and when it ends (GAP-BILL-2), and the included
+credits granted for it. Balances are the ledger's running totals per organization.
 
 Periods close at each UTC month boundary of the virtual clock. One SimPy process (started with
 the first account) wakes once per month for all organizations; every public method also catches
-up first, so the answer is the same however the clock was driven.
+up first (one comparison with the organization's next boundary), so the answer is the same
+however the clock was driven.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ from typing import Any
 import simpy
 
 from sim.accounts import AccountRegistry
-from sim.billing.balances import Balances, debit_split
-from sim.billing.ledger import Ledger, LedgerEntry
+from sim.billing.balances import Balances, debit_split, split_debit
+from sim.billing.ledger import Ledger, LedgerEntry, attribute
 from sim.billing.periods import Month
 from sim.billing.pricing import run_operation, session_charge_lines, speech_billing_mode
-from sim.billing.quota import is_low, render_quota
+from sim.billing.quota import Quota, is_low
 from sim.billing.usage import parse_window, summarize
 from sim.config import PlanConfig
 from sim.errors import InternalError, NotFound, QuotaExceeded
@@ -38,6 +39,7 @@ LOW_BALANCE_EVENT = "billing.low_balance"
 #: ``note`` values of the period bookkeeping rows (kept stable: collectors group by them).
 SIGNUP_NOTE = "signup_grant"
 INCLUDED_NOTE = "included_credits"
+_SIGNUP, _INCLUDED = attribute(note=SIGNUP_NOTE), attribute(note=INCLUDED_NOTE)
 
 
 class Billing:
@@ -50,9 +52,9 @@ class Billing:
         self._accounts = accounts
         self.ledger = Ledger(kernel.ids)
         self._period: dict[str, Month] = {}  # open calendar month per organization
+        self._period_end: dict[str, float] = {}  # when it closes (simulated seconds)
+        self._included: dict[str, int] = {}  # included credits granted for the open period
         self._opened_plan: dict[str, str] = {}
-        self._folds: dict[str, tuple[int, Balances]] = {}
-        self._included_limits: dict[str, tuple[int, Month, int]] = {}
         self._process: simpy.Process | None = None
 
     # -- BillingPort ---------------------------------------------------------------------------
@@ -66,7 +68,9 @@ class Billing:
 
     def ensure_can_start_session(self, org_id: str) -> None:
         self._account(org_id)
-        if self._balances(org_id).available < self._config.min_session_start_credits:
+        rollover, included, granted, held = self.ledger.totals(org_id)
+        available = max(0, rollover + included + granted - held)  # Balances.available
+        if available < self._config.min_session_start_credits:
             raise QuotaExceeded(
                 "insufficient_credits",
                 "The credit balance is too low to start a session.",
@@ -76,7 +80,7 @@ class Billing:
         """Charge a finished session once, from its canonical usage (GAP-SES-3, GAP-BILL-1)."""
         org_id = usage.org_id
         self._account(org_id)
-        if self.ledger.session_rows(usage.session_id):
+        if self.ledger.has_session(usage.session_id):
             return  # a replayed usage event: already charged
         if usage.ended_at > self._clock.now:
             raise ValueError("a session is charged when it ends, not before")
@@ -84,11 +88,13 @@ class Billing:
         if not lines:
             return
         mode = speech_billing_mode(self._config, usage.billing_surface)
-        before = self._balances(org_id).total
+        totals = self.ledger.totals
+        before = sum(totals(org_id)[:3])
         for line in lines:
-            balances = self._balances(org_id)
-            deltas = debit_split(balances, line.credits, coverable=balances.total - balances.held)
-            self.ledger.record(
+            rollover, included, granted, held = totals(org_id)
+            pools = (rollover, included, granted)
+            deltas = split_debit(pools, line.credits, coverable=sum(pools) - held)
+            self.ledger.append(
                 "charge",
                 org_id,
                 usage.ended_at,
@@ -97,16 +103,18 @@ class Billing:
                 included_delta=deltas[1],
                 granted_delta=deltas[2],
                 session_id=usage.session_id,
-                model=line.model,
                 internal=line.internal,
-                billing_surface=usage.billing_surface,
-                quality=usage.quality,
-                speech_billing_mode=mode,
-                embed_id=usage.embed_id,
-                avatar_id=usage.avatar_id,
-                operation=line.operation,
-                pricing_version=self._config.session_pricing_version,
                 billable_seconds=line.billable_seconds,
+                attribution=attribute(
+                    model=line.model,
+                    billing_surface=usage.billing_surface,
+                    quality=usage.quality,
+                    speech_billing_mode=mode,
+                    embed_id=usage.embed_id,
+                    avatar_id=usage.avatar_id,
+                    operation=line.operation,
+                    pricing_version=self._config.session_pricing_version,
+                ),
             )
         self._after_debit(org_id, before)
 
@@ -126,26 +134,29 @@ class Billing:
         if self._reservation(charge.run_id) is not None:
             return
         self.ensure_can_reserve(org_id, credits)
-        self.ledger.record(
+        self.ledger.append(
             "reservation",
             org_id,
             self._clock.now,
             credits,
             run_id=charge.run_id,
-            model=charge.model,
             internal=charge.internal_model,
-            billing_surface=charge.billing_surface,
-            speech_billing_mode=speech_billing_mode(self._config, charge.billing_surface),
-            operation=run_operation(charge.model, charge.operation),
-            pricing_version=charge.pricing_version,
+            attribution=attribute(
+                model=charge.model,
+                billing_surface=charge.billing_surface,
+                speech_billing_mode=speech_billing_mode(self._config, charge.billing_surface),
+                operation=run_operation(charge.model, charge.operation),
+                pricing_version=charge.pricing_version,
+            ),
         )
 
     def cancel_reservation(self, run_id: str) -> None:
         """Withdraw the reservation of a run whose create failed after recording it: the row
-        goes, as if it had never been written (``sim.journal``)."""
+        goes, as if it had never been written, and the running balances with it
+        (``Ledger.retract``, ``sim.journal``)."""
         reservation = self._reservation(run_id)
         if reservation is not None:
-            self.ledger.retract(reservation)
+            self.ledger.retract(reservation.seq)
 
     def settle_run(self, run_id: str, credits: int) -> None:
         """Charge ``min(credits, reserved)`` and release the rest; a closed run is left alone."""
@@ -161,7 +172,7 @@ class Billing:
         coverable = balances.total - (balances.held - reservation.credits)
         deltas = debit_split(balances, charged, coverable=coverable)
         now = self._clock.now
-        self.ledger.record(
+        self.ledger.append(
             "settlement",
             org_id,
             now,
@@ -172,7 +183,7 @@ class Billing:
             **_run_attribution(reservation),
         )
         if reservation.credits > charged:
-            self.ledger.record(
+            self.ledger.append(
                 "release",
                 org_id,
                 now,
@@ -186,7 +197,7 @@ class Billing:
         reservation = self._open_reservation(run_id)
         if reservation is None:
             return
-        self.ledger.record(
+        self.ledger.append(
             "release",
             reservation.org_id,
             self._clock.now,
@@ -260,12 +271,12 @@ class Billing:
             timezone=timezone,
         )
         self._account(org_id)
-        rows = self.ledger.window(org_id, window.start, window.end)
-        return summarize(rows, window, self._clock, self._config)
+        rows = self.ledger.window_rows(org_id, window.start, window.end)
+        return summarize(self.ledger, rows, window, self._clock, self._config)
 
     def plans(self) -> dict[str, Any]:
         """The body of the public ``GET /v1/billing/plans`` (GAP-PUB-2)."""
-        return {"object": "list", "data": [_render_plan(p) for p in self._config.plans]}
+        return {"object": "list", "data": [plan.to_resource() for plan in self._config.plans]}
 
     def entries(self, org_id: str | None = None) -> list[LedgerEntry]:
         """Immutable ledger rows in append order (all, or one organization's)."""
@@ -289,7 +300,8 @@ class Billing:
         is opened as of its creation time (its grant dated then), which is what it would have
         had if the platform had opened it at signup.
         """
-        if org_id not in self._period:
+        end = self._period_end.get(org_id)
+        if end is None:
             try:
                 org = self._accounts.organization(org_id)
             except NotFound:
@@ -297,42 +309,49 @@ class Billing:
                     "organization.not_found", f"No billing account for {org_id}."
                 ) from None
             self._open(org_id, org.plan_key, min(org.created_at, self._clock.now))
-        self._roll(org_id, self._clock.now)
+        elif end <= self._clock.now:
+            self._roll(org_id, self._clock.now)
 
     def _open(self, org_id: str, plan_key: str, at: float) -> None:
         self._opened_plan[org_id] = plan_key
-        self._period[org_id] = Month.containing(self._clock, at)
+        self._set_period(org_id, Month.containing(self._clock, at))
         grant = self._config.signup_grant_credits
         if grant > 0:
-            self.ledger.record("grant", org_id, at, grant, granted_delta=grant, note=SIGNUP_NOTE)
+            self.ledger.append("grant", org_id, at, grant, granted_delta=grant, attribution=_SIGNUP)
         self._grant_included(org_id, at)
         if self._process is None:
             self._process = self._clock.env.process(self._period_loop())
         self._roll(org_id, self._clock.now)
 
+    def _set_period(self, org_id: str, month: Month) -> None:
+        self._period[org_id] = month
+        self._period_end[org_id] = month.end(self._clock)
+        self._included[org_id] = 0
+
     def _grant_included(self, org_id: str, at: float) -> None:
         included = self.plan(org_id).included_credits
         if included > 0:
-            self.ledger.record(
-                "grant", org_id, at, included, included_delta=included, note=INCLUDED_NOTE
+            self.ledger.append(
+                "grant", org_id, at, included, included_delta=included, attribution=_INCLUDED
             )
+            self._included[org_id] += included
 
     def _roll(self, org_id: str, through: float) -> None:
         """Close the organization's periods that end at or before ``through`` (GAP-BILL-2)."""
         month = self._period[org_id]
-        if month.end(self._clock) > through:
+        if self._period_end[org_id] > through:
             return
         before = self._balances(org_id).total
-        while (boundary := month.end(self._clock)) <= through:
+        while (boundary := self._period_end[org_id]) <= through:
             balances = self._balances(org_id)
             if balances.rollover > 0:  # last period's rollover has had its period: it expires
-                self.ledger.record(
+                self.ledger.append(
                     "expiry", org_id, boundary, balances.rollover, rollover_delta=-balances.rollover
                 )
             unused = max(0, balances.included)
             carried = min(unused, self.plan(org_id).rollover_cap_credits)
             if carried > 0:
-                self.ledger.record(
+                self.ledger.append(
                     "rollover",
                     org_id,
                     boundary,
@@ -341,11 +360,11 @@ class Billing:
                     rollover_delta=carried,
                 )
             if unused > carried:
-                self.ledger.record(
+                self.ledger.append(
                     "expiry", org_id, boundary, unused - carried, included_delta=-(unused - carried)
                 )
             month = month.next()
-            self._period[org_id] = month
+            self._set_period(org_id, month)
             self._grant_included(org_id, boundary)
         self._after_debit(org_id, before)
 
@@ -359,42 +378,23 @@ class Billing:
             boundary = Month.containing(self._clock, boundary).end(self._clock)
 
     def _balances(self, org_id: str) -> Balances:
-        count, folded = self._folds.get(org_id, (0, Balances()))
-        total = self.ledger.count(org_id)
-        if total < count:  # a retracted row: fold again from the start
-            count, folded = 0, Balances()
-        if total != count:
-            folded = folded.extend(self.ledger.appended(org_id, count))
-            self._folds[org_id] = (total, folded)
-        return folded
-
-    def _included_limit(self, org_id: str, month: Month) -> int:
-        """Included credits granted for the open period (the plan at the period's start)."""
-        count = self.ledger.count(org_id)
-        cached = self._included_limits.get(org_id)
-        if cached is not None and cached[0] == count and cached[1] == month:
-            return cached[2]
-        rows = self.ledger.window(org_id, month.start(self._clock), month.end(self._clock))
-        limit = sum(e.credits for e in rows if e.kind == "grant" and e.note == INCLUDED_NOTE)
-        self._included_limits[org_id] = (count, month, limit)
-        return limit
+        return Balances(*self.ledger.totals(org_id))
 
     def _render_quota(self, org_id: str) -> dict[str, Any]:
-        month = self._period[org_id]
-        return render_quota(
+        return Quota(
             balances=self._balances(org_id),
             plan=self.plan(org_id),
-            included_limit=self._included_limit(org_id, month),
-            period=month,
-            clock=self._clock,
+            included_limit=self._included[org_id],
+            period=self._period[org_id],
             min_session_start_credits=self._config.min_session_start_credits,
-        )
+        ).to_resource(self._clock)
 
     def _after_debit(self, org_id: str, before: int) -> None:
         """Emit ``billing.low_balance`` when the balance just crossed the threshold downwards."""
         threshold = self.plan(org_id).low_balance_threshold_credits
-        after = self._balances(org_id).total
-        if not is_low(before, threshold) and is_low(after, threshold):
+        if is_low(before, threshold):
+            return
+        if is_low(sum(self.ledger.totals(org_id)[:3]), threshold):
             quota = self._render_quota(org_id)
             self._kernel.events.emit(LOW_BALANCE_EVENT, org_id, {"object": quota})
 
@@ -423,25 +423,12 @@ def _check_amount(credits: int) -> None:
 def _run_attribution(reservation: LedgerEntry) -> dict[str, Any]:
     return {
         "run_id": reservation.run_id,
-        "model": reservation.model,
         "internal": reservation.internal,
-        "billing_surface": reservation.billing_surface,
-        "speech_billing_mode": reservation.speech_billing_mode,
-        "operation": reservation.operation,
-        "pricing_version": reservation.pricing_version,
-    }
-
-
-def _render_plan(plan: PlanConfig) -> dict[str, Any]:
-    price = plan.price_usd_month
-    return {
-        "key": plan.key,
-        "name": plan.name,
-        "price_usd_month": int(price) if price is not None and price.is_integer() else price,
-        "included_credits": plan.included_credits,
-        "rollover_cap_credits": plan.rollover_cap_credits,
-        "max_session_duration_seconds": plan.max_session_duration_seconds,
-        "concurrent_sessions": plan.concurrent_sessions,
-        "low_balance_threshold_credits": plan.low_balance_threshold_credits,
-        "run_deletion": plan.run_deletion,
+        "attribution": attribute(
+            model=reservation.model,
+            billing_surface=reservation.billing_surface,
+            speech_billing_mode=reservation.speech_billing_mode,
+            operation=reservation.operation,
+            pricing_version=reservation.pricing_version,
+        ),
     }

@@ -2,9 +2,10 @@
 
 Why two steps: ``parse_window`` turns the query (``period`` or the explicit pair, and the
 timezone; GAP-USAGE-2) into a ``UsageWindow`` or refuses it with ``Unprocessable``, and
-``summarize`` is a pure function from that window's entries to the JSON-ready dict. The service
-gives ``summarize`` only the organization's entries in ``[start, end)`` (found by bisection), so
-the cost of a summary depends on that window, not on the size of the whole ledger.
+``summarize`` is a pure function from that window's rows to the JSON-ready dict. The service
+gives ``summarize`` only the positions of the organization's rows in ``[start, end)`` (found by
+bisection), and it reads the ledger's columns for those rows, so the cost of a summary depends on
+that window, not on the size of the whole ledger.
 
 Counting rules (GAP-USAGE-1, GAP-USAGE-3): usage is the ``charge`` and ``settlement`` rows, dated
 when they settle. ``billable_seconds``/``by_quality`` sum the seconds carried by session charges
@@ -23,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from sim.billing.ledger import LedgerEntry
+from sim.billing.ledger import ATTRIBUTION, ENTRY_KINDS, KIND_RULES, Ledger
 from sim.billing.periods import Month
 from sim.clock import Clock
 from sim.config import BillingConfig
@@ -147,10 +148,48 @@ def _sorted(totals: dict[str, int]) -> dict[str, int]:
     return dict(sorted(totals.items()))
 
 
+_USAGE_KINDS = frozenset(code for code, kind in enumerate(ENTRY_KINDS) if KIND_RULES[kind].usage)
+_CHARGE, _SETTLEMENT = ENTRY_KINDS.index("charge"), ENTRY_KINDS.index("settlement")
+_MODEL, _SURFACE, _AVATAR = (
+    ATTRIBUTION.index(f) for f in ("model", "billing_surface", "avatar_id")
+)
+_DAY_BUCKET = 900.0  # seconds: local midnight of every current timezone falls on one
+
+
+class _LocalDays:
+    """The local date of simulated instants in one timezone, cached per 15-minute bucket.
+
+    A bucket whose two ends fall on different local dates is never cached (its instants are
+    converted one by one), so the cache is exact whatever the zone's offsets.
+    """
+
+    def __init__(self, clock: Clock, tz: ZoneInfo) -> None:
+        self._clock = clock
+        self._tz = tz
+        self._buckets: dict[int, str | None] = {}
+
+    def _date(self, seconds: float) -> str:
+        return self._clock.datetime_at(seconds).astimezone(self._tz).date().isoformat()
+
+    def __call__(self, seconds: float) -> str:
+        bucket = int(seconds // _DAY_BUCKET)
+        day = self._buckets.get(bucket, "")
+        if day == "":
+            first = self._date(bucket * _DAY_BUCKET)
+            last = self._date((bucket + 1) * _DAY_BUCKET - 1e-3)
+            day = self._buckets[bucket] = first if first == last else None
+        return day if day is not None else self._date(seconds)
+
+
 def summarize(
-    entries: Sequence[LedgerEntry], window: UsageWindow, clock: Clock, config: BillingConfig
+    ledger: Ledger,
+    rows: Sequence[int],
+    window: UsageWindow,
+    clock: Clock,
+    config: BillingConfig,
 ) -> dict[str, Any]:
-    """The usage summary of ``entries`` (one organization's rows dated inside ``window``)."""
+    """The usage summary of ``rows`` (positions of one organization's rows dated inside
+    ``window``)."""
     billable_seconds = 0
     credits_charged = 0
     sessions: set[str] = set()
@@ -160,32 +199,42 @@ def summarize(
     by_mode: dict[str, int] = dict.fromkeys(SPEECH_BILLING_MODES, 0)
     by_operation: dict[str, int] = {}
     daily: defaultdict[str, dict[str, int]] = defaultdict(dict)
-    embeds: dict[str, list[LedgerEntry]] = {}
-    settled: list[LedgerEntry] = []
-    for entry in entries:
-        if not window.start <= entry.at < window.end or not entry.is_usage:
+    embeds: dict[str, list[int]] = {}
+    settled: list[int] = []
+    local_day = _LocalDays(clock, window.tz)
+    kinds, times, amounts = ledger.kinds, ledger.times, ledger.credits
+    seconds_of, session_ids, internal = ledger.billable_seconds, ledger.session_ids, ledger.internal
+    attribution = ledger.attribution
+    for row in rows:
+        at = times[row]
+        kind = kinds[row]
+        if not window.start <= at < window.end or kind not in _USAGE_KINDS:
             continue
-        credits = entry.credits
+        model, surface, quality, mode, embed_id, _avatar, operation, _version, _note = attribution(
+            row
+        )
+        credits = amounts[row]
         credits_charged += credits
-        surface = entry.billing_surface or "unknown"
+        surface = surface or "unknown"
         _add(by_surface, surface, credits)
-        if entry.model is not None and not entry.internal:
-            _add(by_model, entry.model, credits)
-        if entry.speech_billing_mode is not None:
-            _add(by_mode, entry.speech_billing_mode, credits)
-        if entry.operation is not None:
-            _add(by_operation, entry.operation, credits)
-        day = clock.datetime_at(entry.at).astimezone(window.tz).date().isoformat()
-        _add(daily[day], surface, credits)
-        if entry.kind == "charge" and entry.session_id is not None:
-            sessions.add(entry.session_id)
-            billable_seconds += entry.billable_seconds
-            if entry.quality is not None and entry.billable_seconds:
-                _add(by_quality, entry.quality, entry.billable_seconds)
-        if entry.embed_id is not None:
-            embeds.setdefault(entry.embed_id, []).append(entry)
-        if entry.kind == "settlement":
-            settled.append(entry)
+        if model is not None and not internal[row]:
+            _add(by_model, model, credits)
+        if mode is not None:
+            _add(by_mode, mode, credits)
+        if operation is not None:
+            _add(by_operation, operation, credits)
+        _add(daily[local_day(at)], surface, credits)
+        session_id = session_ids[row]
+        if kind == _CHARGE and session_id is not None:
+            sessions.add(session_id)
+            seconds = seconds_of[row]
+            billable_seconds += seconds
+            if quality is not None and seconds:
+                _add(by_quality, quality, seconds)
+        if embed_id is not None:
+            embeds.setdefault(embed_id, []).append(row)
+        if kind == _SETTLEMENT:
+            settled.append(row)
     return {
         "billable_seconds": billable_seconds,
         "sessions": len(sessions),
@@ -197,28 +246,31 @@ def summarize(
         "by_quality": _sorted(by_quality),
         "by_speech_billing_mode": by_mode,
         "daily_credits_by_billing_surface": {day: _sorted(daily[day]) for day in sorted(daily)},
-        "embed_usage": _embed_usage(embeds, clock),
+        "embed_usage": _embed_usage(ledger, embeds, clock),
         "credits_by_operation": _sorted(by_operation),
-        "recent_settled_charges": _recent(settled, clock, config.recent_charges_listed),
+        "recent_settled_charges": _recent(ledger, settled, clock, config.recent_charges_listed),
     }
 
 
-def _embed_usage(embeds: dict[str, list[LedgerEntry]], clock: Clock) -> list[dict[str, Any]]:
+def _embed_usage(
+    ledger: Ledger, embeds: dict[str, list[int]], clock: Clock
+) -> list[dict[str, Any]]:
     rows: list[tuple[int, float, str, dict[str, Any]]] = []
+    times = ledger.times
     for embed_id, rows_of_embed in embeds.items():
-        last = max(rows_of_embed, key=lambda e: (e.at, e.seq))
-        credits = sum(e.credits for e in rows_of_embed)
+        last = max(rows_of_embed, key=lambda r: (times[r], r))
+        credits = sum(ledger.credits[r] for r in rows_of_embed)
         rows.append(
             (
                 credits,
-                last.at,
+                times[last],
                 embed_id,
                 {
                     "embed_id": embed_id,
-                    "avatar_id": last.avatar_id,
+                    "avatar_id": ledger.attribution(last)[_AVATAR],
                     "credits": credits,
-                    "billable_seconds": sum(e.billable_seconds for e in rows_of_embed),
-                    "last_used_at": clock.timestamp(last.at),
+                    "billable_seconds": sum(ledger.billable_seconds[r] for r in rows_of_embed),
+                    "last_used_at": clock.timestamp(times[last]),
                 },
             )
         )
@@ -227,21 +279,21 @@ def _embed_usage(embeds: dict[str, list[LedgerEntry]], clock: Clock) -> list[dic
     return [r[3] for r in rows]
 
 
-def _recent(settled: list[LedgerEntry], clock: Clock, limit: int) -> dict[str, Any]:
-    newest = sorted(settled, key=lambda e: (e.at, e.seq), reverse=True)
+def _recent(ledger: Ledger, settled: list[int], clock: Clock, limit: int) -> dict[str, Any]:
+    times = ledger.times
+    newest = sorted(settled, key=lambda r: (times[r], r), reverse=True)
 
-    def render(rows: list[LedgerEntry]) -> list[dict[str, Any]]:
+    def render(rows: list[int]) -> list[dict[str, Any]]:
         return [
             {
-                "credits": e.credits,
-                "settled_at": clock.timestamp(e.at),
-                "run_id": e.run_id,
-                "model": e.model,
+                "credits": ledger.credits[r],
+                "settled_at": clock.timestamp(times[r]),
+                "run_id": ledger.run_ids[r],
+                "model": ledger.attribution(r)[_MODEL],
             }
-            for e in rows[:limit]
+            for r in rows[:limit]
         ]
 
-    return {
-        "model": render([e for e in newest if e.billing_surface != STUDIO_SURFACE]),
-        "studio": render([e for e in newest if e.billing_surface == STUDIO_SURFACE]),
-    }
+    studio = [r for r in newest if ledger.attribution(r)[_SURFACE] == STUDIO_SURFACE]
+    others = [r for r in newest if ledger.attribution(r)[_SURFACE] != STUDIO_SURFACE]
+    return {"model": render(others), "studio": render(studio)}

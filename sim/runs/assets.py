@@ -17,10 +17,11 @@ from typing import Any, Literal
 from PIL import Image
 
 from sim.accounts import Caller
+from sim.clock import Clock
 from sim.errors import NotFound, Unprocessable
 from sim.journal import discard
 from sim.kernel import Kernel
-from sim.pagination import newest_first_page
+from sim.pagination import paginate
 from sim.runs.content import Content, StoredBytes
 
 __all__ = [
@@ -60,6 +61,27 @@ class Asset:
     @property
     def status(self) -> AssetStatus:
         return "deleted" if self.deleted_at is not None else "ready"
+
+    def download_url(self, base_url: str) -> str:
+        return f"{base_url.rstrip('/')}/v1/assets/{self.id}/content"
+
+    def to_resource(self, clock: Clock, base_url: str) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "object": "asset",
+            "byte_size": self.byte_size,
+            "created_at": clock.timestamp(self.created_at),
+            "deleted_at": None if self.deleted_at is None else clock.timestamp(self.deleted_at),
+            "download_url": self.download_url(base_url),
+            "duration_ms": self.duration_ms,
+            "height": self.height,
+            "width": self.width,
+            "media_type": self.media_type,
+            "modality": self.modality,
+            "schema_uri": self.schema_uri,
+            "scope": self.scope,
+            "status": self.status,
+        }
 
 
 def probe_image(data: bytes) -> tuple[str, int, int] | None:
@@ -183,13 +205,14 @@ class AssetService:
 
     def list(self, caller: Caller, *, limit: int, starting_after: str | None) -> dict[str, Any]:
         caller.require("runs:read")
-        return newest_first_page(
-            self._by_org.get(caller.org_id, []),
+        clock, base_url = self._kernel.clock, self._kernel.config.public_base_url
+        return paginate(
+            self._by_org.get(caller.org_id, [])[::-1],
             limit=limit,
             starting_after=starting_after,
             limits=self._kernel.config.limits,
             cursor_of=lambda a: a.id,
-            render=self.render,
+            render=lambda a: a.to_resource(clock, base_url),
         )
 
     def content(self, caller: Caller, asset_id: str) -> tuple[bytes, str]:
@@ -198,31 +221,6 @@ class AssetService:
         if asset.content is None:
             raise NotFound("asset.deleted", f"The content of {asset_id} has been deleted.")
         return asset.content.render(), asset.media_type
-
-    # -- rendering ----------------------------------------------------------------------------
-
-    def download_url(self, asset: Asset) -> str:
-        base = self._kernel.config.public_base_url.rstrip("/")
-        return f"{base}/v1/assets/{asset.id}/content"
-
-    def render(self, asset: Asset) -> dict[str, Any]:
-        clock = self._kernel.clock
-        return {
-            "id": asset.id,
-            "object": "asset",
-            "byte_size": asset.byte_size,
-            "created_at": clock.timestamp(asset.created_at),
-            "deleted_at": None if asset.deleted_at is None else clock.timestamp(asset.deleted_at),
-            "download_url": self.download_url(asset),
-            "duration_ms": asset.duration_ms,
-            "height": asset.height,
-            "width": asset.width,
-            "media_type": asset.media_type,
-            "modality": asset.modality,
-            "schema_uri": asset.schema_uri,
-            "scope": asset.scope,
-            "status": asset.status,
-        }
 
 
 def _as_modality(value: str) -> Modality:

@@ -29,7 +29,6 @@ __all__ = [
     "RetiredInput",
     "SpeechInput",
     "find_model",
-    "render_model",
 ]
 
 #: The contract revision every catalog entry was built against.
@@ -129,6 +128,34 @@ class ModelSpec:
     @property
     def output_modalities(self) -> list[str]:
         return sorted({m for op in self.operations for m in op.output_modalities})
+
+    def to_resource(self, config: ModelConfig | None) -> dict[str, Any]:
+        """The Model resource; pricing comes from ``config`` (``None``: listed as unavailable)."""
+        return {
+            "id": self.id,
+            "object": "model",
+            "available": self.available and config is not None,
+            "contract_revision": CONTRACT_REVISION,
+            "revision": self.revision,
+            "description": self.description,
+            "display_name": self.display_name,
+            "family": self.family,
+            "owner": self.owner,
+            "execution_modes": list(self.execution_modes),
+            "execution_targets": list(self.execution_targets),
+            "input_modalities": self.input_modalities,
+            "output_modalities": self.output_modalities,
+            "operations": {op.name: op.to_resource() for op in self.operations},
+            "pricing": {
+                "pricing_version": UNPRICED if config is None else config.pricing_version,
+                "unit": self.pricing_unit,
+                "credits_per_unit": 0 if config is None else config.credits_per_unit,
+            },
+            "aliases": list(self.aliases),
+            "tags": list(self.tags),
+            "output_quality_descriptions": dict(self.output_quality_descriptions),
+            "request_schemas": {op.name: op.request_schema() for op in self.operations},
+        }
 
 
 _SPEECH_OPERATION = OperationSpec(
@@ -238,32 +265,3 @@ _BY_ALIAS = {alias: spec for spec in CATALOG for alias in spec.aliases}
 def find_model(model_id: str) -> ModelSpec | None:
     """The catalog entry named by id (aliases are listed, not routable: ids name the path)."""
     return _BY_ID.get(model_id)
-
-
-def render_model(spec: ModelSpec, config: ModelConfig | None) -> dict[str, Any]:
-    """The Model resource; pricing comes from ``config`` (``None``: listed as unavailable)."""
-    return {
-        "id": spec.id,
-        "object": "model",
-        "available": spec.available and config is not None,
-        "contract_revision": CONTRACT_REVISION,
-        "revision": spec.revision,
-        "description": spec.description,
-        "display_name": spec.display_name,
-        "family": spec.family,
-        "owner": spec.owner,
-        "execution_modes": list(spec.execution_modes),
-        "execution_targets": list(spec.execution_targets),
-        "input_modalities": spec.input_modalities,
-        "output_modalities": spec.output_modalities,
-        "operations": {op.name: op.to_resource() for op in spec.operations},
-        "pricing": {
-            "pricing_version": UNPRICED if config is None else config.pricing_version,
-            "unit": spec.pricing_unit,
-            "credits_per_unit": 0 if config is None else config.credits_per_unit,
-        },
-        "aliases": list(spec.aliases),
-        "tags": list(spec.tags),
-        "output_quality_descriptions": dict(spec.output_quality_descriptions),
-        "request_schemas": {op.name: op.request_schema() for op in spec.operations},
-    }

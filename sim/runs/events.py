@@ -17,6 +17,7 @@ from typing import Any
 from sim.clock import Clock
 from sim.errors import Unprocessable
 from sim.ids import IdFactory
+from sim.pagination import page_at
 
 __all__ = ["LIFECYCLE_PART", "RunEvent", "RunEventLog"]
 
@@ -85,12 +86,10 @@ class RunEventLog:
                 param="starting_after",
             )
         # Sequences are dense from 1, so the sequence is also the list index + 1.
-        chunk = self._events[offset : offset + limit]
-        body: dict[str, Any] = {
-            "object": "list",
-            "data": [e.to_resource(self._clock) for e in chunk],
-            "has_more": offset + limit < len(self._events),
-        }
-        if chunk:
-            body["next_cursor"] = chunk[-1].sequence
-        return body
+        return page_at(
+            self._events,
+            offset,
+            limit=limit,
+            cursor_of=lambda e: e.sequence,
+            render=lambda e: e.to_resource(self._clock),
+        )

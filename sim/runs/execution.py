@@ -117,7 +117,7 @@ class _Writer:
             content_type=media_type,
             file_size=asset.byte_size,
             file_name=f"{self._run.id}_{part}.{_EXTENSIONS[media_type]}",
-            url=self._assets.download_url(asset),
+            url=asset.download_url(self._kernel.config.public_base_url),
         )
         self.produced.outputs.append(
             OutputItem(

@@ -25,12 +25,12 @@ from sim.config import ModelConfig
 from sim.errors import Conflict, NotFound, PermissionDenied, RateLimited
 from sim.journal import Prepared, discard
 from sim.kernel import Kernel
-from sim.pagination import newest_first_page, validate_limit
+from sim.pagination import paginate, validate_limit
 from sim.ports import BillingPort, RunCharge
 from sim.rng import sample
 from sim.runs.assets import AssetService, Modality
 from sim.runs.capacity import RunSlots
-from sim.runs.catalog import CATALOG, ModelSpec, PortraitVideoInput, find_model, render_model
+from sim.runs.catalog import CATALOG, ModelSpec, PortraitVideoInput, find_model
 from sim.runs.content import StoredBytes
 from sim.runs.deletion import PurgeQueue
 from sim.runs.eta import Eta, remaining_time
@@ -70,6 +70,7 @@ class RunService:
             wait_seconds=runs.capacity_wait_seconds,
             on_dispatch=self._dispatch,
             on_expire=self._expire,
+            defer=kernel.journal.defer,
         )
         self._purges = PurgeQueue(kernel, self._purge)
 
@@ -96,7 +97,7 @@ class RunService:
         del caller
         return {
             "object": "list",
-            "data": [render_model(spec, self._model_config(spec.id)) for spec in CATALOG],
+            "data": [spec.to_resource(self._model_config(spec.id)) for spec in CATALOG],
         }
 
     def _model_config(self, model_id: str) -> ModelConfig | None:
@@ -388,8 +389,8 @@ class RunService:
 
     def list(self, caller: Caller, *, limit: int, starting_after: str | None) -> dict[str, Any]:
         caller.require("runs:read")
-        return newest_first_page(
-            self._by_org.get(caller.org_id, []),
+        return paginate(
+            self._by_org.get(caller.org_id, [])[::-1],
             limit=limit,
             starting_after=starting_after,
             limits=self._kernel.config.limits,

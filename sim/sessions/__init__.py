@@ -1,13 +1,26 @@
 """Realtime avatar sessions: records, validation, caps, scheduler, worker runtime and faults.
 
 ``SessionService`` is the entry point the platform wires; the other modules each hold one
-concept (see their docstrings). ``Session`` is the immutable snapshot collectors read.
+concept (see their docstrings): the live record and its body (``records``), the store of every
+session (``store``), transitions (``history``), audio (``audio``), heartbeats, caps, the pool
+(``scheduler``), the worker timeline (``worker``), faults (``faults``) and the status roll-up
+(``rollup``). ``Session`` is the immutable snapshot collectors read.
 """
 
 from __future__ import annotations
 
+from sim.config import BILLING_SURFACES
+from sim.sessions.audio import TalkSpurts
 from sim.sessions.records import Session, Transition
 from sim.sessions.scheduler import PoolStatus, Worker
-from sim.sessions.service import BILLING_SURFACES, SessionService
+from sim.sessions.service import SessionService
 
-__all__ = ["BILLING_SURFACES", "PoolStatus", "Session", "SessionService", "Transition", "Worker"]
+__all__ = [
+    "BILLING_SURFACES",
+    "PoolStatus",
+    "Session",
+    "SessionService",
+    "TalkSpurts",
+    "Transition",
+    "Worker",
+]

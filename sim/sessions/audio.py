@@ -2,7 +2,7 @@
 
 Audio is modelled as intervals (a talk-spurt or a stretch of silence of some duration), never as
 20 ms frames: that keeps a session's cost independent of how long it talks. The client's
-publisher is one timeline, so intervals injected one after another play back to back.
+publisher is one timeline, so intervals published one after another play back to back.
 
 Idle rule: an interval resets the idle timer at its end. In ``track`` mode every frame, silence
 included, counts (the timer runs only while nothing is published); in ``data_stream`` mode silence
@@ -10,16 +10,71 @@ is never sent, so only speech counts. Each speech interval adds as much avatar o
 worker's buffer; the buffer plays out in real time. Barge-in (``lk.clear_buffer``) drops what is
 buffered; the seed has the client stop its upstream publisher first, so the inbound timeline is
 cut at the same instant.
+
+A client that talks in a rhythm hands over its whole talk-spurt pattern at once (``play``): speech
+and silence alternating, each drawn from a distribution, from now until it stops (``until``).
+Replaying a long conversation spurt by spurt would cost in proportion to its length; instead the
+stream is observed at the one moment something depends on it (it stops, is cut by an end or a
+barge-in, or new audio replaces it), and that observation draws the phase the stream is in, from
+the stationary law of the alternating pattern (``observe``): speaking with probability
+E[speech] / (E[speech] + E[silence]), inside an interval drawn length-biased and cut uniformly.
+Until then the stream keeps the idle timer reset in ``track`` mode, and its pauses are part of
+one conversation in ``data_stream`` mode: the timer counts from the last speech once the stream
+stops. Cost: O(1) per pattern, whatever its length.
 """
 
 from __future__ import annotations
 
+import math
+import random
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["AudioKind", "AudioTrack"]
+from sim.config import Distribution
+from sim.rng import sample_length_biased
+
+__all__ = ["AudioKind", "AudioTrack", "Phase", "TalkSpurts", "observe"]
 
 AudioKind = Literal["speech", "silence"]
+
+
+@dataclass(frozen=True, slots=True)
+class TalkSpurts:
+    """A speaker's rhythm: speech and silence intervals alternate, each from its distribution."""
+
+    speech: Distribution
+    silence: Distribution
+
+    def __post_init__(self) -> None:
+        if self.speech.mean + self.silence.mean <= 0:
+            raise ValueError("speech and silence cannot both have a mean of 0")
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    """Where a talk-spurt stream is at one moment: speaking or not, for how long so far, and how
+    long the current interval still lasts."""
+
+    speaking: bool
+    elapsed: float
+    remaining: float
+
+
+def observe(pattern: TalkSpurts, rng: random.Random) -> Phase:
+    """The phase of a stationary talk-spurt stream at a moment (see the module docstring)."""
+    speech, silence = pattern.speech.mean, pattern.silence.mean
+    speaking = rng.random() * (speech + silence) < speech
+    length = sample_length_biased(pattern.speech if speaking else pattern.silence, rng)
+    into = rng.random() * length
+    return Phase(speaking, into, length - into)
+
+
+@dataclass(slots=True)
+class _Stream:
+    pattern: TalkSpurts
+    rng: random.Random
+    start: float
+    until: float | None  # None: until it is cut
 
 
 @dataclass(slots=True)
@@ -31,8 +86,7 @@ class AudioTrack:
     cursor: float  # end of the inbound timeline published so far
     idle_reset_at: float  # latest moment that reset the idle timer
     output_end: float  # moment the buffered avatar output has played out
-    speech_seconds: float = 0.0
-    intervals: int = 0
+    stream: _Stream | None = None  # a talk-spurt pattern being played
 
     @classmethod
     def start(cls, at: float, *, resets_on_silence: bool) -> AudioTrack:
@@ -45,33 +99,91 @@ class AudioTrack:
             output_end=at,
         )
 
+    # -- explicit intervals ----------------------------------------------------------------
+
     def receive(self, now: float, kind: AudioKind, duration: float) -> tuple[float, float]:
-        """Append one interval to the publisher's timeline; returns its (start, end)."""
+        """Append one interval to the publisher's timeline; returns its (start, end).
+
+        A talk-spurt stream still playing stops here: the publisher now sends this instead.
+        """
         if duration < 0:
             raise ValueError("an audio interval cannot have a negative duration")
+        self.cut(now)
         start = max(now, self.cursor)
         end = start + duration
         self.cursor = end
-        self.intervals += 1
         if kind == "speech" or self.resets_on_silence:
             self.idle_reset_at = max(self.idle_reset_at, end)
         if kind == "speech":
             self.output_end = max(now, self.output_end) + duration
-            self.speech_seconds += duration
         return start, end
 
+    # -- talk-spurt streams ----------------------------------------------------------------
+
+    def play(
+        self, now: float, pattern: TalkSpurts, rng: random.Random, until: float | None
+    ) -> None:
+        """Publish ``pattern`` after what is already on the timeline, until ``until`` (or until
+        it is cut). A stream still playing stops at ``now``."""
+        self.cut(now)
+        start = max(now, self.cursor)
+        if until is not None and until <= start:
+            return
+        self.stream = _Stream(pattern, rng, start, until)
+
+    def cut(self, now: float) -> None:
+        """Stop a playing stream at ``now`` (or at its planned end, if earlier)."""
+        stream = self.stream
+        if stream is None:
+            return
+        self.stream = None
+        stop = now if stream.until is None else min(now, stream.until)
+        if stop <= stream.start:
+            return  # it never started: the timeline ahead of it was still playing
+        phase = observe(stream.pattern, stream.rng)
+        self.cursor = stop
+        if phase.speaking:
+            self.idle_reset_at = max(self.idle_reset_at, stop)
+            self.output_end = max(self.output_end, stop + phase.remaining)
+        elif self.resets_on_silence:
+            self.idle_reset_at = max(self.idle_reset_at, stop)
+        elif stop - phase.elapsed > stream.start:  # the silence began after some speech
+            self.idle_reset_at = max(self.idle_reset_at, stop - phase.elapsed)
+
+    def _settle(self, now: float) -> None:
+        stream = self.stream
+        if stream is not None and stream.until is not None and stream.until <= now:
+            self.cut(stream.until)
+
+    # -- what the worker sees --------------------------------------------------------------
+
     def buffered(self, now: float) -> float:
-        """Seconds of avatar output still waiting to be played at ``now``."""
+        """Seconds of avatar output still waiting to be played at ``now`` (a playing stream
+        counts once it is cut)."""
+        self._settle(now)
         return max(0.0, self.output_end - now)
 
     def clear(self, now: float) -> float:
-        """Barge-in: drop the buffer and cut the inbound timeline; returns the seconds dropped."""
+        """Barge-in: cut the inbound timeline and drop the buffer; returns the seconds dropped."""
+        self.cut(now)
         dropped = self.buffered(now)
         self.output_end = min(self.output_end, now)
         self.cursor = min(self.cursor, now)
         self.idle_reset_at = max(min(self.idle_reset_at, now), self.started_at)
         return dropped
 
-    def idle_deadline(self, idle_timeout: float) -> float:
-        """When the idle timer fires unless more audio arrives."""
-        return self.idle_reset_at + idle_timeout
+    def idle_deadline(self, idle_timeout: float, now: float | None = None) -> float:
+        """When the idle timer fires unless more audio arrives.
+
+        While a stream plays: in ``track`` mode its frames keep resetting the timer until it
+        stops; in ``data_stream`` mode the deadline depends on when its last speech ended, known
+        once it stops, so its planned end is when to look again.
+        """
+        if now is not None:
+            self._settle(now)
+        stream = self.stream
+        if stream is None:
+            return self.idle_reset_at + idle_timeout
+        if stream.until is None:
+            return math.inf
+        return stream.until + idle_timeout if self.resets_on_silence else stream.until

@@ -40,7 +40,7 @@ class RelayCredentials:
     def valid_at(self, moment: float) -> bool:
         return self.issued_at <= moment < self.expires_at
 
-    def render(self, clock: Clock) -> dict[str, Any]:
+    def to_resource(self, clock: Clock) -> dict[str, Any]:
         return {
             "type": "websocket",
             "media_url": self.media_url,

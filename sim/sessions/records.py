@@ -1,10 +1,13 @@
-"""The session record: mutable state owned by the service, immutable snapshots, and rendering.
+"""The session record: mutable state while a session lives, immutable snapshots, and its body.
 
-``SessionState`` is the service's private, mutable view of one session. Everything outside the
-service sees either the rendered contract shape (``render_session``: exactly the seed's Session
-fields, JSON-ready) or a flat, frozen ``Session`` snapshot for collectors (principle 6: results
-are immutable records; nobody reaches into live objects). The customer's ``worker_token`` lives
-only on the private state: neither the snapshot nor the rendering carries it (RES-SESS-2).
+``SessionState`` is the service's working view of one session. Everything outside the service
+sees either its contract body (``SessionState.to_resource``: exactly the seed's Session fields,
+JSON-ready) or a flat, frozen ``Session`` snapshot for collectors (principle 6: results are
+immutable records; nobody reaches into live objects). The customer's ``worker_token`` lives only
+on the live state: neither the snapshot, the body nor the archive carries it (RES-SESS-2).
+
+Once a session is terminal its state is written to the store's columns and the live object is
+dropped (``sim.sessions.store``); reading it back gives an equal ``SessionState``.
 """
 
 from __future__ import annotations
@@ -16,11 +19,23 @@ from types import MappingProxyType
 from typing import Any
 
 from sim.clock import Clock
-from sim.lifecycle import TERMINAL, SessionStatus
+from sim.lifecycle import FAILURE_MESSAGES, TERMINAL, SessionStatus
 from sim.sessions.audio import AudioTrack
 from sim.sessions.heartbeat import HeartbeatTrack, billable_seconds
 
-__all__ = ["Session", "SessionState", "Transition", "render_session"]
+__all__ = [
+    "NOT_PLACED",
+    "NO_FRAME",
+    "Session",
+    "SessionState",
+    "Transition",
+    "final_usage_seconds",
+    "usage_of",
+]
+
+#: Statuses in which ``started_at`` / ``first_frame_at`` cannot have been set yet.
+NOT_PLACED: frozenset[str] = frozenset({"created", "queued"})
+NO_FRAME: frozenset[str] = frozenset({"created", "queued", "starting"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +52,7 @@ class Transition:
 class SessionState:
     # What the create decided: no defaults here, so the configured values are the only ones.
     id: str
+    number: int  # position in creation order: the row of the store's columns
     org_id: str
     key_id: str
     key_secret: str = field(repr=False)  # for the per-key cap only; never exposed
@@ -52,7 +68,6 @@ class SessionState:
     resets_on_silence: bool
     created_at: float
     # What the session's life changes.
-    observes_audio: bool = True
     status: SessionStatus = "created"
     started_at: float | None = None
     first_frame_at: float | None = None
@@ -60,21 +75,68 @@ class SessionState:
     ended_at: float | None = None
     end_reason: str | None = None
     error_code: str | None = None
-    error_message: str | None = None
     worker_id: str | None = None
-    history: list[Transition] = field(default_factory=list)
     audio: AudioTrack | None = None
     heartbeats: HeartbeatTrack | None = None
     heartbeat_lost_at: float | None = None
     final_billable_seconds: int | None = None
     charged: bool = False
     barge_ins: int = 0
+    moves: list[tuple[float, int]] = field(default_factory=list)  # transitions while it lives
     generation: int = 0  # bumped on every transition; timers of older generations are stale
     armed_at: float | None = None  # the earliest pending deadline timer, if any
 
     @property
     def terminal(self) -> bool:
         return self.status in TERMINAL
+
+    @property
+    def error_message(self) -> str | None:
+        return None if self.error_code is None else FAILURE_MESSAGES[self.error_code]
+
+    def to_resource(
+        self,
+        clock: Clock,
+        frames_per_second: int,
+        *,
+        status: SessionStatus | None = None,
+        usage_seconds: int | None = None,
+    ) -> dict[str, Any]:
+        """The contract's Session object, JSON-ready (RES-SESS-1).
+
+        ``status`` and ``usage_seconds`` render the session as it was when it had that status
+        and that usage (an event's payload): what a later transition set is left out.
+        """
+        shown = self.status if status is None else status
+        if usage_seconds is None:
+            usage_seconds = usage_of(self, clock.now)
+        started = None if shown in NOT_PLACED else self.started_at
+        first_frame = None if shown in NO_FRAME else self.first_frame_at
+        error = (
+            {"code": self.error_code, "message": FAILURE_MESSAGES[self.error_code]}
+            if shown == "failed" and self.error_code is not None
+            else None
+        )
+        return {
+            "id": self.id,
+            "object": "session",
+            "avatar_id": self.avatar_id,
+            "status": shown,
+            "quality": self.quality,
+            "billing_surface": self.billing_surface,
+            "transport": dict(self.transport),
+            "idle_timeout_seconds": self.idle_timeout_seconds,
+            "max_duration_seconds": self.max_duration_seconds,
+            "metadata": copy.deepcopy(self.metadata) if self.metadata else {},
+            "created_at": clock.timestamp(self.created_at),
+            "started_at": None if started is None else clock.timestamp(started),
+            "first_frame_at": None if first_frame is None else clock.timestamp(first_frame),
+            "usage": {
+                "billable_seconds": usage_seconds,
+                "frames": usage_seconds * frames_per_second,
+            },
+            "error": error,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,19 +172,17 @@ class Session:
     history: tuple[Transition, ...]
 
 
-def usage_of(state: SessionState, now: float, frames_per_second: int) -> tuple[int, int]:
-    """``(billable_seconds, frames)`` as rendered at ``now`` (GAP-SES-3).
+def usage_of(state: SessionState, now: float) -> int:
+    """``usage.billable_seconds`` as shown at ``now`` (GAP-SES-3).
 
-    Terminal sessions show their final, canonical figures; live ones show the values of the
-    last received heartbeat, which lag by less than one interval (more only during a loss).
+    Terminal sessions show their final, canonical figure; live ones the value of the last
+    received heartbeat, which lags by less than one interval (more only during a loss).
     """
     if state.final_billable_seconds is not None:
-        seconds = state.final_billable_seconds
-    elif state.heartbeats is not None:
-        seconds = state.heartbeats.usage_seconds(now)
-    else:
-        seconds = 0
-    return seconds, seconds * frames_per_second
+        return state.final_billable_seconds
+    if state.heartbeats is not None:
+        return state.heartbeats.usage_seconds(now)
+    return 0
 
 
 def final_usage_seconds(state: SessionState, until: float) -> int:
@@ -131,41 +191,14 @@ def final_usage_seconds(state: SessionState, until: float) -> int:
     return billable_seconds(state.first_frame_at, until)
 
 
-def render_session(state: SessionState, clock: Clock, frames_per_second: int) -> dict[str, Any]:
-    """The contract's Session object, JSON-ready (RES-SESS-1)."""
-
-    def ts(value: float | None) -> str | None:
-        return None if value is None else clock.timestamp(value)
-
-    seconds, frames = usage_of(state, clock.now, frames_per_second)
-    error = (
-        {"code": state.error_code, "message": state.error_message}
-        if state.status == "failed" and state.error_code is not None
-        else None
-    )
-    return {
-        "id": state.id,
-        "object": "session",
-        "avatar_id": state.avatar_id,
-        "status": state.status,
-        "quality": state.quality,
-        "billing_surface": state.billing_surface,
-        "transport": dict(state.transport),
-        "idle_timeout_seconds": state.idle_timeout_seconds,
-        "max_duration_seconds": state.max_duration_seconds,
-        "metadata": copy.deepcopy(state.metadata),
-        "created_at": clock.timestamp(state.created_at),
-        "started_at": ts(state.started_at),
-        "first_frame_at": ts(state.first_frame_at),
-        "usage": {"billable_seconds": seconds, "frames": frames},
-        "error": error,
-    }
-
-
 def snapshot(
-    state: SessionState, now: float, frames_per_second: int, tracks: tuple[str, ...]
+    state: SessionState,
+    now: float,
+    frames_per_second: int,
+    tracks: tuple[str, ...],
+    history: tuple[Transition, ...],
 ) -> Session:
-    seconds, frames = usage_of(state, now, frames_per_second)
+    seconds = usage_of(state, now)
     published = tracks if state.first_frame_at is not None and not state.terminal else ()
     return Session(
         id=state.id,
@@ -190,9 +223,9 @@ def snapshot(
         error_code=state.error_code,
         worker_id=state.worker_id,
         billable_seconds=seconds,
-        frames=frames,
+        frames=seconds * frames_per_second,
         charged=state.charged,
         barge_ins=state.barge_ins,
         published_tracks=published,
-        history=tuple(state.history),
+        history=history,
     )

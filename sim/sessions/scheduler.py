@@ -11,14 +11,21 @@ Why these shapes:
 - Capacity changes keep busy workers until their session ends (they *retire*), and remove idle
   workers first, so a capacity loss never kills a running session; queued jobs then time out.
 
+- The pool keeps its idle, busy and restarting counts as it changes and its idle workers in a
+  heap by creation order, so admission and placement cost the same with 8 workers or 8,000.
+
 The scheduler knows nothing about sessions beyond their ids: the service gives it two callbacks,
-``place`` (a worker took the job) and ``expire`` (the job waited too long).
+``place`` (a worker took the job) and ``expire`` (the job waited too long), and ``defer`` (the
+journal's): a job enqueued inside a create joins the queue at once (a failed create withdraws it)
+but the timers that dispatch and watch it are scheduled only once the create has succeeded, so a
+failed create leaves nothing on SimPy's calendar (``sim.journal``).
 """
 
 from __future__ import annotations
 
+import heapq
 import math
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -36,6 +43,7 @@ WorkerStatus = Literal["idle", "busy", "restarting"]
 @dataclass(slots=True)
 class Worker:
     id: str
+    order: int  # creation order: idle workers take jobs lowest first
     status: WorkerStatus = "idle"
     session_id: str | None = None
     retiring: bool = False  # leaves the pool when its current job (or restart) is done
@@ -71,13 +79,17 @@ class Scheduler:
         *,
         place: Callable[[str, Worker], None],
         expire: Callable[[str], None],
+        defer: Callable[[Callable[[], object]], None] | None = None,
     ) -> None:
         self._env = env
         self._config = config
         self._startup_timeout = startup_timeout
         self._place = place
         self._expire = expire
+        self._defer = defer if defer is not None else _now
         self._workers: dict[str, Worker] = {}
+        self._counts: Counter[WorkerStatus] = Counter()
+        self._idle: list[tuple[int, str]] = []  # heap of (order, id); stale entries skipped
         self._next_worker = 0
         self._queue: deque[_Waiting] = deque()
         self._dispatch_pending = False
@@ -104,17 +116,15 @@ class Scheduler:
     def queued(self) -> list[str]:
         return [w.session_id for w in self._queue]
 
-    def _count(self, status: WorkerStatus) -> int:
-        return sum(1 for w in self._workers.values() if w.status == status)
-
     def status(self) -> PoolStatus:
+        counts = self._counts
         return PoolStatus(
             at=float(self._env.now),
             capacity=self.capacity,
             workers=len(self._workers),
-            idle=self._count("idle"),
-            busy=self._count("busy"),
-            restarting=self._count("restarting"),
+            idle=counts["idle"],
+            busy=counts["busy"],
+            restarting=counts["restarting"],
             queued=len(self._queue),
         )
 
@@ -122,7 +132,7 @@ class Scheduler:
 
     def admit(self) -> None:
         """Refuse with 503 ``at_capacity`` when no worker is free and the queue is full."""
-        idle = self._count("idle")
+        idle = self._counts["idle"]
         waiting = len(self._queue) - idle  # jobs that will really wait once dispatch runs
         if waiting < 0 or waiting < self.queue_bound:
             return
@@ -154,6 +164,10 @@ class Scheduler:
 
     def enqueue(self, session_id: str, created_at: float) -> None:
         self._queue.append(_Waiting(session_id, created_at + self._startup_timeout))
+        self._defer(self._wake)
+
+    def _wake(self) -> None:
+        """Schedule the dispatch and the start-up watch the queue now needs."""
         self._request_dispatch()
         self._arm_watch()
 
@@ -169,9 +183,24 @@ class Scheduler:
 
     def _add_worker(self) -> Worker:
         self._next_worker += 1
-        worker = Worker(id=f"worker-{self._next_worker:04d}")
+        worker = Worker(id=f"worker-{self._next_worker:04d}", order=self._next_worker)
         self._workers[worker.id] = worker
+        self._counts["idle"] += 1
+        heapq.heappush(self._idle, (worker.order, worker.id))
         return worker
+
+    def _set(self, worker: Worker, status: WorkerStatus) -> None:
+        """Change a worker's status, keeping the counts and the idle heap."""
+        counts = self._counts
+        counts[worker.status] -= 1
+        counts[status] += 1
+        worker.status = status
+        if status == "idle":
+            heapq.heappush(self._idle, (worker.order, worker.id))
+
+    def _remove(self, worker: Worker) -> None:
+        self._counts[worker.status] -= 1
+        del self._workers[worker.id]
 
     def _active(self) -> list[Worker]:
         return [w for w in self._workers.values() if not w.retiring]
@@ -188,9 +217,9 @@ class Scheduler:
         worker.session_id = None
         worker.free_by = None
         if worker.retiring:
-            del self._workers[worker_id]
+            self._remove(worker)
             return
-        worker.status = "idle"
+        self._set(worker, "idle")
         self._request_dispatch()
 
     def crash(self, worker_id: str, restart_seconds: float) -> str | None:
@@ -199,7 +228,7 @@ class Scheduler:
         if worker.status == "restarting":
             return None
         hosted = worker.session_id
-        worker.status = "restarting"
+        self._set(worker, "restarting")
         worker.session_id = None
         worker.free_by = None
         worker.back_at = float(self._env.now) + restart_seconds
@@ -213,9 +242,9 @@ class Scheduler:
             return
         worker.back_at = None
         if worker.retiring:
-            del self._workers[worker_id]
+            self._remove(worker)
             return
-        worker.status = "idle"
+        self._set(worker, "idle")
         self._request_dispatch()
 
     def set_capacity(self, workers: int) -> None:
@@ -237,7 +266,7 @@ class Scheduler:
         excess = len(active) - workers
         for worker in reversed(active):
             if excess and worker.status == "idle":
-                del self._workers[worker.id]
+                self._remove(worker)
                 excess -= 1
         for worker in reversed(active):
             if excess and worker.id in self._workers and not worker.retiring:
@@ -252,15 +281,25 @@ class Scheduler:
         self._dispatch_pending = True
         self._env.timeout(0).callbacks.append(self._dispatch)
 
+    def _next_idle(self) -> Worker | None:
+        """The idle worker created first (heap entries of workers that changed are skipped)."""
+        idle, workers = self._idle, self._workers
+        while idle:
+            _order, worker_id = heapq.heappop(idle)
+            worker = workers.get(worker_id)
+            if worker is not None and worker.status == "idle":
+                return worker
+        return None
+
     def _dispatch(self, _event: simpy.Event) -> None:
         self._dispatch_pending = False
-        for worker in list(self._workers.values()):
-            if not self._queue:
+        queue = self._queue
+        while queue:
+            worker = self._next_idle()
+            if worker is None:
                 break
-            if worker.status != "idle" or worker.id not in self._workers:
-                continue
-            waiting = self._queue.popleft()
-            worker.status = "busy"
+            waiting = queue.popleft()
+            self._set(worker, "busy")
             worker.session_id = waiting.session_id
             self._place(waiting.session_id, worker)
 
@@ -281,3 +320,8 @@ class Scheduler:
         while self._queue and self._queue[0].deadline <= now + 1e-9:
             self._expire(self._queue.popleft().session_id)
         self._arm_watch()
+
+
+def _now(action: Callable[[], object]) -> None:
+    """``defer`` without a journal: run at once."""
+    action()

@@ -1,68 +1,59 @@
-"""The realtime session service: create, list, retrieve, end, and the simulator's controls.
+"""The realtime session service: create, list, retrieve, end, and the audio a client sends.
 
 It owns every session of the platform and is the only code that changes one. Each change goes
-through ``_move``, which consults the declared transition table (``sim.lifecycle``), and through
-``_fire`` for the effects a transition carries: timestamps, events (GAP-EV-1), the worker, the
-concurrency counts and, exactly once per started session, the billing hand-off (GAP-SES-3).
+through ``_move``, which takes a row of the declared transition table (``sim.lifecycle``): the
+row names the new status, the event to publish and, for a terminal row, the end reason or error
+code. ``_fire`` and ``_finish`` apply the effects a transition carries: timestamps, events
+(GAP-EV-1), the worker, the concurrency counts and, exactly once per started session, the billing
+hand-off (GAP-SES-3).
 
 Rate limits and idempotency are applied around this service by ``sim.platform``; everything else
 about a create happens here, in this order: body validation, the avatar, the per-key then
 per-organization caps, credits, admission (``prepare_create``: nothing is stored), then the
 session itself (``commit``: one unit of ``Journal.atomic``, so a failure half-way leaves no
-session, index entry, cap slot or queued job behind, and no event).
+session, store row, index entry, cap slot or queued job behind, and no event).
+
+Records: sessions live in a ``SessionStore`` (finished ones as columns), their transitions in a
+``TransitionLog``, and their events are published with the few raw values their payload needs
+(the session's row, status and usage at that moment), rendered when read.
 """
 
 from __future__ import annotations
 
 import builtins
 import copy
+import random
 from collections.abc import Callable
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from sim.accounts import AccountRegistry, Caller
-from sim.config import Distribution
-from sim.errors import Conflict, NotFound, Unprocessable
-from sim.journal import Prepared, discard
+from sim.config import BILLING_SURFACES
+from sim.errors import NotFound, Unprocessable
+from sim.journal import Prepared
 from sim.kernel import Kernel
-from sim.lifecycle import STATUSES, SessionStatus, Trigger, next_status
-from sim.pagination import page, validate_limit
+from sim.lifecycle import ROWS, STATUSES, TERMINAL, SessionTransition, Trigger, transition
+from sim.pagination import paginate
 from sim.ports import AvatarLookup, BillingPort, SessionUsage
-from sim.sessions.audio import AudioKind, AudioTrack
-from sim.sessions.cost import ScheduleCounter
-from sim.sessions.faults import FaultState, SlowStartup
+from sim.sessions.audio import AudioKind, AudioTrack, TalkSpurts
+from sim.sessions.events import SessionEvents
+from sim.sessions.faults import FaultState, FleetFaults
 from sim.sessions.heartbeat import HeartbeatTrack
+from sim.sessions.history import TransitionLog
 from sim.sessions.limits import ConcurrencyCaps
 from sim.sessions.pipecat import RelayCredentials, issue_relay
 from sim.sessions.records import (
     Session,
     SessionState,
-    Transition,
     final_usage_seconds,
-    render_session,
     snapshot,
     usage_of,
 )
 from sim.sessions.scheduler import PoolStatus, Scheduler, Worker
+from sim.sessions.store import SessionStore
 from sim.sessions.validation import parse_pipecat_request, parse_session_request
 from sim.sessions.worker import SessionRuntime
 
 __all__ = ["BILLING_SURFACES", "SessionService"]
-
-BILLING_SURFACES: Final[tuple[str, ...]] = (
-    "api",
-    "playground",
-    "embed",
-    "share",
-    "public_demo",
-    "pipecat",
-    "agora",
-    "video_generation",
-)
-
-_MESSAGES: Final[dict[str, str]] = {
-    "no_capacity": "No worker could take the session within the start-up timeout.",
-    "worker_lost": "The worker hosting the session stopped responding.",
-}
 
 
 class SessionService:
@@ -76,22 +67,21 @@ class SessionService:
         self._kernel = kernel
         self._config = kernel.config
         self._clock = kernel.clock
+        self._fps = kernel.config.sessions.frames_per_second
         self._accounts = accounts
         self._billing = billing
         self._avatars = avatars
-        self._states: dict[str, SessionState] = {}
-        self._by_org: dict[str, list[str]] = {}
+        self._store = SessionStore()
+        self._history = TransitionLog(keep=kernel.config.history.transitions)
         self._relays: dict[str, RelayCredentials] = {}
-        self._losing: set[str] = set()
         self._caps = ConcurrencyCaps(self._config.limits.concurrent_sessions_per_key)
-        self._counter = ScheduleCounter.install(kernel.clock.env)
-        self._faults = FaultState(kernel.streams.stream("faults"))
+        fault_state = FaultState(kernel.streams.stream("faults"))
         self._runtime = SessionRuntime(
             kernel.clock.env,
             self._config,
             boot_rng=kernel.streams.stream("worker_boot"),
             first_frame_rng=kernel.streams.stream("first_frame"),
-            faults=self._faults,
+            faults=fault_state,
             fire=self._fire,
         )
         self._scheduler = Scheduler(
@@ -100,6 +90,25 @@ class SessionService:
             self._config.limits.startup_timeout_seconds,
             place=self._place,
             expire=self._expire,
+            defer=kernel.journal.defer,
+        )
+        self.faults = FleetFaults(
+            kernel.clock,
+            self._config,
+            fault_state,
+            self._scheduler,
+            session=self._get,
+            hosted=self._live,
+            fire=self._fire,
+            check=self._runtime.check,
+        )
+        self.events = SessionEvents(
+            kernel.events,
+            self._store,
+            kernel.clock,
+            frames_per_second=self._fps,
+            tracks=self.published_tracks,
+            rpc=self._config.sessions.barge_in_rpc,
         )
 
     # -- contract operations -----------------------------------------------------------------
@@ -185,7 +194,7 @@ class SessionService:
             self._relays[state.id] = relay
             return {
                 "object": "pipecat.session",
-                "relay": relay.render(self._clock),
+                "relay": relay.to_resource(self._clock),
                 "session": self._render(state),
             }
 
@@ -200,29 +209,21 @@ class SessionService:
     ) -> dict[str, Any]:
         """Newest first; the cursor is positioned in the unfiltered list (GAP-SES-6)."""
         caller.require_unrestricted()
-        limits = self._config.limits
-        validate_limit(limit, limits.page_size_min, limits.page_size_max)
         if status is not None and status not in STATUSES:
             raise Unprocessable(
                 "validation.enum",
                 f"`status` must be one of: {', '.join(STATUSES)}.",
                 param="status",
             )
-        ids = list(reversed(self._by_org.get(caller.org_id, [])))
-        if starting_after is not None:
-            try:
-                ids = ids[ids.index(starting_after) + 1 :]
-            except ValueError:
-                raise Unprocessable(
-                    "validation.cursor",
-                    "starting_after does not name an item of this list.",
-                    param="starting_after",
-                ) from None
-        states = [self._states[i] for i in ids]
-        if status is not None:
-            states = [s for s in states if s.status == status]
-        return page(
-            states, limit=limit, starting_after=None, cursor_of=lambda s: s.id, render=self._render
+        store = self._store
+        return paginate(
+            store.org_rows(caller.org_id)[::-1],
+            limit=limit,
+            starting_after=starting_after,
+            limits=self._config.limits,
+            cursor_of=lambda row: store.ids[row],
+            render=lambda row: self._render(store.state(row)),
+            keep=None if status is None else (lambda row: store.status(row) == status),
         )
 
     def end(self, caller: Caller, session_id: str) -> dict[str, Any]:
@@ -234,14 +235,15 @@ class SessionService:
                 self._scheduler.withdraw(state.id)
             self._finish(state, "end")
         elif state.status == "running":
-            self._move(state, "end")
-            state.ending_at = self._clock.now
-            drain = self._runtime.drain(state)
-            self._worker_free_by(state, self._clock.now + drain)
-            self._emit("session.ending", state, drain_seconds=drain)
+            now = self._clock.now
+            row = self._move(state, "end", now)
+            state.ending_at = now
+            drain = self._runtime.drain(state, now)
+            self._worker_free_by(state, now + drain)
+            self._emit(row, state, now, drain)
         return self._render(state)
 
-    # -- simulator-side controls -------------------------------------------------------------
+    # -- the audio a client sends ------------------------------------------------------------
 
     def inject_audio(
         self, session_id: str, *, kind: Literal["speech", "silence"], duration: float
@@ -263,19 +265,32 @@ class SessionService:
         audio_kind: AudioKind = kind
         state.audio.receive(self._clock.now, audio_kind, duration)
 
+    def play_audio(
+        self,
+        session_id: str,
+        pattern: TalkSpurts,
+        *,
+        rng: random.Random,
+        until: float | None = None,
+    ) -> None:
+        """The client publishes a talk-spurt ``pattern`` from now until ``until`` (simulated
+        seconds; ``None``: until it ends the session), in one call whatever its length
+        (GAP-SES-5). ``rng`` draws the pattern's phase when it is observed. Like
+        ``inject_audio``, only a running session listens."""
+        state = self._get(session_id)
+        if state.status != "running" or state.audio is None:
+            return
+        state.audio.play(self._clock.now, pattern, rng, until)
+
     def clear_buffer(self, session_id: str) -> None:
         """Barge-in through ``lk.clear_buffer``: drop the worker's buffered output."""
         state = self._get(session_id)
         if state.status != "running" or state.audio is None:
             return
-        dropped = state.audio.clear(self._clock.now)
+        now = self._clock.now
+        dropped = state.audio.clear(now)
         state.barge_ins += 1
-        self._emit(
-            "session.barge_in",
-            state,
-            dropped_seconds=dropped,
-            rpc=self._config.sessions.barge_in_rpc,
-        )
+        self.events.publish("session.barge_in", state, now, usage_of(state, now), dropped)
         self._runtime.check(state)  # cutting the timeline can bring the idle deadline forward
 
     def rpc(self, session_id: str, method: str) -> None:
@@ -292,88 +307,23 @@ class SessionService:
         sessions = self._config.sessions
         return sessions.video_track_name, sessions.audio_track_name
 
-    # -- faults (SIM-9) ----------------------------------------------------------------------
-
-    def crash_worker(self, *, session_id: str | None = None, worker_id: str | None = None) -> str:
-        """Crash the worker hosting ``session_id`` (or the worker ``worker_id``).
-
-        Its session fails with ``worker_lost`` (or, while draining, ends as the customer asked),
-        billed up to the crash and only once; the worker returns after
-        ``worker_restart_seconds``. Returns the crashed worker's id.
-        """
-        if (session_id is None) == (worker_id is None):
-            raise ValueError("name exactly one of session_id or worker_id")
-        if session_id is not None:
-            state = self._get(session_id)
-            if state.worker_id is None or state.status not in ("starting", "running", "ending"):
-                raise Conflict("session.no_worker", f"Session {session_id} is not on a worker.")
-            worker_id = state.worker_id
-        assert worker_id is not None
-        try:
-            self._scheduler.worker(worker_id)
-        except KeyError:
-            raise NotFound("worker.not_found", f"No worker {worker_id}.") from None
-        hosted = self._scheduler.crash(worker_id, self._config.scheduler.worker_restart_seconds)
-        self._faults.crashes += 1
-        if hosted is not None:
-            self._fire(self._states[hosted], "worker_crash")
-        return worker_id
-
-    def set_capacity(self, workers: int) -> None:
-        """Grow or shrink the worker pool (capacity loss: queued jobs then time out)."""
-        self._scheduler.set_capacity(workers)
-
-    def slow_startup(
-        self, extra: float | Distribution, *, duration: float | None = None
-    ) -> SlowStartup:
-        """Add ``extra`` seconds (or a distribution) to every worker boot for ``duration``
-        seconds from now (``None``: until ``clear_slow_startup``)."""
-        until = None if duration is None else self._clock.now + duration
-        return self._faults.slow_startup(extra, until)
-
-    def clear_slow_startup(self) -> None:
-        self._faults.clear_slow_startup()
-
-    def lose_heartbeats(self, session_id: str, duration: float) -> float | None:
-        """Drop the running session's heartbeats for ``duration`` seconds from now.
-
-        ``usage`` freezes at the last received heartbeat; when the silence exceeds
-        ``heartbeat_loss_limit_seconds`` the session fails with ``worker_lost``. Returns the
-        moment the worker will be declared lost, or ``None`` if it survives the loss.
-        """
-        state = self._get(session_id)
-        if state.status != "running" or state.heartbeats is None:
-            raise Conflict("session.not_running", f"Session {session_id} is not running.")
-        if duration <= 0:
-            raise Unprocessable("validation.range", "`duration` must be > 0.", param="duration")
-        limit = self._config.sessions.heartbeat_loss_limit_seconds
-        lost_at = state.heartbeats.lose(self._clock.now, duration, limit)
-        self._losing.add(state.id)
-        if lost_at is not None:
-            current = state.heartbeat_lost_at
-            state.heartbeat_lost_at = lost_at if current is None else min(current, lost_at)
-            self._runtime.check(state)
-        return lost_at
-
     # -- views for collectors, the status endpoint and tests -----------------------------------
+
+    @property
+    def store(self) -> SessionStore:
+        """Every session, live and finished, as columns (for bulk collectors)."""
+        return self._store
 
     def sessions(self) -> builtins.list[Session]:
         """Immutable snapshots of every session, in creation order."""
-        now = self._clock.now
-        fps = self._config.sessions.frames_per_second
-        return [snapshot(s, now, fps, self.published_tracks) for s in self._states.values()]
+        return [self._snapshot(row) for row in range(len(self._store))]
+
+    def session(self, session_id: str) -> Session:
+        return self._snapshot(self._get(session_id).number)
 
     def render(self, session_id: str) -> dict[str, Any]:
         """The contract shape of any session, without a caller (admin API, scenarios)."""
         return self._render(self._get(session_id))
-
-    def session(self, session_id: str) -> Session:
-        return snapshot(
-            self._get(session_id),
-            self._clock.now,
-            self._config.sessions.frames_per_second,
-            self.published_tracks,
-        )
 
     def relay(self, session_id: str) -> RelayCredentials:
         try:
@@ -391,66 +341,30 @@ class SessionService:
     def workers(self) -> builtins.list[Worker]:
         return [copy.copy(w) for w in self._scheduler.workers()]
 
-    @property
-    def scheduled_events(self) -> int:
-        """Events scheduled on the platform's environment so far (the cost yardstick)."""
-        return self._counter.count
-
-    def _heartbeats_failing(self, now: float) -> bool:
-        self._losing = {i for i in self._losing if self._states[i].status in ("running", "ending")}
-        for session_id in self._losing:
-            heartbeats = self._states[session_id].heartbeats
-            if heartbeats is not None and heartbeats.losing(now):
-                return True
-        return False
-
-    def degraded(self) -> bool:
-        """Capacity below configuration, or a fault active (GAP-PUB-1)."""
-        pool = self._scheduler.status()
-        now = self._clock.now
-        return (
-            pool.capacity < self._config.scheduler.workers
-            or pool.restarting > 0
-            or self._faults.slow_active(now)
-            or self._heartbeats_failing(now)
-        )
-
-    def platform_status(self) -> dict[str, Any]:
-        """``GET /v1/status`` (GAP-PUB-1), from the fleet's point of view."""
-        pool = self._scheduler.status()
-        if pool.idle + pool.busy == 0:
-            status = "major_outage"
-        elif self.degraded():
-            status = "degraded"
-        else:
-            status = "operational"
-        return {
-            "object": "status",
-            "status": status,
-            "updated_at": self._clock.timestamp(),
-            "components": [
-                {"name": "api", "status": "operational"},
-                {"name": "realtime_sessions", "status": status},
-            ],
-        }
-
-    # -- internals: lookup, creation ---------------------------------------------------------
+    # -- internals: lookup, rendering, creation ------------------------------------------------
 
     def _get(self, session_id: str) -> SessionState:
-        state = self._states.get(session_id)
-        if state is None:
+        row = self._store.row(session_id)
+        if row is None:
             raise NotFound("session.not_found", f"No session {session_id}.")
-        return state
+        return self._store.state(row)
 
     def _owned(self, caller: Caller, session_id: str) -> SessionState:
         """Another organization's session does not exist for the caller (AUTH-7)."""
-        state = self._states.get(session_id)
+        row = self._store.row(session_id)
+        state = None if row is None else self._store.state(row)
         if state is None or state.org_id != caller.org_id:
             raise NotFound("session.not_found", f"No session {session_id}.")
         return state
 
     def _render(self, state: SessionState) -> dict[str, Any]:
-        return render_session(state, self._clock, self._config.sessions.frames_per_second)
+        return state.to_resource(self._clock, self._fps)
+
+    def _snapshot(self, row: int) -> Session:
+        state = self._store.state(row)
+        return snapshot(
+            state, self._clock.now, self._fps, self.published_tracks, self._history.of(state)
+        )
 
     def _admissible(self, caller: Caller, avatar_id: str) -> None:
         """The checks of a create after its body, in order: avatar, caps, credits, admission."""
@@ -491,6 +405,7 @@ class SessionService:
         now = self._clock.now
         state = SessionState(
             id=self._kernel.ids.new("session"),
+            number=self._store.next_row(),
             org_id=org_id,
             key_id=caller.key_id,
             key_secret=caller.key.secret,
@@ -501,44 +416,49 @@ class SessionService:
             worker_token=worker_token,
             idle_timeout_seconds=idle_timeout,
             max_duration_seconds=min(max_duration, plan.max_session_duration_seconds),
-            metadata=copy.deepcopy(metadata),
+            metadata=copy.deepcopy(metadata) if metadata else {},
             embed_id=embed_id,
             resets_on_silence=resets_on_silence,
             created_at=now,
         )
-        state.history.append(Transition(now, None, "create", next_status(None, "create")))
-        # Each undo is registered before its change, so a change that fails half-way is undone
-        # too; each undo is safe to run whether or not its change happened.
-        journal.on_undo(lambda: self._states.pop(state.id, None))
-        self._states[state.id] = state
-        org_sessions = self._by_org.setdefault(org_id, [])
-        journal.on_undo(lambda: discard(org_sessions, state.id))
-        org_sessions.append(state.id)
+        self._history.append(state, now, "create", transition(None, "create").target)
+        # Each undo is registered before its change and is safe to run whether or not the change
+        # happened, so a change that fails half-way is undone too. The state's own history and
+        # status go with the state; its event is held back by the journal until the unit ends.
+        journal.on_undo(lambda: self._store.remove(state))
+        self._store.add(state)
         self._caps.add(state.key_secret, org_id)
         journal.on_undo(lambda: self._caps.remove(state.key_secret, org_id))
-        self._move(state, "admit")
-        self._emit("session.queued", state)
+        self._emit(self._move(state, "admit", now), state, now)
         journal.on_undo(lambda: self._scheduler.withdraw(state.id))
         self._scheduler.enqueue(state.id, now)
         return state
 
     # -- internals: transitions and their effects --------------------------------------------
 
-    def _move(self, state: SessionState, trigger: Trigger) -> SessionStatus:
+    def _move(self, state: SessionState, trigger: Trigger, now: float) -> SessionTransition:
         """The one place a status changes, and only along a row of the table."""
-        before = state.status
-        after = next_status(before, trigger)
-        state.status = after
+        row = ROWS.get((state.status, trigger)) or transition(state.status, trigger)
+        state.status = target = row.target
         state.generation += 1
         state.armed_at = None
-        state.history.append(Transition(self._clock.now, before, trigger, after))
-        if state.terminal:
+        self._history.append(state, now, trigger, target)
+        if target in TERMINAL:
             self._caps.remove(state.key_secret, state.org_id)
-        return after
+        return row
 
-    def _emit(self, type_: str, state: SessionState, **extra: Any) -> None:
-        data: dict[str, Any] = {"object": self._render(state), **extra}
-        self._kernel.events.emit(type_, state.org_id, data)
+    def _emit(
+        self, row: SessionTransition, state: SessionState, now: float, extra: Any = None
+    ) -> None:
+        """Publish the event of the transition ``row`` just taken (if it names one)."""
+        if row.event is not None:
+            self._publish(row.event, state, now, extra)
+
+    def _publish(self, type_: str, state: SessionState, now: float, extra: Any = None) -> None:
+        seconds = state.final_billable_seconds
+        if seconds is None:
+            seconds = 0 if state.heartbeats is None else state.heartbeats.usage_seconds(now)
+        self.events.publish(type_, state, now, seconds, extra)
 
     def _worker_free_by(self, state: SessionState, moment: float) -> None:
         if state.worker_id is None:
@@ -547,29 +467,36 @@ class SessionService:
         if worker is not None and worker.session_id == state.id:
             worker.free_by = moment
 
+    def _live(self, session_id: str) -> SessionState:
+        row = self._store.row(session_id)
+        state = None if row is None else self._store.live(row)
+        assert state is not None  # the scheduler only holds sessions that are not terminal
+        return state
+
     def _place(self, session_id: str, worker: Worker) -> None:
-        state = self._states[session_id]
-        self._move(state, "place")
-        state.started_at = self._clock.now
+        state = self._live(session_id)
+        now = self._clock.now
+        moved = self._move(state, "place", now)
+        state.started_at = now
         state.worker_id = worker.id
-        self._emit("session.starting", state, worker_id=worker.id)
-        self._runtime.boot(state)
+        self._emit(moved, state, now, worker.id)
+        self._runtime.boot(state, now)
 
     def _expire(self, session_id: str) -> None:
-        self._finish(self._states[session_id], "startup_timeout")
+        self._finish(self._live(session_id), "startup_timeout")
 
     def _fire(self, state: SessionState, trigger: Trigger) -> None:
         """Apply a worker-side trigger (first frame, deadlines, drain, crash, loss)."""
         if trigger == "first_frame":
             now = self._clock.now
-            self._move(state, "first_frame")
+            row = self._move(state, "first_frame", now)
             state.first_frame_at = now
             state.audio = AudioTrack.start(now, resets_on_silence=state.resets_on_silence)
             state.heartbeats = HeartbeatTrack(now, self._config.sessions.heartbeat_interval_seconds)
             self._worker_free_by(
                 state, now + state.max_duration_seconds + self._config.sessions.drain_max_seconds
             )
-            self._emit("session.first_frame", state, tracks=list(self.published_tracks))
+            self._emit(row, state, now)
             self._runtime.check(state)
             return
         if trigger == "heartbeat_lost" and state.worker_id is not None:
@@ -579,30 +506,24 @@ class SessionService:
 
     def _finish(self, state: SessionState, trigger: Trigger) -> None:
         """Move to a terminal status and apply the end-of-session effects exactly once."""
-        status = self._move(state, trigger)
         now = self._clock.now
+        row = self._move(state, trigger, now)
         state.ended_at = now
         state.final_billable_seconds = final_usage_seconds(state, now)
+        state.end_reason, state.error_code = row.end_reason, row.error_code
         if state.worker_id is not None:
             self._scheduler.release(state.worker_id, state.id)
-        if status == "ended":
-            state.end_reason = (
-                trigger if trigger in ("max_duration", "idle_timeout") else ("client_request")
-            )
-            self._emit("session.ended", state, reason=state.end_reason)
-        elif status == "failed":
-            code = "no_capacity" if trigger == "startup_timeout" else "worker_lost"
-            state.error_code, state.error_message = code, _MESSAGES[code]
-            self._emit("session.failed", state, code=code)
-        else:
-            self._emit("session.canceled", state)
+        self._emit(row, state, now, row.end_reason or row.error_code)
         if state.first_frame_at is not None and not state.charged:
             self._charge(state, now)
+        state.audio = state.heartbeats = None
+        self._history.close(state)
+        self._store.archive(state)
 
     def _charge(self, state: SessionState, now: float) -> None:
         state.charged = True
-        seconds, frames = usage_of(state, now, self._config.sessions.frames_per_second)
-        self._emit("session.usage", state, usage={"billable_seconds": seconds, "frames": frames})
+        seconds = usage_of(state, now)
+        self._publish("session.usage", state, now)
         self._billing.charge_session(
             SessionUsage(
                 session_id=state.id,
@@ -610,7 +531,7 @@ class SessionService:
                 quality=state.quality,
                 billing_surface=state.billing_surface,
                 billable_seconds=seconds,
-                frames=frames,
+                frames=seconds * self._fps,
                 ended_at=now,
                 avatar_id=state.avatar_id,
                 embed_id=state.embed_id,

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sim.config import LimitsConfig, SessionConfig
+from sim.config import QUALITIES, LimitsConfig, SessionConfig
 from sim.errors import InvalidRequest, Unprocessable
 from sim.metadata import check_metadata, reserved_key
 
@@ -35,7 +35,6 @@ __all__ = [
     "parse_session_request",
 ]
 
-QUALITIES: Final[tuple[str, ...]] = ("mock", "lite", "standard", "pro")
 AUDIO_SOURCES: Final[tuple[str, ...]] = ("track", "data_stream")
 RELAY_TYPES: Final[tuple[str, ...]] = ("websocket",)
 

@@ -21,7 +21,7 @@ import simpy
 
 from sim.config import SimConfig
 from sim.lifecycle import Trigger
-from sim.rng import sample
+from sim.rng import sampler
 from sim.sessions.faults import FaultState
 from sim.sessions.heartbeat import EPSILON
 from sim.sessions.records import SessionState
@@ -30,6 +30,15 @@ __all__ = ["Fire", "SessionRuntime"]
 
 #: The service's transition-with-effects: ``fire(state, trigger)``.
 Fire = Callable[[SessionState, Trigger], None]
+
+
+def _earliest(deadlines: list[tuple[float, Trigger]]) -> tuple[float, Trigger]:
+    """The earliest deadline; on a tie the one listed first."""
+    best = deadlines[0]
+    for deadline in deadlines[1:]:
+        if deadline[0] < best[0]:
+            best = deadline
+    return best
 
 
 class SessionRuntime:
@@ -45,46 +54,43 @@ class SessionRuntime:
     ) -> None:
         self._env = env
         self._config = config
-        self._boot_rng = boot_rng
-        self._first_frame_rng = first_frame_rng
+        self._boot = sampler(config.scheduler.worker_boot, boot_rng)
+        self._first_frame = sampler(config.scheduler.first_frame_latency, first_frame_rng)
         self._faults = faults
         self._fire = fire
 
     @property
     def now(self) -> float:
-        return float(self._env.now)
+        return float(self._env._now)
 
     def _after(self, delay: float, state: SessionState, action: Callable[[], None]) -> None:
         generation = state.generation
-        event = self._env.timeout(max(0.0, delay))
 
         def run(_event: simpy.Event) -> None:
             if state.generation == generation:
                 action()
 
-        event.callbacks.append(run)
+        self._env.timeout(max(0.0, delay)).callbacks.append(run)
 
     # -- boot ------------------------------------------------------------------------------
 
-    def boot(self, state: SessionState) -> float:
+    def boot(self, state: SessionState, now: float) -> float:
         """Schedule the first frame of a session just placed; returns the delay until it."""
-        scheduler = self._config.scheduler
-        boot = sample(scheduler.worker_boot, self._boot_rng) + self._faults.extra_boot(self.now)
-        first = sample(scheduler.first_frame_latency, self._first_frame_rng)
-        delay = boot + first
+        delay = self._boot() + self._faults.extra_boot(now) + self._first_frame()
         self._after(delay, state, lambda: self._fire(state, "first_frame"))
         return delay
 
     # -- deadlines while running -------------------------------------------------------------
 
-    def deadlines(self, state: SessionState) -> list[tuple[float, Trigger]]:
+    def deadlines(self, state: SessionState, now: float) -> list[tuple[float, Trigger]]:
         """Every deadline of a running session, in the order ties are broken."""
         assert state.first_frame_at is not None
         found: list[tuple[float, Trigger]] = [
             (state.first_frame_at + state.max_duration_seconds, "max_duration")
         ]
-        if state.observes_audio and state.audio is not None:
-            found.append((state.audio.idle_deadline(state.idle_timeout_seconds), "idle_timeout"))
+        audio = state.audio
+        if audio is not None:  # every transport observes inbound audio
+            found.append((audio.idle_deadline(state.idle_timeout_seconds, now), "idle_timeout"))
         if state.heartbeat_lost_at is not None:
             found.append((state.heartbeat_lost_at, "heartbeat_lost"))
         return found
@@ -93,8 +99,9 @@ class SessionRuntime:
         """Fire the earliest deadline if it is due; otherwise make sure a timer wakes for it."""
         if state.status != "running":
             return
-        moment, trigger = min(self.deadlines(state), key=lambda d: d[0])
-        if moment <= self.now + EPSILON:
+        now = self.now
+        moment, trigger = _earliest(self.deadlines(state, now))
+        if moment <= now + EPSILON:
             self._fire(state, trigger)
             return
         if state.armed_at is not None and state.armed_at <= moment + EPSILON:
@@ -106,17 +113,24 @@ class SessionRuntime:
                 state.armed_at = None
             self.check(state)
 
-        self._after(moment - self.now, state, wake)
+        self._after(moment - now, state, wake)
 
     # -- drain -----------------------------------------------------------------------------
 
-    def drain(self, state: SessionState) -> float:
-        """Schedule the end of the graceful drain after ``end`` (GAP-SES-5); returns its length."""
+    def drain(self, state: SessionState, now: float) -> float:
+        """Schedule the end of the graceful drain after ``end`` (GAP-SES-5); returns its length.
+
+        The customer stops publishing when it ends the session: its audio is cut here, and what
+        the worker still has buffered is played out within the drain.
+        """
         sessions = self._config.sessions
-        buffered = state.audio.buffered(self.now) if state.audio is not None else 0.0
+        buffered = 0.0
+        if state.audio is not None:
+            state.audio.cut(now)
+            buffered = state.audio.buffered(now)
         seconds = min(sessions.drain_base_seconds + buffered, sessions.drain_max_seconds)
-        if state.heartbeat_lost_at is not None and state.heartbeat_lost_at < self.now + seconds:
-            lost_in = state.heartbeat_lost_at - self.now
+        if state.heartbeat_lost_at is not None and state.heartbeat_lost_at < now + seconds:
+            lost_in = state.heartbeat_lost_at - now
             self._after(lost_in, state, lambda: self._fire(state, "heartbeat_lost"))
         else:
             self._after(seconds, state, lambda: self._fire(state, "drain_complete"))

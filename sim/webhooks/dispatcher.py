@@ -1,6 +1,7 @@
 """The webhook dispatcher: endpoints per organization, and deliveries of every matching event.
 
-Subscribed to the event log, it creates one ``Delivery`` per (event, endpoint of the event's
+It subscribes to the event log for each organization that registers an endpoint (events of other
+organizations never reach it), creates one ``Delivery`` per (event, endpoint of the event's
 organization that wants the type), in registration order, and runs one SimPy process per
 delivery. The process makes attempt 1 at the event's time, then waits ``retry_delays_seconds``
 after each failed attempt; a 2xx ends it ``succeeded``, the last failure ``failed``. Cost per
@@ -49,7 +50,7 @@ class WebhookDispatcher:
         self._attempts: list[Attempt] = []
         self._attempt_index: dict[tuple[str, int], int] = {}
         self._awaiting: dict[tuple[str, int], simpy.Event] = {}
-        kernel.events.subscribe(self._on_event)
+        self._listening: set[str] = set()  # organizations whose events the dispatcher receives
 
     # -- endpoints -----------------------------------------------------------------------------
 
@@ -66,6 +67,9 @@ class WebhookDispatcher:
             created_at=self._kernel.clock.now,
         )
         self._endpoints[endpoint.id] = endpoint
+        if org_id not in self._listening:
+            self._listening.add(org_id)
+            self._kernel.events.subscribe(self._on_event, org_id=org_id)
         return endpoint
 
     def remove_endpoint(self, org_id: str, endpoint_id: str) -> Endpoint:

@@ -8,9 +8,11 @@ and engine error as text, so a test can assert "zero" and show what went wrong o
 
 Why this platform configuration (the only deviations from the defaults):
 
-* rate limits are off: the virtual clock does not move during a fuzz, so per-minute windows would
-  answer nearly every create with 429 after the first few and starve the stateful phase of
-  sessions and runs to follow links from; 429 handling is tested directly elsewhere;
+* rate limits are out of reach: the virtual clock does not move during a fuzz, so per-minute
+  windows would answer nearly every create with 429 after the first few and starve the stateful
+  phase of sessions and runs to follow links from; 429 handling is tested directly elsewhere. The
+  limits stay on (with a window no fuzz can fill) rather than off, because an answer of a limited
+  operation carries the `X-RateLimit-*` headers the contract requires only while a limit exists;
 * the per-key session cap is raised to the enterprise plan's organization cap, for the same
   reason; the organization cap stays below workers + queue, so ``at_capacity`` (a 503, which the
   ``not_a_server_error`` check would count) cannot happen;
@@ -75,6 +77,10 @@ class FuzzReport:
         return "\n".join(lines)
 
 
+#: A per-window request limit far above what any fuzz run sends.
+_UNREACHABLE = 1_000_000
+
+
 def fuzz_config() -> SimConfig:
     """The platform configuration of a fuzz run (see the module docstring for why)."""
     defaults = SimConfig()
@@ -83,10 +89,10 @@ def fuzz_config() -> SimConfig:
         update={
             "concurrent_sessions_per_key": enterprise.concurrent_sessions,
             "rate": RateLimitConfig(
-                session_creates_per_window=None,
-                run_creates_per_window=None,
-                avatar_creates_per_window=None,
-                run_deletes_per_window=None,
+                session_creates_per_window=_UNREACHABLE,
+                run_creates_per_window=_UNREACHABLE,
+                avatar_creates_per_window=_UNREACHABLE,
+                run_deletes_per_window=_UNREACHABLE,
             ),
         }
     )

@@ -161,7 +161,7 @@ def state_digest(platform: Platform) -> str:
         "accounts": [repr(org) for org in platform.accounts.organizations()],
         "keys": sorted(repr(key) for key in platform.accounts._keys.values()),
         "sessions": [sessions.render(s.id) for s in sessions.sessions()],
-        "sessions_by_org": {k: list(v) for k, v in sessions._by_org.items() if v},
+        "sessions_by_org": {k: list(v) for k, v in sessions.store._by_org.items() if v},
         "caps": [
             sorted((k, n) for k, n in sessions._caps._by_key.items() if n),
             sorted((k, n) for k, n in sessions._caps._by_org.items() if n),

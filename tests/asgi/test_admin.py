@@ -1,4 +1,4 @@
-"""The simulator's controls are bounded and validated like ``/v1`` (SIM-8, SIM-9, GAP-SERVE-2).
+"""The simulator's controls are bounded and validated like ``/v1`` (SIM-8, SIM-9, GAP-SERVE-3).
 
 Reported: ``POST /_sim/clock/advance {"seconds": 1e12}`` overflowed the clock, and after a second
 call every route, public ones included, answered a plain-text 500 until restart; the README's

@@ -1,8 +1,8 @@
-"""The sessions benchmark runs and every simulated session finishes (no timing asserted)."""
+"""The benchmarks run and every simulated session finishes (no timing asserted)."""
 
 from __future__ import annotations
 
-from bench import bench_sessions
+from bench import bench_month, bench_sessions
 from bench.__main__ import discover
 
 
@@ -10,8 +10,15 @@ def test_sessions_bench_runs_at_a_tiny_scale() -> None:
     result = bench_sessions.run(0.005)  # raises if any session did not finish
     assert result["customers"] == 200
     assert result["ratio_platform_over_baseline"] > 0
-    assert result["long_over_short"] > 0
+    assert result["ratio_platform_audio_over_baseline"] > 0
+    assert result["long_over_short"] > 0 and result["long_over_short_audio"] > 0
+
+
+def test_month_bench_measures_a_tiny_month_in_a_subprocess() -> None:
+    report = bench_month._in_subprocess(300, "summary")
+    assert report["records"] == "summary" and report["sessions"] > 200
+    assert report["peak_rss_mb"] > 0 and report["wall_seconds"] >= 0
 
 
 def test_bench_discovers_every_module() -> None:
-    assert {"bench_sessions", "bench_usage"} <= set(discover())
+    assert {"bench_month", "bench_sessions", "bench_usage"} <= set(discover())

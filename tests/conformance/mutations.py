@@ -1,258 +1,473 @@
-"""Deliberate contract violations, each an ASGI wrapper around the real facade (HAR-6).
+"""Deliberate contract violations, one (at least) per conformance check (HAR-6).
 
-Each ``Mutation`` rewrites requests on their way in, or buffered responses on their way out, and
-names the conformance check that must report it. The harness has never seen these
-implementations: it only meets them through the ``Target``.
+Each ``Mutation`` is a small edit of the real facade's requests or responses (or of its
+configuration) and names the check that must report it. ``drive`` names the scenario checks whose
+traffic reaches the fault when the meant check only judges responses. The harness has never seen
+these implementations: it meets them only through the ``Target``.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-App = Callable[[Scope, Receive, Send], Awaitable[None]]
-Keys = dict[str, str]
+from harness.conformance.checks import CHECKS
+from tests.conformance.edits import Call, Edits, Keys, Reply, objects
 
-
-@dataclass
-class Reply:
-    """A buffered response a mutation may edit."""
-
-    status: int
-    headers: list[tuple[bytes, bytes]]
-    body: bytes
-
-    def header(self, name: str) -> str | None:
-        wanted = name.lower().encode()
-        return next((v.decode() for k, v in self.headers if k.lower() == wanted), None)
-
-    def drop(self, name: str) -> None:
-        wanted = name.lower().encode()
-        self.headers = [(k, v) for k, v in self.headers if k.lower() != wanted]
-
-    def json(self) -> Any:
-        try:
-            return json.loads(self.body)
-        except ValueError:
-            return None
-
-    def set_json(self, value: Any) -> None:
-        self.body = json.dumps(value).encode()
-
-
-def header_of(scope: Scope, name: str) -> str | None:
-    wanted = name.lower().encode()
-    return next((v.decode() for k, v in scope["headers"] if k.lower() == wanted), None)
-
-
-def set_header(scope: Scope, name: str, value: str) -> None:
-    wanted = name.lower().encode()
-    scope["headers"] = [(k, v) for k, v in scope["headers"] if k.lower() != wanted] + [
-        (wanted, value.encode())
-    ]
-
-
-RequestEdit = Callable[[Scope, Keys], None]
-ResponseEdit = Callable[[Scope, Reply, Keys], None]
-
-
-class Mutated:
-    """The facade with one request edit and/or one response edit applied."""
-
-    def __init__(
-        self, app: App, keys: Keys, request: RequestEdit | None, response: ResponseEdit | None
-    ) -> None:
-        self.app, self.keys, self.request, self.response = app, keys, request, response
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or str(scope["path"]).startswith("/_sim/"):
-            await self.app(scope, receive, send)
-            return
-        scope = dict(scope)
-        scope["headers"] = list(scope["headers"])
-        if self.request is not None:
-            self.request(scope, self.keys)
-        if self.response is None:
-            await self.app(scope, receive, send)
-            return
-        reply = Reply(0, [], b"")
-
-        async def capture(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                reply.status = message["status"]
-                reply.headers = list(message.get("headers", []))
-            elif message["type"] == "http.response.body":
-                reply.body += message.get("body", b"")
-
-        await self.app(scope, receive, capture)
-        assert self.response is not None
-        self.response(scope, reply, self.keys)
-        reply.drop("content-length")
-        headers = [*reply.headers, (b"content-length", str(len(reply.body)).encode())]
-        await send({"type": "http.response.start", "status": reply.status, "headers": headers})
-        await send({"type": "http.response.body", "body": reply.body})
+Edit = Callable[[Call, Reply], None]
 
 
 @dataclass(frozen=True)
 class Mutation:
     name: str
     caught_by: str
-    request: RequestEdit | None = None
-    response: ResponseEdit | None = None
-    fuzz: bool = False  # whether only fuzzed traffic reaches the fault
+    edits: Edits
+    drive: tuple[str, ...] = ()
+    api_key: Callable[[Keys], str] | None = None
 
-    def wrap(self, app: App, keys: Keys) -> Mutated:
-        return Mutated(app, keys, self.request, self.response)
-
-
-# -- the faults --------------------------------------------------------------------------------
-
-
-def _error(reply: Reply) -> dict[str, Any] | None:
-    body = reply.json()
-    if reply.status >= 400 and isinstance(body, dict) and isinstance(body.get("error"), dict):
-        return body
-    return None
+    @property
+    def fuzz(self) -> bool:
+        """Whether only fuzzed traffic reaches the fault (the meant check is schemathesis's)."""
+        return CHECKS[self.caught_by].kind == "fuzz"
 
 
-def extra_envelope_field(scope: Scope, reply: Reply, keys: Keys) -> None:
-    body = _error(reply)
-    if body is not None:
-        body["error"]["doc_url"] = "https://docs.example/errors"
+def _on(method: str, prefix: str, suffix: str = "") -> Callable[[Call], bool]:
+    return lambda c: c.method == method and c.path.startswith(prefix) and c.path.endswith(suffix)
+
+
+def _each(
+    kind: str, change: Callable[[dict[str, Any]], None], where: Callable[[Call], bool]
+) -> Edit:
+    """Apply ``change`` to every object of ``kind`` (by ``object``) in answers ``where`` holds."""
+
+    def edit(call: Call, reply: Reply) -> None:
+        body = reply.json()
+        if not where(call) or body is None:
+            return
+        for item in list(objects(body)):
+            if item.get("object") == kind:
+                change(item)
         reply.set_json(body)
 
-
-def drop_request_id(scope: Scope, reply: Reply, keys: Keys) -> None:
-    if scope["method"] == "GET" and scope["path"] == "/v1/models":
-        reply.drop("x-request-id")
+    return edit
 
 
-def request_id_mismatch(scope: Scope, reply: Reply, keys: Keys) -> None:
-    body = _error(reply)
-    if body is not None:
-        body["error"]["request_id"] = "req_00000000000000000000000000"
-        reply.set_json(body)
+def _body(change: Callable[[Any], Any], where: Callable[[Call], bool]) -> Edit:
+    def edit(call: Call, reply: Reply) -> None:
+        body = reply.json()
+        if where(call) and 200 <= reply.status < 300 and body is not None:
+            reply.set_json(change(body))
+
+    return edit
 
 
-def wrong_error_type(scope: Scope, reply: Reply, keys: Keys) -> None:
-    body = _error(reply)
-    if body is not None and reply.status == 404:
-        body["error"]["type"] = "invalid_request"
-        reply.set_json(body)
+def _set(**fields: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda item: item.update(fields)
 
 
-def camel_case_code(scope: Scope, reply: Reply, keys: Keys) -> None:
-    body = _error(reply)
-    if body is not None and reply.status == 401:
-        body["error"]["code"] = "ApiKeyInvalid"
-        reply.set_json(body)
+def _drop(*names: str) -> Callable[[Any], Any]:
+    def change(item: Any) -> Any:
+        for name in names:
+            item.pop(name, None)
+        return item
+
+    return change
 
 
-def accept_revoked_key(scope: Scope, keys: Keys) -> None:
-    if header_of(scope, "authorization") == f"Bearer {keys['revoked']}":
-        set_header(scope, "authorization", f"Bearer {keys['unrestricted']}")
+def _error(where: Callable[[Call, Reply], bool], **fields: Any) -> Edit:
+    def edit(call: Call, reply: Reply) -> None:
+        if reply.error() is not None and where(call, reply):
+            reply.edit_error(**fields)
+
+    return edit
 
 
-def ignore_scopes(scope: Scope, keys: Keys) -> None:
-    if header_of(scope, "authorization") == f"Bearer {keys['runs_read']}":
-        set_header(scope, "authorization", f"Bearer {keys['unrestricted']}")
+def _as_key(role: str, target: Callable[[Keys], str]) -> Callable[[Call], None]:
+    """Requests with the key of ``role`` are served as if made with ``target(keys)``."""
+
+    def edit(call: Call) -> None:
+        if call.header("authorization") == f"Bearer {call.keys[role]}":
+            call.set_header("authorization", f"Bearer {target(call.keys)}")
+
+    return edit
 
 
-def status_needs_a_key(scope: Scope, reply: Reply, keys: Keys) -> None:
-    if scope["path"] == "/v1/status" and header_of(scope, "authorization") is None:
-        reply.status = 401
-        reply.set_json(
-            {
-                "error": {
-                    "type": "authentication",
-                    "code": "api_key.missing",
-                    "message": "A key is required.",
-                    "param": None,
-                    "request_id": reply.header("x-request-id"),
-                }
-            }
-        )
+def _bearer(predicate: Callable[[str], bool]) -> Callable[[Call], None]:
+    """Requests whose bearer value satisfies ``predicate`` are served as the unrestricted key."""
+
+    def edit(call: Call) -> None:
+        header = call.header("authorization") or ""
+        if header.startswith("Bearer ") and predicate(header.removeprefix("Bearer ")):
+            call.set_header("authorization", f"Bearer {call.keys['unrestricted']}")
+
+    return edit
 
 
-def drop_ratelimit_remaining(scope: Scope, reply: Reply, keys: Keys) -> None:
-    reply.drop("x-ratelimit-remaining")
+def _query(change: Callable[[list[tuple[str, str]]], list[tuple[str, str]]], path: str) -> Any:
+    def edit(call: Call) -> None:
+        if call.method == "GET" and call.path.startswith(path):
+            call.set_query(change(call.query()))
+
+    return edit
 
 
-def drop_retry_after(scope: Scope, reply: Reply, keys: Keys) -> None:
-    reply.drop("retry-after")
+def _request_json(change: Callable[[Any], Any], method: str, path: str) -> Any:
+    def edit(call: Call) -> None:
+        body = call.json()
+        if call.method == method and call.path == path and isinstance(body, dict):
+            call.set_json(change(body))
+
+    return edit
 
 
-def replay_with_a_new_id(scope: Scope, reply: Reply, keys: Keys) -> None:
+def _status(code: int, where: Callable[[Call], bool]) -> Edit:
+    def edit(call: Call, reply: Reply) -> None:
+        if where(call):
+            reply.status = code
+
+    return edit
+
+
+def _header(name: str, value: str | None, where: Callable[[Call], bool]) -> Edit:
+    def edit(call: Call, reply: Reply) -> None:
+        if where(call):
+            if value is None:
+                reply.drop(name)
+            else:
+                reply.set_header(name, value)
+
+    return edit
+
+
+# -- faults that need a little more than a field edit ------------------------------------------
+
+
+def timeouts_ignored(field: str, requested: int, used: int) -> Edits:
+    """Sessions created asking ``field`` = ``requested`` are served with ``used``, and every
+    answer about them still says ``requested``."""
+
+    def request(call: Call) -> None:
+        body = call.json()
+        posted = call.method == "POST" and call.path == "/v1/sessions"
+        if posted and isinstance(body, dict) and body.get(field) == requested:
+            call.set_json({**body, field: used})
+            call.notes["ignored"] = True
+
+    def response(call: Call, reply: Reply) -> None:
+        ignored: set[str] = call.state.setdefault("ignored", set())
+        body = reply.json()
+        sessions = [s for s in objects(body) if s.get("object") == "session"]
+        if call.notes.get("ignored"):
+            ignored.update(str(s.get("id")) for s in sessions)
+        for session in sessions:
+            if session.get("id") in ignored:
+                session[field] = requested
+        if sessions:
+            reply.set_json(body)
+
+    return Edits(request=(request,), response=(response,))
+
+
+def replayed_new_id(call: Call, reply: Reply) -> None:
     body = reply.json()
     if reply.header("idempotent-replayed") and isinstance(body, dict):
         body["id"] = "sess_01ZZZZZZZZZZZZZZZZZZZZZZZZ"
         reply.set_json(body)
 
 
-def cursor_as_number(scope: Scope, reply: Reply, keys: Keys) -> None:
+def keys_never_expire(call: Call) -> None:
+    """Idempotency keys are remembered forever: a reuse with another body is 409 at any age."""
+    key = call.header("idempotency-key")
+    if call.method != "POST" or call.path != "/v1/sessions" or not key:
+        return
+    seen: dict[str, bytes] = call.state.setdefault("idempotency", {})
+    if key in seen and seen[key] != call.body:
+        call.refuse(409, "conflict", "idempotency_key.reused", "Key reused.", "Idempotency-Key")
+        return
+    seen[key] = call.body
+
+
+def long_keys_dropped(call: Call) -> None:
+    key = call.header("idempotency-key")
+    if key is not None and len(key) > 255:
+        call.scope["headers"] = [
+            (k, v) for k, v in call.scope["headers"] if k.lower() != b"idempotency-key"
+        ]
+
+
+def reserved_keys_dropped(body: Any) -> Any:
+    metadata = body.get("metadata")
+    if isinstance(metadata, dict):
+        body["metadata"] = {
+            k: v for k, v in metadata.items()
+            if not k.startswith("_avatar.") or k == "_avatar.debug_record"
+        }  # fmt: skip
+    return body
+
+
+def default_idle_60(body: Any) -> Any:
+    return body if "idle_timeout_seconds" in body else {**body, "idle_timeout_seconds": 60}
+
+
+def idle_clamped(body: Any) -> Any:
+    idle = body.get("idle_timeout_seconds")
+    return {**body, "idle_timeout_seconds": 600} if isinstance(idle, int) and idle > 600 else body
+
+
+def _clamp_limit(top: int) -> Callable[[list[tuple[str, str]]], list[tuple[str, str]]]:
+    def change(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        return [(n, str(top)) if n == "limit" and v.isdigit() and int(v) > top else (n, v)
+                for n, v in pairs]  # fmt: skip
+
+    return change
+
+
+def _without_param(name: str, longer_than: int = -1) -> Callable[[list[tuple[str, str]]], Any]:
+    return lambda pairs: [(n, v) for n, v in pairs if n != name or len(v) <= longer_than]
+
+
+def half_window_accepted(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    names = {n for n, _ in pairs}
+    if len(names & {"period_start", "period_end"}) == 1:
+        return [(n, v) for n, v in pairs if n not in ("period_start", "period_end")]
+    return pairs
+
+
+def default_page_of_3(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    return pairs if any(n == "limit" for n, _ in pairs) else [*pairs, ("limit", "3")]
+
+
+def rewrite_path(where: Callable[[Call], bool], suffix: str) -> Callable[[Call], None]:
+    def edit(call: Call) -> None:
+        if where(call):
+            call.scope["path"] = call.path + suffix
+
+    return edit
+
+
+def events_reversed(call: Call, reply: Reply) -> None:
     body = reply.json()
-    if isinstance(body, dict) and isinstance(body.get("next_cursor"), str):
-        body["next_cursor"] = 1
+    if call.path.endswith("/events") and isinstance(body, dict) and body.get("data"):
+        body["data"].reverse()
         reply.set_json(body)
 
 
-def ignore_starting_after(scope: Scope, keys: Keys) -> None:
-    query = [(k, v) for k, v in parse_qsl(scope["query_string"].decode()) if k != "starting_after"]
-    scope["query_string"] = urlencode(query).encode()
-
-
-def end_reopens(scope: Scope, reply: Reply, keys: Keys) -> None:
+def deleted_runs_hidden(call: Call, reply: Reply) -> None:
     body = reply.json()
-    ended = str(scope["path"]).endswith("/end") and isinstance(body, dict)
-    if ended and body.get("status") == "canceled":
-        body["status"] = "queued"
+    if call.method == "GET" and call.path == "/v1/runs" and isinstance(body, dict):
+        body["data"] = [r for r in body.get("data", []) if not r.get("deleted_at")]
         reply.set_json(body)
 
 
-def quota_server_error(scope: Scope, reply: Reply, keys: Keys) -> None:
-    if scope["path"] == "/v1/billing/quota" and reply.status == 200:
+def run_reads_need_no_key(call: Call) -> None:
+    if (
+        call.method == "GET"
+        and call.path.startswith("/v1/runs")
+        and not call.header("authorization")
+    ):
+        call.set_header("authorization", f"Bearer {call.keys['unrestricted']}")
+
+
+def by_model_over_total(body: Any) -> Any:
+    body["by_model"] = {"sim/echo-text": int(body.get("credits_charged", 0)) + 1}
+    return body
+
+
+def quota_server_error(call: Call, reply: Reply) -> None:
+    if call.path == "/v1/billing/quota" and reply.status == 200:
         reply.status = 500
-        reply.set_json(
-            {
-                "error": {
-                    "type": "internal",
-                    "code": "internal_error",
-                    "message": "boom",
-                    "param": None,
-                    "request_id": reply.header("x-request-id"),
-                }
-            }
-        )
+        request_id = reply.header("x-request-id")
+        reply.set_json({"error": {"type": "internal", "code": "internal_error", "message": "boom",
+                                  "param": None, "request_id": request_id}})  # fmt: skip
 
 
-def avatars_as_array(scope: Scope, reply: Reply, keys: Keys) -> None:
-    body = reply.json()
-    if scope["path"] == "/v1/avatars" and isinstance(body, dict) and "data" in body:
-        reply.set_json(body["data"])  # scripts that expect an object must not crash the run
+def alias(keys: Keys) -> str:
+    """A key of another form than sk_live_ that the mutant accepts for the unrestricted one."""
+    return "tok_" + keys["unrestricted"].removeprefix("sk_live_")
 
+
+_SESSIONS = _on("POST", "/v1/sessions")
+_ANY: Callable[[Call], bool] = lambda c: True  # noqa: E731
+_PLANS = _on("GET", "/v1/billing/plans")
 
 MUTATIONS: tuple[Mutation, ...] = (
-    Mutation("extra_envelope_field", "error_envelope_closed", response=extra_envelope_field),
-    Mutation("drop_request_id", "request_id_echoed", response=drop_request_id),
-    Mutation("request_id_mismatch", "request_id_echoed", response=request_id_mismatch),
-    Mutation("wrong_error_type", "error_type_matches_status", response=wrong_error_type),
-    Mutation("camel_case_code", "error_code_format", response=camel_case_code),
-    Mutation("accept_revoked_key", "revoked_key_rejected", request=accept_revoked_key),
-    Mutation("ignore_scopes", "scope_runs_read", request=ignore_scopes),
-    Mutation("status_needs_a_key", "public_endpoints", response=status_needs_a_key),
-    Mutation("drop_ratelimit_remaining", "rate_limit_headers", response=drop_ratelimit_remaining),
-    Mutation("drop_retry_after", "retry_after_present", response=drop_retry_after),
-    Mutation("replay_with_a_new_id", "idempotent_replay", response=replay_with_a_new_id),
-    Mutation("cursor_as_number", "next_cursor_type", response=cursor_as_number),
-    Mutation("ignore_starting_after", "list_walk", request=ignore_starting_after),
-    Mutation("end_reopens", "session_lifecycle", response=end_reopens),
-    Mutation("avatars_as_array", "list_envelope", response=avatars_as_array),
-    Mutation("quota_server_error", "not_a_server_error", response=quota_server_error, fuzz=True),
-)
+    # -- the error envelope and headers ---------------------------------------------------------
+    Mutation("extra_envelope_field", "error_envelope_closed",
+             Edits(response=(_error(lambda c, r: True, doc_url="https://docs.example/e"),)),
+             drive=("unauthenticated_rejected",)),
+    Mutation("wrong_error_type", "error_type_matches_status",
+             Edits(response=(_error(lambda c, r: r.status == 404, type="invalid_request"),)),
+             drive=("tenant_isolation",)),
+    Mutation("drop_request_id", "request_id_echoed",
+             Edits(response=(_header("x-request-id", None, _on("GET", "/v1/models")),)),
+             drive=("unauthenticated_rejected",)),
+    Mutation("request_id_mismatch", "request_id_echoed",
+             Edits(response=(_error(lambda c, r: True, request_id="req_00000000000000"),)),
+             drive=("unauthenticated_rejected",)),
+    Mutation("camel_case_code", "error_code_format",
+             Edits(response=(_error(lambda c, r: r.status == 401, code="ApiKeyInvalid"),)),
+             drive=("unauthenticated_rejected",)),
+    Mutation("drop_ratelimit_remaining", "rate_limit_headers",
+             Edits(response=(_header("x-ratelimit-remaining", None, _SESSIONS),)),
+             drive=("session_lifecycle",)),
+    Mutation("drop_retry_after", "retry_after_present",
+             Edits(response=(_header("retry-after", None, _ANY),)),
+             drive=("concurrent_sessions_refused",)),
+    # -- resources as the seed describes them -----------------------------------------------------
+    Mutation("avatar_ids_unprefixed", "ids_prefixed",
+             Edits(response=(_each("avatar", lambda a: a.update(id="avatar-" + a["id"][3:]),
+                                   _on("GET", "/v1/avatars")),)),
+             drive=("list_envelope",)),
+    Mutation("local_time_stamps", "timestamps_utc",
+             Edits(response=(_each("session", lambda s: s.update(
+                 created_at=s["created_at"].replace("Z", "+02:00")), _ANY),)),
+             drive=("session_lifecycle",)),
+    Mutation("status_as_text", "json_bodies",
+             Edits(response=(_header("content-type", "text/plain", _on("GET", "/v1/status")),)),
+             drive=("public_endpoints",)),
+    Mutation("worker_token_echoed", "worker_token_hidden",
+             Edits(response=(_each("session", lambda s: s["transport"].update(
+                 worker_token="conformance-worker-token-7f3a9c"), _SESSIONS),)),
+             drive=("session_lifecycle",)),
+    Mutation("session_without_usage", "session_shape",
+             Edits(response=(_each("session", _drop("usage"), _ANY),)),
+             drive=("session_lifecycle",)),
+    Mutation("is_demo_as_text", "avatar_shape",
+             Edits(response=(_each("avatar", lambda a: a.update(is_demo=str(a["is_demo"])),
+                                   _ANY),)),
+             drive=("list_envelope",)),
+    Mutation("run_without_credits", "run_shape",
+             Edits(response=(_each("run", _drop("credits"), _ANY),)), drive=("run_lifecycle",)),
+    Mutation("run_status_without_progress", "run_status_shape",
+             Edits(response=(_each("run.status", _drop("progress"), _ANY),)),
+             drive=("run_lifecycle",)),
+    Mutation("events_out_of_order", "run_event_shape", Edits(response=(events_reversed,)),
+             drive=("run_events",)),
+    Mutation("deletion_without_requested_at", "run_deletion_shape",
+             Edits(response=(_each("run.deletion", _drop("requested_at"), _ANY),)),
+             drive=("run_deletion",)),
+    Mutation("asset_size_as_text", "asset_shape",
+             Edits(response=(_each("asset", lambda a: a.update(byte_size=str(a["byte_size"])),
+                                   _ANY),)),
+             drive=("asset_content",)),
+    Mutation("model_without_pricing", "model_shape",
+             Edits(response=(_each("model", _drop("pricing"), _ANY),)),
+             drive=("unauthenticated_rejected",)),
+    Mutation("by_model_over_total", "usage_shape",
+             Edits(response=(_body(by_model_over_total, _on("GET", "/v1/usage")),)),
+             drive=("billing_reads",)),
+    Mutation("quota_without_can_start", "quota_shape",
+             Edits(response=(_body(_drop("can_start_session"), _on("GET", "/v1/billing/quota")),)),
+             drive=("billing_reads",)),
+    Mutation("relay_without_media_url", "pipecat_shape",
+             Edits(response=(_body(lambda b: {**b, "relay": _drop("media_url")(b["relay"])},
+                                   _on("POST", "/v1/pipecat/sessions")),)),
+             drive=("pipecat_session",)),
+    # -- authentication and scopes ----------------------------------------------------------------
+    Mutation("status_needs_a_key", "public_endpoints",
+             Edits(response=(_status(401, lambda c: c.path == "/v1/status"
+                                     and c.header("authorization") is None),))),
+    Mutation("accept_malformed_key", "unauthenticated_rejected",
+             Edits(request=(_bearer(lambda v: v == "not-a-key"),))),
+    Mutation("accept_revoked_key", "revoked_key_rejected",
+             Edits(request=(_as_key("revoked", lambda k: k["unrestricted"]),))),
+    Mutation("embed_id_as_key", "embed_id_rejected",
+             Edits(request=(_bearer(lambda v: v.startswith("emb_")),))),
+    Mutation("keys_of_another_form", "api_key_format",
+             Edits(request=(_bearer(lambda v: v.startswith("tok_")),)), api_key=alias),
+    Mutation("ignore_read_scope", "scope_runs_read",
+             Edits(request=(_as_key("runs_read", lambda k: k["unrestricted"]),))),
+    Mutation("ignore_write_scope", "scope_runs_write",
+             Edits(request=(_as_key("runs_write", lambda k: k["unrestricted"]),))),
+    Mutation("other_org_reads_sessions", "tenant_isolation",
+             Edits(request=(_as_key("other_unrestricted", lambda k: k["unrestricted"]),))),
+    Mutation("other_org_reads_avatars", "avatar_isolation",
+             Edits(request=(_as_key("other_unrestricted", lambda k: k["unrestricted"]),))),
+    # -- idempotency ----------------------------------------------------------------------------
+    Mutation("replay_with_a_new_id", "idempotent_replay", Edits(response=(replayed_new_id,))),
+    Mutation("keys_never_expire", "idempotency_window", Edits(request=(keys_never_expire,))),
+    Mutation("long_keys_ignored", "idempotency_key_length", Edits(request=(long_keys_dropped,))),
+    # -- lists ---------------------------------------------------------------------------------
+    Mutation("avatars_as_array", "list_envelope",
+             Edits(response=(_body(lambda b: b["data"], _on("GET", "/v1/avatars")),))),
+    Mutation("cursor_as_number", "next_cursor_type",
+             Edits(response=(_body(lambda b: {**b, "next_cursor": 1}
+                                   if isinstance(b.get("next_cursor"), str) else b, _ANY),))),
+    Mutation("ignore_starting_after", "list_walk",
+             Edits(request=(_query(_without_param("starting_after"), "/v1/"),))),
+    Mutation("page_size_clamped", "page_size_bounds",
+             Edits(request=(_query(_clamp_limit(100), "/v1/"),))),
+    Mutation("long_cursors_ignored", "cursor_length_bound",
+             Edits(request=(_query(_without_param("starting_after", 40), "/v1/"),))),
+    Mutation("avatar_default_page_of_3", "avatar_list_default",
+             Edits(request=(_query(default_page_of_3, "/v1/avatars"),))),
+    # -- sessions -------------------------------------------------------------------------------
+    Mutation("end_reopens", "session_lifecycle",
+             Edits(response=(_each("session", lambda s: s.update(status="queued")
+                                   if s["status"] == "canceled" else None,
+                                   _on("POST", "/v1/sessions/", "/end")),))),
+    Mutation("running_without_first_frame", "session_lifecycle_clock",
+             Edits(response=(_each("session", lambda s: s.update(first_frame_at=None)
+                                   if s["status"] == "running" else None, _ANY),))),
+    Mutation("max_duration_ignored", "max_duration_ends",
+             timeouts_ignored("max_duration_seconds", 1, 3600)),
+    Mutation("idle_timeout_ignored", "idle_timeout_ends",
+             timeouts_ignored("idle_timeout_seconds", 1, 600)),
+    Mutation("no_capacity_renamed", "startup_timeout_fails",
+             Edits(response=(_each("session", lambda s: s.update(error={"code": "timeout"})
+                                   if s.get("error") else None, _ANY),))),
+    Mutation("at_capacity_renamed", "at_capacity_refused",
+             Edits(response=(_error(lambda c, r: r.status == 503, code="overloaded"),))),
+    Mutation("default_idle_60", "session_defaults",
+             Edits(request=(_request_json(default_idle_60, "POST", "/v1/sessions"),))),
+    Mutation("quality_not_echoed", "session_request_echo",
+             Edits(response=(_each("session", _set(quality="standard"), _SESSIONS),))),
+    Mutation("idle_601_clamped", "session_create_bounds",
+             Edits(request=(_request_json(idle_clamped, "POST", "/v1/sessions"),))),
+    Mutation("transport_param_unqualified", "transport_unsupported",
+             Edits(response=(_error(lambda c, r: r.error() is not None
+                                    and r.error().get("code") == "transport.unsupported",
+                                    param="transport"),))),
+    Mutation("reserved_keys_dropped", "reserved_metadata_key",
+             Edits(request=(_request_json(reserved_keys_dropped, "POST", "/v1/sessions"),))),
+    Mutation("concurrency_code_renamed", "concurrent_sessions_refused",
+             Edits(response=(_error(lambda c, r: r.error() is not None
+                                    and r.error().get("code") == "concurrent_sessions",
+                                    code="session_limit"),))),
+    Mutation("twenty_creates_a_minute", "create_rate_limit",
+             Edits(config={"limits.rate.session_creates_per_window": 20})),
+    Mutation("pipecat_object_renamed", "pipecat_session",
+             Edits(response=(_body(lambda b: {**b, "object": "pipecat_session"},
+                                   _on("POST", "/v1/pipecat/sessions")),))),
+    # -- avatars --------------------------------------------------------------------------------
+    Mutation("uploads_answer_ready", "avatar_upload",
+             Edits(response=(_each("avatar", _set(status="ready"), _on("POST", "/v1/avatars")),))),
+    Mutation("fitting_never_ends", "avatar_fitting",
+             Edits(response=(_each("avatar", lambda a: a.update(status="processing")
+                                   if not a["is_demo"] else None, _on("GET", "/v1/avatars/")),))),
+    # -- runs, assets, usage --------------------------------------------------------------------
+    Mutation("run_status_missing", "run_lifecycle",
+             Edits(request=(rewrite_path(_on("GET", "/v1/runs/", "/status"), "-gone"),))),
+    Mutation("events_limit_clamped", "run_events",
+             Edits(request=(_query(_clamp_limit(500), "/v1/runs/"),))),
+    Mutation("deleted_runs_hidden", "run_deletion", Edits(response=(deleted_runs_hidden,))),
+    Mutation("asset_content_missing", "asset_content",
+             Edits(request=(rewrite_path(_on("GET", "/v1/assets/", "/content"), "-gone"),))),
+    Mutation("half_window_accepted", "billing_reads",
+             Edits(request=(_query(half_window_accepted, "/v1/usage"),))),
+    # -- what only fuzzing reaches --------------------------------------------------------------
+    Mutation("quota_server_error", "not_a_server_error", Edits(response=(quota_server_error,))),
+    Mutation("plans_redirect", "status_code_conformance",
+             Edits(response=(_status(301, _PLANS),))),
+    Mutation("plans_as_text", "content_type_conformance",
+             Edits(response=(_header("content-type", "text/plain", _PLANS),))),
+    Mutation("plans_without_request_id", "response_headers_conformance",
+             Edits(response=(_header("x-request-id", None, _PLANS),))),
+    Mutation("quota_without_balance", "response_schema_conformance",
+             Edits(response=(_body(_drop("balance_credits"), _on("GET", "/v1/billing/quota")),))),
+    Mutation("run_reads_take_anything", "negative_data_rejection",
+             Edits(request=(_query(lambda pairs: [], "/v1/runs"), run_reads_need_no_key))),
+    Mutation("plans_refused", "positive_data_acceptance",
+             Edits(response=(_status(405, _PLANS),))),
+)  # fmt: skip

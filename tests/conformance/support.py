@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from harness.conformance.target import Credentials, Target
 from sim.asgi import create_app
+from sim.config import SimConfig
 from sim.platform import Platform
+from tests.conformance.edits import Edited, Edits
 
 ADMIN_TOKEN = "simadmin_conformance-tests"
 
@@ -25,16 +27,44 @@ class Simulated:
     target: Target
 
 
+def configured(updates: Mapping[str, Any]) -> SimConfig:
+    """The default configuration with ``updates`` applied: dotted paths, where a segment after
+    ``plans`` names a plan by its key (``billing.plans.enterprise.concurrent_sessions``)."""
+    document = SimConfig().model_dump()
+    for dotted, value in updates.items():
+        node: Any = document
+        *parents, leaf = dotted.split(".")
+        for segment in parents:
+            if isinstance(node, list | tuple):
+                node = next(item for item in node if item.get("key") == segment)
+            else:
+                node = node[segment]
+        node[leaf] = value
+    return SimConfig.model_validate(document)
+
+
 def simulated(
     wrap: Callable[[Any, dict[str, str]], Any] | None = None,
     roles: tuple[str, ...] = OPTIONAL_ROLES,
+    edits: Edits | None = None,
+    api_key: Callable[[dict[str, str]], str] | None = None,
 ) -> Simulated:
-    """A fresh platform with two organizations, its facade (optionally wrapped by ``wrap(app,
-    keys)``) and a Target holding the API key plus the credentials named by ``roles``."""
-    platform = Platform.create()
+    """A fresh platform with two organizations and its facade, behind ``edits`` (whose config
+    changes it takes) or ``wrap(app, keys)``, and a Target holding the API key (``api_key(keys)``
+    picks another) plus the credentials named by ``roles``. The first organization already has
+    one finished speech run, so it has an asset to list and download."""
+    platform = Platform.create(configured(edits.config) if edits is not None else SimConfig())
     keys = dict(platform.admin.create_organization("Acme", "enterprise")["keys"])
     other = dict(platform.admin.create_organization("Globex", "starter")["keys"])
+    caller = platform.authenticate(f"Bearer {keys['unrestricted']}")
+    platform.call(
+        "createRun", caller, {"model_id": "sim/speech", "body": {"input": {"text": "hi"}}}
+    )
+    platform.advance(60)
     app: Any = create_app(platform, admin_token=ADMIN_TOKEN)
+    if edits is not None:
+        known = {**keys, "other_unrestricted": other["unrestricted"]}
+        app = Edited(app, known, edits, lambda: platform.clock.now)
     if wrap is not None:
         app = wrap(app, keys)
     given = {
@@ -44,5 +74,6 @@ def simulated(
         "revoked": keys["revoked"],
         "admin": ADMIN_TOKEN,
     }
-    credentials = Credentials(api=keys["unrestricted"], **{role: given[role] for role in roles})
+    api = api_key(keys) if api_key is not None else keys["unrestricted"]
+    credentials = Credentials(api=api, **{role: given[role] for role in roles})
     return Simulated(platform, keys, other, credentials, Target.in_process(app, credentials))

@@ -6,6 +6,7 @@ import json
 import socket
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,24 +56,59 @@ def test_invalid_values_exit_2(arguments: list[str], capsys: pytest.CaptureFixtu
     assert "conformance:" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["--check", "no_such_check"],
+        ["--transport-json", "{not json"],
+        ["--transport-json", "[1, 2]"],
+        ["--run-json", "7"],
+    ],
+)
+def test_unusable_inputs_exit_2(arguments: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["conformance", "--base-url", "http://127.0.0.1:9", "--api-key", "k"]
+    assert cli.main([*base, *arguments]) == 2
+    assert "conformance:" in capsys.readouterr().err
+
+
+def _keys(server: Any) -> list[str]:
+    org, other = server.org("enterprise"), server.org("starter")
+    return [
+        "--base-url", server.base_url,
+        "--api-key", org["keys"]["unrestricted"],
+        "--other-org-key", other["keys"]["unrestricted"],
+        "--runs-read-key", org["keys"]["runs_read"],
+        "--runs-write-key", org["keys"]["runs_write"],
+        "--revoked-key", org["keys"]["revoked"],
+    ]  # fmt: skip
+
+
+#: A quick cross-section for the served test in ``make test``: the response checks judge every
+#: answer of these scripts; the whole set runs in the slow test below.
+SERVED_CHECKS = (
+    "error_envelope_closed", "request_id_echoed", "session_shape", "worker_token_hidden",
+    "rate_limit_headers", "idempotent_replay", "session_lifecycle", "session_lifecycle_clock",
+    "run_lifecycle", "tenant_isolation",
+)  # fmt: skip
+
+
 @pytest.mark.req("HAR-3", "HAR-5")
 def test_a_served_simulator_conforms(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    transport = (
+        '{"url": "wss://rooms.example.org", "room_name": "qa", "worker_token": "tok-qa-1234"}'
+    )
     with served(tmp_path, "--manual-clock") as server:
         org = server.org("enterprise")
-        other = server.org("starter")
         junit, report = tmp_path / "junit.xml", tmp_path / "report.json"
         code = cli.main(
             [
-                "conformance",
-                "--base-url", server.base_url,
-                "--api-key", org["keys"]["unrestricted"],
-                "--other-org-key", other["keys"]["unrestricted"],
-                "--runs-read-key", org["keys"]["runs_read"],
-                "--runs-write-key", org["keys"]["runs_write"],
-                "--revoked-key", org["keys"]["revoked"],
+                "conformance", *_keys(server),
                 "--sim-admin-token", server.keys["admin_token"],
-                "--max-examples", "1",
-                "--seed", "2",
+                "--transport-json", transport,
+                "--avatar-id", "av_stock_mock",
+                "--model", "sim/echo-text",
+                *[f"--check={name}" for name in SERVED_CHECKS],
+                "--max-examples", "0",
                 "--junit", str(junit),
                 "--report", str(report),
             ]
@@ -83,11 +119,60 @@ def test_a_served_simulator_conforms(tmp_path: Path, capsys: pytest.CaptureFixtu
     out = capsys.readouterr().out
     assert code == 0, out
     assert wrong_key == 2
-    assert "0 failed, 0 skipped" in out
+    assert f"{len(SERVED_CHECKS)} passed, 0 failed, 0 skipped" in out
     suite = ET.parse(junit).getroot()
     assert suite.get("failures") == "0"
     names = {case.get("name") for case in suite.findall("testcase")}
-    assert {"session_lifecycle", "idempotent_replay", "error_envelope_closed"} <= names
+    assert names == set(SERVED_CHECKS)
     document = json.loads(report.read_text(encoding="utf-8"))
     assert document["failed"] == 0 and document["base_url"] == server.base_url
+    assert document["coverage"]["checked"] > 0
     assert org["keys"]["unrestricted"] not in out + report.read_text(encoding="utf-8")
+
+
+def _speech_run(server: Any) -> None:
+    """One finished run with an audio output, so the organization has an asset."""
+    key = server.org("enterprise")["keys"]["unrestricted"]
+    with server.client() as client:
+        client.post("/v1/run/sim/speech", json={"input": {"text": "hi"}},
+                    headers={"Authorization": f"Bearer {key}"})  # fmt: skip
+        client.post("/_sim/clock/advance", json={"seconds": 60}, headers=server.admin_headers)
+
+
+@pytest.mark.slow
+@pytest.mark.req("HAR-3", "HAR-5")
+def test_a_served_simulator_passes_every_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with served(tmp_path, "--manual-clock") as server:
+        _speech_run(server)
+        code = cli.main(
+            ["conformance", *_keys(server), "--sim-admin-token", server.keys["admin_token"],
+             "--max-examples", "1", "--seed", "2"]
+        )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "0 failed, 0 skipped" in out
+    assert "checked: 72 of 81 contract ids" in out
+
+
+#: The checks that need time to pass on the target.
+TIMERS = ("session_lifecycle_clock", "max_duration_ends", "idle_timeout_ends", "avatar_fitting")
+
+
+@pytest.mark.slow
+@pytest.mark.req("HAR-3", "SES-ST-3", "SES-ST-6", "SES-ST-7", "AV-ST-1", "RES-SESS-4")
+def test_timers_are_checked_in_real_time_without_the_admin_token(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The served clock runs 20 times faster than the wall, so the harness's real waits (the
+    # seed's shortest legal timers, 1 s) leave the timers ample time to fire.
+    with served(tmp_path, "--time-factor", "0.05") as server:
+        code = cli.main(
+            ["conformance", *_keys(server), "--real-time", "--max-examples", "0",
+             *[f"--check={name}" for name in TIMERS]]
+        )  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 0, captured.out
+    assert f"{len(TIMERS)} passed, 0 failed, 0 skipped" in captured.out
+    assert "waiting 1 s in real time" in captured.err

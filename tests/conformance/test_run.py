@@ -5,61 +5,94 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from harness.conformance.checks import CHECKS
+from harness.conformance.coverage import NOT_CHECKABLE, contract_ids
+from harness.conformance.report import BODIES_DIR
 from harness.conformance.runner import RunOptions, run
 from harness.conformance.target import Exchange
 from harness.requirements import load_catalog
+from tests.conformance.edits import Call, Edits, Reply
 from tests.conformance.support import simulated
 
 pytestmark = pytest.mark.req("HAR-2")
 
-#: Checks that need a credential beyond the API key, and the option each one names.
-OPTIONAL = {
-    "revoked_key_rejected": "--revoked-key",
-    "scope_runs_read": "--runs-read-key",
-    "scope_runs_write": "--runs-write-key",
-    "tenant_isolation": "--other-org-key",
-    "session_lifecycle_clock": "--sim-admin-token",
-}
+#: Every requirement id a registered check carries.
+CHECKED_IDS = sorted({r for check in CHECKS.values() for r in check.requirements})
 
 
-@pytest.mark.req(
-    "HAR-3", "ERR-1", "ERR-2", "ERR-3", "ERR-4", "LIM-1", "LIM-4", "LIM-5", "CONV-4", "CONV-5",
-    "CONV-6", "CONV-7", "AUTH-2", "AUTH-3", "AUTH-4", "AUTH-5", "AUTH-6", "AUTH-7",
-)  # fmt: skip
+@pytest.mark.req(*CHECKED_IDS)
 def test_the_simulator_conforms_with_every_check_applied() -> None:
     sim = simulated()
     report = run(sim.target, RunOptions(max_examples=3, seed=1))
     assert report.exit_code == 0, report.summary()
-    assert report.failed_names() == []
     assert [r.name for r in report.results if r.outcome != "passed"] == [], report.summary()
     assert {r.name for r in report.results} == set(CHECKS)
     assert report.cases > 50
     # The 429s of the concurrency and fuzz traffic were judged, not merely absent.
     assert report.result("retry_after_present").applied > 0
     assert report.result("rate_limit_headers").applied > 0
+    checkable = [r for r in contract_ids() if r not in NOT_CHECKABLE]
+    assert list(report.coverage.checked) == checkable
+    assert f"checked: {len(checkable)} of {len(contract_ids())} contract ids" in report.summary()
 
 
-def test_checks_needing_an_absent_key_are_skipped_not_passed() -> None:
-    sim = simulated(roles=())
-    report = run(sim.target, RunOptions(max_examples=0))
+def test_every_contract_id_is_checked_or_explained() -> None:
+    carried = {r for check in CHECKS.values() for r in check.requirements}
+    contract = set(contract_ids())
+    assert carried | set(NOT_CHECKABLE) >= contract
+    assert not carried & set(NOT_CHECKABLE)
+    assert set(NOT_CHECKABLE) <= contract
+    assert all(len(reason) > 20 for reason in NOT_CHECKABLE.values())
+
+
+#: What a run given only the API key (no other keys, no clock) cannot do, by the flag it names.
+NEEDS = {
+    "revoked_key_rejected": "--revoked-key",
+    "scope_runs_read": "--runs-read-key",
+    "scope_runs_write": "--runs-write-key",
+    "tenant_isolation": "--other-org-key",
+    "avatar_isolation": "--other-org-key",
+    "session_lifecycle_clock": "--real-time",
+    "max_duration_ends": "--real-time",
+    "idle_timeout_ends": "--real-time",
+    "idempotency_window": "--real-time",
+    "avatar_fitting": "--real-time",
+    "startup_timeout_fails": "--sim-admin-token",
+    "at_capacity_refused": "--sim-admin-token",
+}
+
+
+def test_checks_the_run_cannot_do_are_skipped_with_the_reason() -> None:
+    report = run(simulated(roles=()).target, RunOptions(max_examples=0))
     assert report.exit_code == 0, report.summary()
-    for name, flag in OPTIONAL.items():
+    for name, flag in NEEDS.items():
         result = report.result(name)
-        assert result.outcome == "skipped"
-        assert result.skip_reason is not None and flag in result.skip_reason
+        assert result.outcome == "skipped", name
+        assert result.skip_reason is not None and flag in result.skip_reason, name
+    for result in report.results:
+        if result.outcome == "skipped":
+            assert result.skip_reason, result.name
     fuzz_checks = {r.name for r in report.results if r.kind == "fuzz"}
-    assert fuzz_checks and all(report.result(n).outcome == "skipped" for n in fuzz_checks)
-    passed = {r.name for r in report.results if r.outcome == "passed"}
-    assert passed == {c.name for c in CHECKS.values() if c.kind != "fuzz"} - set(OPTIONAL)
-    assert f"{len(OPTIONAL) + len(fuzz_checks)} skipped" in report.summary()
+    assert all(report.result(n).outcome == "skipped" for n in fuzz_checks)
+    # Without a clock the create rate limit (10 a minute) ends what can be created; whatever
+    # could not be created is skipped with the reason, never failed.
+    budget = [r for r in report.results if r.skip_reason and "rate limit" in r.skip_reason]
+    assert all("--real-time" in (r.skip_reason or "") or "refused" in (r.skip_reason or "")
+               for r in budget)  # fmt: skip
+    checked = len(report.coverage.checked)
+    assert 0 < checked < len(contract_ids()) - len(NOT_CHECKABLE)
+    assert f"checked: {checked} of {len(contract_ids())} contract ids" in report.summary()
+    for requirement, reason in report.coverage.unchecked.items():
+        assert reason.startswith(("skipped:", "not checkable")), requirement
 
 
 def test_every_check_has_a_stable_name_and_known_requirement_ids() -> None:
@@ -85,11 +118,19 @@ def test_junit_json_and_markdown_name_every_check() -> None:
     assert by_name["revoked_key_rejected"].find("skipped") is None
     prop = by_name["idempotent_replay"].find("properties/property")
     assert prop is not None and prop.get("value") == "LIM-5 CONV-7"
+    coverage = report.coverage.line()
+    suite_properties = {p.get("name"): p.get("value") for p in suite.findall("properties/property")}
+    assert suite_properties["coverage"] == coverage
+    assert suite_properties["unchecked VER-1"].startswith("not checkable")
     document = json.loads(report.to_json())
     assert [r["name"] for r in document["results"]] == list(CHECKS)
     assert document["failed"] == 0
+    assert document["coverage"]["checked"] == len(report.coverage.checked)
+    assert document["coverage"]["total"] == len(contract_ids())
+    assert set(document["coverage"]["unchecked"]) >= set(NOT_CHECKABLE)
     markdown = report.to_markdown()
     assert all(f"`{name}`" in markdown for name in CHECKS)
+    assert coverage in markdown and "- `VER-1`: not checkable" in markdown
 
 
 def test_a_reproduction_names_each_secret_by_its_variable() -> None:
@@ -143,17 +184,15 @@ def test_the_simulators_admin_api_is_not_judged_by_the_contract() -> None:
     assert report.exit_code == 0, report.summary()
 
 
-def test_response_checks_are_registered_with_schemathesis_and_act_only_in_scope() -> None:
+def test_response_checks_judge_every_response_given_to_schemathesis() -> None:
     from types import SimpleNamespace
 
-    from schemathesis.checks import CHECKS as ST_CHECKS
     from schemathesis.core.failures import Failure
     from schemathesis.core.transport import Response
 
-    from harness.conformance.st_checks import SCHEMATHESIS_CHECKS, conformance_scope
+    from harness.conformance.st_bridge import SCHEMATHESIS_CHECKS
 
     assert set(SCHEMATHESIS_CHECKS) == {c.name for c in CHECKS.values() if c.kind == "response"}
-    assert set(SCHEMATHESIS_CHECKS) <= set(ST_CHECKS.get_all_names())
     request = httpx.Request("GET", "http://t/v1/models")
     bad = httpx.Response(
         404, json={"error": {"type": "not_found"}}, headers={"X-Request-Id": "req_1"}
@@ -161,9 +200,97 @@ def test_response_checks_are_registered_with_schemathesis_and_act_only_in_scope(
     bad.request = request
     bad.elapsed = timedelta(0)
     case = SimpleNamespace(operation=SimpleNamespace(label="GET /v1/models"))
-    check = SCHEMATHESIS_CHECKS["error_envelope_closed"]
     response = Response.from_any(bad)
-    assert check(None, response, case) is None  # outside a conformance run: not its business
-    with conformance_scope() as applied, pytest.raises(Failure, match="missing"):
-        check(None, response, case)
-    assert applied["error_envelope_closed"] == 1
+    with pytest.raises(Failure, match="missing"):
+        SCHEMATHESIS_CHECKS["error_envelope_closed"](None, response, case)
+
+
+def test_only_the_hooks_module_registers_the_checks_with_schemathesis() -> None:
+    script = """
+import sys
+from schemathesis.checks import CHECKS, load_all_checks
+import harness.conformance.runner
+load_all_checks()
+before = set(CHECKS.get_all_names())
+assert "harness.conformance.st_checks" not in sys.modules
+import harness.conformance.st_checks as hooks
+after = set(CHECKS.get_all_names())
+print(sorted(before & set(hooks.REGISTERED)), sorted(set(hooks.REGISTERED) - after))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[] []", done.stderr
+
+
+# -- reproductions -------------------------------------------------------------------------------
+
+
+def _argv(curl: str, env: dict[str, str], cwd: Path) -> list[str]:
+    """The words a POSIX shell makes of ``curl`` (what curl would receive)."""
+    echo = curl.replace("curl", "printf '%s\\0'", 1)
+    done = subprocess.run(["bash", "-c", echo], env=env, cwd=cwd, capture_output=True, check=True)
+    return done.stdout.decode().split("\0")[:-1]
+
+
+def _replayed(argv: list[str], cwd: Path) -> httpx.Request:
+    """The request curl would send for ``argv`` (its options as this harness writes them)."""
+    method, headers, body = "GET", [], b""
+    words = iter(argv)
+    for word in words:
+        if word == "-X":
+            method = next(words)
+        elif word == "-H":
+            name, _, value = next(words).partition(":")
+            headers.append((name.rstrip(";"), value.strip()))
+        elif word == "--data-binary":
+            data = next(words)
+            body = (cwd / data[1:]).read_bytes() if data.startswith("@") else data.encode()
+        elif not word.startswith("-"):
+            url = word
+    return httpx.Request(method, url, headers=headers, content=body)
+
+
+def _same_request(replayed: httpx.Request, original: Exchange) -> None:
+    skipped = {"host", "content-length", "accept-encoding", "connection"}
+    assert replayed.method == original.method
+    assert str(replayed.url) == original.url
+    assert replayed.content == original.request_body
+    theirs = {k.lower(): v for k, v in original.request_headers.items() if k.lower() not in skipped}
+    ours = {k.lower(): v for k, v in replayed.headers.items() if k.lower() not in skipped}
+    assert ours == theirs
+
+
+def _gif_accepted(call: Call, reply: Reply) -> None:
+    if call.method == "POST" and call.path == "/v1/avatars" and b"GIF8" in call.body:
+        reply.status = 201
+        reply.set_json({"id": "av_gif", "object": "avatar", "status": "processing"})
+
+
+@pytest.mark.req("EP-AV-1")
+def test_a_multipart_reproduction_replays_the_exact_bytes(tmp_path: Path) -> None:
+    sim = simulated(edits=Edits(response=(_gif_accepted,)))
+    uploads: list[Exchange] = []
+    sim.target.observers.append(lambda e: uploads.append(e) if b"GIF8" in e.request_body else None)
+    report = run(sim.target, RunOptions(max_examples=0, only=frozenset({"avatar_upload"})))
+    failure = report.result("avatar_upload").failures[0]
+    assert failure.curl is not None and f"@{BODIES_DIR}/001.bin" in failure.curl
+    report.write(str(tmp_path / "report.md"))
+    assert (tmp_path / BODIES_DIR / "001.bin").read_bytes() == uploads[0].request_body
+    argv = _argv(failure.curl, {"API_KEY": sim.credentials.api}, tmp_path)
+    replayed = _replayed(argv, tmp_path)
+    _same_request(replayed, uploads[0])
+    assert replayed.headers["content-type"].startswith("multipart/form-data; boundary=")
+
+
+def test_an_inline_reproduction_replays_the_exact_bytes(tmp_path: Path) -> None:
+    sim = simulated()
+    body = {"avatar_id": "av_x", "metadata": {"q": 'it\'s "$HOME" \\ `x`\n\tü'}}
+    exchange = sim.target.request(
+        "POST", "/v1/sessions", json_body=body, headers={"Idempotency-Key": ""}
+    )
+    assert exchange.body_fits_inline()
+    curl = exchange.curl(sim.credentials.secrets(), body_file="unused.bin")
+    assert "@unused.bin" not in curl
+    env = {"API_KEY": sim.credentials.api, "HOME": "/elsewhere"}
+    _same_request(_replayed(_argv(curl, env, tmp_path), tmp_path), exchange)

@@ -25,7 +25,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness.serve.runner import bind
+from harness.cli import build_parser
+from harness.serve.command import options_from
+from harness.serve.runner import ServeOptions, bind, build
+from sim.config import SimConfig
 from tests.serve.support import SHUTDOWN_SECONDS, STARTUP_SECONDS, served
 
 
@@ -134,3 +137,38 @@ def test_the_access_log_is_an_option(tmp_path: Path) -> None:
         out, _ = running.output()
     assert code == 0
     assert '"GET /v1/billing/plans HTTP/1.1" 200' in out.decode(), out.decode()
+
+
+def _options(*argv: str) -> ServeOptions:
+    args = build_parser(["serve", *argv]).parse_args(["serve", *argv])
+    return options_from(args, None)
+
+
+@pytest.mark.req("SIM-8", "SIM-2")
+def test_the_api_log_size_is_an_option_and_bounds_the_log() -> None:
+    simulator = build(_options("--manual-clock", "--api-log-size", "3"), "http://127.0.0.1:1")
+    platform = simulator.platform
+    assert platform.config.history.api_log_size == 3
+    for _ in range(7):
+        platform.call("getStatus", None, {})
+    assert [call.operation_id for call in platform.api_log] == ["getStatus"] * 3
+    assert platform.api_log.dropped == 4
+
+
+@pytest.mark.req("SIM-8")
+def test_the_api_log_keeps_every_call_when_asked_and_the_default_otherwise() -> None:
+    unbounded = build(_options("--api-log-size", "all"), "http://127.0.0.1:1").platform
+    assert unbounded.config.history.api_log_size is None
+    default = build(_options(), "http://127.0.0.1:1").platform
+    assert default.config.history.api_log_size == SimConfig().history.api_log_size
+
+
+@pytest.mark.req("SIM-8")
+@pytest.mark.parametrize("size", ["-1", "many", "1.5"])
+def test_a_bad_api_log_size_is_refused_by_the_parser(
+    size: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        _options("--api-log-size", size)
+    assert exited.value.code == 2
+    assert "--api-log-size" in capsys.readouterr().err

@@ -215,8 +215,6 @@ SAMPLES: dict[str, Any] = {
         "metadata": {},
     },
     "SessionList": _list(SESSION, SESS),
-    "ListCursorRule": {"object": "list", "data": [], "has_more": False},
-    "ListCursorPresentRule": _list(SESSION, SESS),
     "CreatePipecatSessionRequest": {"avatar_id": "av_stock_anna", "relay_type": "websocket"},
     "PipecatRelay": RELAY,
     "PipecatSession": {
@@ -233,6 +231,7 @@ SAMPLES: dict[str, Any] = {
     "RunError": RUN_ERROR,
     "CapacityWait": CAPACITY_WAIT,
     "Eta": ETA,
+    "RunState": "running",
     "Run": RUN_BODY,
     "CreateRunRequest": {"input": {"text": "hi"}, "operation": "generate", "external_id": "e1"},
     "RunStatus": {
@@ -280,8 +279,7 @@ WRONG_SHAPES: dict[str, list[Any]] = {
     "Metadata": [[], "text"],
     "TransportConfig": [{}, {"type": "livekit"}, {"url": "wss://x", "room_name": "r"}],
     "CreditsBySurface": [{"api": -1}, {"api": "1"}],
-    "ListCursorRule": [{"object": "list", "data": [], "has_more": False, "next_cursor": "x"}],
-    "ListCursorPresentRule": [{"object": "list", "data": [SESSION], "has_more": False}],
+    "RunState": ["paused", 1],
 }
 
 #: The requirement each component's schema side proves.
@@ -304,6 +302,7 @@ REQUIREMENTS: dict[str, tuple[str, ...]] = {
     "FileObject": ("RES-RUN-3",),
     "RunEvent": ("RES-RUN-4",),
     "RunStatus": ("RES-RUN-5",),
+    "RunState": ("RES-RUN-7",),
     "RunDeletion": ("RES-RUN-6",),
     "CapacityWait": ("RES-RUN-1",),
     "RunCredits": ("RES-RUN-1",),

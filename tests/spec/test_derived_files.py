@@ -3,13 +3,16 @@ rebuilt idempotently; ``check`` notices a stale or orphaned one."""
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from harness.cli import main
 from harness.contract import build_all, check, derive_all, stale_files
-from harness.contract.__main__ import main
 from harness.contract.loader import OPENAPI_FILE, PROFILE_FILE
 
 
@@ -47,10 +50,10 @@ def test_check_notices_stale_and_orphaned_files(copied_spec: Path) -> None:
     orphan = copied_spec / "schemas" / "Gone.json"
     orphan.write_text("{}\n", encoding="utf-8")
     assert stale_files(copied_spec) == sorted([session, orphan])
-    assert main(["check", "--spec-dir", str(copied_spec)]) == 1
-    assert main(["build", "--spec-dir", str(copied_spec)]) == 0
+    assert main(["spec", "check", "--spec-dir", str(copied_spec)]) == 1
+    assert main(["spec", "build", "--spec-dir", str(copied_spec)]) == 0
     assert not orphan.exists()
-    assert main(["check", "--spec-dir", str(copied_spec)]) == 0
+    assert main(["spec", "check", "--spec-dir", str(copied_spec)]) == 0
 
 
 @pytest.mark.req("HAR-5")
@@ -62,3 +65,16 @@ def test_check_notices_an_undecided_gap(copied_spec: Path) -> None:
     assert check(copied_spec) == [
         f"{OPENAPI_FILE}: x-gap GAP-RUN-99 has no **GAP-RUN-99** entry in DECISIONS.md"
     ]
+
+
+@pytest.mark.req("VER-1")
+def test_one_spec_command_line(copied_spec: Path) -> None:
+    """``avatar-sim spec`` (``python -m harness spec``) is the only command line of the tooling."""
+    assert importlib.util.find_spec("harness.contract.__main__") is None
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "spec", "check", "--spec-dir", str(copied_spec)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "contract OK"), done.stderr

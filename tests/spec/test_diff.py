@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
+from harness.cli import main
 from harness.contract import Finding, diff_specs
-from harness.contract.__main__ import main
 
 
 def kinds(findings: list[Finding]) -> set[str]:
@@ -119,10 +119,10 @@ def test_command_line_exit_codes(
     old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
     old.write_text(yaml.safe_dump(spec_document), encoding="utf-8")
     new.write_text(yaml.safe_dump(spec_document), encoding="utf-8")
-    assert main(["diff", str(old), str(new)]) == 0
+    assert main(["spec", "diff", str(old), str(new)]) == 0
     del spec["components"]["schemas"]["Quota"]["properties"]["plan_key"]
     new.write_text(yaml.safe_dump(spec), encoding="utf-8")
-    assert main(["diff", str(old), str(new)]) == 1
+    assert main(["spec", "diff", str(old), str(new)]) == 1
     out = capsys.readouterr().out
     assert (
         "removed-response-property: GET /v1/billing/quota response 200 application/json: "

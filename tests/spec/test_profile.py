@@ -98,6 +98,11 @@ GAP_VARIANTS: list[tuple[str, dict[str, Any], str]] = [
         "event shape (GAP-RUN-5, GAP-EV-1)",
     ),
     ("Quota", {"status": "frozen"}, "quota status (GAP-BILL-3)"),
+    (
+        "SessionList",
+        {"object": "list", "data": [SESSION], "has_more": True},
+        "a page without next_cursor (GAP-SES-6)",
+    ),
 ]
 
 

@@ -190,3 +190,12 @@ def test_walk_visits_every_item_once_while_avatars_are_created(
     assert set(final) - set(seen) <= {a.id for a in world.avatars.avatars()}
     if len(final) <= 100:
         assert _walk(world, **filters) == final
+
+
+@pytest.mark.req("EP-AV-2", "LIM-7", "CONV-4")
+def test_a_cursor_longer_than_any_id_is_refused_by_the_shared_paging_check(world: World) -> None:
+    limit = world.kernel.config.limits.cursor_max_length
+    with pytest.raises(Unprocessable) as caught:
+        world.avatars.list(world.alice, limit=20, starting_after="av_" + "x" * limit)
+    assert (caught.value.code, caught.value.param) == ("validation.cursor", "starting_after")
+    assert f"at most {limit} characters" in caught.value.message

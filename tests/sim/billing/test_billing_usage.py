@@ -335,9 +335,9 @@ def test_a_summary_reads_only_its_own_window_of_its_own_organization(
     seen: list[int] = []
     real = service.summarize
 
-    def spy(entries: Any, *args: Any) -> dict[str, Any]:
-        seen.append(len(entries))
-        return real(entries, *args)
+    def spy(ledger: Any, rows: Any, *args: Any) -> dict[str, Any]:
+        seen.append(len(rows))
+        return real(ledger, rows, *args)
 
     monkeypatch.setattr(service, "summarize", spy)
     summary = world.billing.usage(orgs[2], period="previous_month")  # February

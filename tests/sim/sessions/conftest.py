@@ -20,6 +20,7 @@ from sim.errors import Conflict, NotFound, QuotaExceeded
 from sim.kernel import Kernel
 from sim.ports import RunCharge, SessionUsage
 from sim.sessions import SessionService
+from sim.sessions.rollup import status_body
 
 STOCK = "av_stock_anna"
 PROCESSING = "av_processing"
@@ -92,6 +93,15 @@ class World:
     @property
     def now(self) -> float:
         return self.kernel.clock.now
+
+    def status(self) -> dict[str, Any]:
+        """The ``GET /v1/status`` body of this fleet."""
+        return status_body(
+            self.service.pool_status(),
+            self.kernel.config.scheduler.workers,
+            self.service.faults,
+            self.kernel.clock,
+        )
 
 
 def body(**overrides: Any) -> dict[str, Any]:

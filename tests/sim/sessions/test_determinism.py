@@ -28,7 +28,7 @@ def scenario(kit: Kit, seed: int) -> str:
         world.advance(1.3 * index)
         if index == 2:
             world.service.inject_audio(made[0], kind="speech", duration=7)
-            world.service.crash_worker(worker_id="worker-0002")
+            world.service.faults.crash_worker(worker_id="worker-0002")
     world.advance(40)
     world.service.end(callers[0], made[0])
     world.advance(700)

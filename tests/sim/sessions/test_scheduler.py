@@ -115,7 +115,7 @@ def test_capacity_loss_retires_idle_workers_first(kit: Kit) -> None:
     world = kit.world(config(workers=3))
     busy_caller, busy = create(world, kit)
     world.advance(3)
-    world.service.set_capacity(0)
+    world.service.faults.set_capacity(0)
     pool = world.service.pool_status()
     assert (pool.capacity, pool.workers, pool.busy, pool.idle) == (0, 1, 1, 0)
     assert world.service.retrieve(busy_caller, busy)["status"] == "running"  # not killed
@@ -125,7 +125,7 @@ def test_capacity_loss_retires_idle_workers_first(kit: Kit) -> None:
     assert world.service.pool_status().workers == 0  # the busy one retired after its session
     world.advance(15)
     assert world.service.retrieve(caller, queued)["status"] == "failed"
-    assert world.service.platform_status()["status"] == "major_outage"
+    assert world.status()["status"] == "major_outage"
 
 
 @pytest.mark.req("SIM-9", "SIM-3")
@@ -133,13 +133,13 @@ def test_capacity_gain_places_queued_jobs(kit: Kit) -> None:
     world = kit.world(config(workers=0))
     caller, session_id = create(world, kit)
     world.advance(5)
-    world.service.set_capacity(2)
+    world.service.faults.set_capacity(2)
     world.advance(0)
     assert world.service.retrieve(caller, session_id)["status"] == "starting"
     assert world.service.pool_status().workers == 2
     # Shrinking and growing again brings a retiring worker back instead of adding one.
-    world.service.set_capacity(0)
-    world.service.set_capacity(1)
+    world.service.faults.set_capacity(0)
+    world.service.faults.set_capacity(1)
     pool = world.service.pool_status()
     assert (pool.workers, pool.busy) == (1, 1)
     assert [w.retiring for w in world.service.workers()] == [False]

@@ -141,18 +141,18 @@ class SessionMachine(RuleBasedStateMachine):
     def crash(self, pick: int) -> None:
         workers = self.world.service.workers()
         if workers:
-            self.world.service.crash_worker(worker_id=workers[pick % len(workers)].id)
+            self.world.service.faults.crash_worker(worker_id=workers[pick % len(workers)].id)
 
     @rule(workers=st.integers(0, 4))
     def capacity(self, workers: int) -> None:
-        self.world.service.set_capacity(workers)
+        self.world.service.faults.set_capacity(workers)
 
     @precondition(lambda self: bool(self.ids))
     @rule(pick=st.integers(0, 1000), duration=st.floats(1, 60, allow_nan=False))
     def lose_heartbeats(self, pick: int, duration: float) -> None:
         session_id = self.ids[pick % len(self.ids)]
         if self.world.service.session(session_id).status == "running":
-            self.world.service.lose_heartbeats(session_id, duration)
+            self.world.service.faults.lose_heartbeats(session_id, duration)
             self.losing.add(session_id)
 
     # -- invariants --------------------------------------------------------------------------

@@ -1,0 +1,75 @@
+"""Every session's transitions, as raw values in columns (SIM-2, GAP-SES-1).
+
+While a session lives, its transitions are a short list on its working state: the simulated
+time and the trigger and target status packed in one byte. When it turns terminal the list is
+written to the columns in one go, so a finished session's transitions are contiguous and the
+store only keeps where they start and how many there are. They are read back as ``Transition``
+records (the source status is the previous target). With ``keep=False`` nothing is kept.
+"""
+
+from __future__ import annotations
+
+from array import array
+
+from sim.lifecycle import STATUSES, TRIGGERS, SessionStatus, Trigger
+from sim.sessions.records import SessionState, Transition
+
+__all__ = ["TransitionLog"]
+
+_STATUS_CODE = {status: code for code, status in enumerate(STATUSES)}
+_TRIGGER_CODE = {trigger: code for code, trigger in enumerate(TRIGGERS)}
+_STATUS_COUNT = len(STATUSES)
+_GROW = 4096
+
+
+class TransitionLog:
+    def __init__(self, *, keep: bool = True) -> None:
+        self.keep = keep
+        self.times = array("d")
+        self.moves = array("B")  # trigger * len(STATUSES) + target
+        self._first = array("I")  # by session row: its first transition in the columns
+        self._count = array("B")  # by session row: how many (0 until it is finished)
+
+    def append(
+        self, state: SessionState, at: float, trigger: Trigger, target: SessionStatus
+    ) -> None:
+        if self.keep:
+            state.moves.append((at, _TRIGGER_CODE[trigger] * _STATUS_COUNT + _STATUS_CODE[target]))
+
+    def close(self, state: SessionState) -> None:
+        """Write a finished session's transitions to the columns."""
+        if not self.keep:
+            return
+        row = state.number
+        if row >= len(self._first):
+            grow = max(_GROW, row + 1 - len(self._first))
+            self._first.extend(array("I", bytes(4 * grow)))
+            self._count.extend(bytes(grow))
+        self._first[row] = len(self.times)
+        self._count[row] = len(state.moves)
+        for at, move in state.moves:
+            self.times.append(at)
+            self.moves.append(move)
+        state.moves = []
+
+    def of(self, state: SessionState) -> tuple[Transition, ...]:
+        """The session's transitions, oldest first."""
+        row = state.number
+        if state.moves or row >= len(self._count):
+            steps = state.moves
+        else:
+            first = self._first[row]
+            steps = list(
+                zip(self.times[first : first + self._count[row]], self.moves[first:], strict=False)
+            )
+        history: list[Transition] = []
+        source: SessionStatus | None = None
+        for at, move in steps:
+            trigger, status = divmod(move, _STATUS_COUNT)
+            target = STATUSES[status]
+            history.append(Transition(at, source, TRIGGERS[trigger], target))
+            source = target
+        return tuple(history)
+
+    def __len__(self) -> int:
+        return len(self.times)

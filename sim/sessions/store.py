@@ -1,0 +1,225 @@
+"""Every session of the platform: live ones as objects, finished ones as columns.
+
+Why two forms: a live session needs a mutable working state (timers, audio, heartbeats), but a
+month of traffic leaves millions of finished sessions that the API must still list and retrieve.
+Each session gets a row number in creation order; what the create decided is appended to typed
+columns at once, and when the session turns terminal its final values are written to its row and
+the live object is dropped. ``state(row)`` reads either form back as a ``SessionState``, so the
+service renders both the same way. A finished session costs a few hundred bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Iterator
+from typing import Any
+
+from sim.columns import Interner
+from sim.lifecycle import STATUSES
+from sim.sessions.records import SessionState
+
+__all__ = ["SessionStore"]
+
+_NAN = math.nan
+_STATUS_CODE = {status: code for code, status in enumerate(STATUSES)}
+
+
+def _time(value: float | None) -> float:
+    return _NAN if value is None else value
+
+
+def _optional(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
+#: What a create decides that many sessions share, kept as one interned tuple per session.
+_Profile = tuple[str, str, str, str, str, int, int, bool]
+_GROW = 4096  # rows added to the final-value columns at a time
+
+
+class SessionStore:
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self._rows: dict[str, int] = {}
+        self._live: dict[int, SessionState] = {}
+        self._by_org: dict[str, array[int]] = {}
+        # Decided at creation: (org, key, avatar, quality, surface, idle, max, resets) as one
+        # interned profile, the transport's values, metadata, creation time.
+        self.profiles: Interner[_Profile] = Interner()
+        self.profile_codes = array("I")
+        self._transport_shapes: Interner[str] = Interner()  # the keys of a transport, joined
+        self.transports: list[tuple[Any, ...]] = []  # (shape code, *values)
+        self.metadata: list[dict[str, Any] | None] = []  # None: empty
+        self.embeds: dict[int, str] = {}
+        self.created_at = array("d")
+        # Written when the session turns terminal; grown ahead in blocks (placeholders).
+        self.status_codes = array("B")
+        self.started_at = array("d")
+        self.first_frame_at = array("d")
+        self.ending_at = array("d")
+        self.ended_at = array("d")
+        self.reasons: Interner[str] = Interner([""])  # end reasons and error codes; "" for none
+        self.end_reason_codes = array("B")
+        self.error_codes = array("B")
+        self.workers: Interner[str] = Interner([""])
+        self.worker_codes = array("I")
+        self.billable_seconds = array("I")
+        self.charged = array("B")
+        self.barge_ins = array("I")
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def next_row(self) -> int:
+        return len(self.ids)
+
+    def add(self, state: SessionState) -> None:
+        """A session just created (``state.number`` must be ``next_row()``)."""
+        row = state.number
+        if row != len(self.ids):
+            raise ValueError("sessions are added in row order")
+        self.ids.append(state.id)
+        self._rows[state.id] = row
+        self._live[row] = state
+        org_rows = self._by_org.get(state.org_id)
+        if org_rows is None:
+            org_rows = self._by_org[state.org_id] = array("I")
+        org_rows.append(row)
+        profile = (
+            state.org_id,
+            state.key_id,
+            state.avatar_id,
+            state.quality,
+            state.billing_surface,
+            state.idle_timeout_seconds,
+            state.max_duration_seconds,
+            state.resets_on_silence,
+        )
+        self.profile_codes.append(self.profiles.code(profile))
+        shape = self._transport_shapes.code("\0".join(state.transport))
+        self.transports.append((shape, *state.transport.values()))
+        self.metadata.append(state.metadata or None)
+        if state.embed_id is not None:
+            self.embeds[row] = state.embed_id
+        self.created_at.append(state.created_at)
+        if row >= len(self.status_codes):
+            self._grow()
+
+    def remove(self, state: SessionState) -> None:
+        """Undo ``add`` of the newest session, whose create then failed (``sim.journal``): its
+        row, id, organization index entry and creation columns go, and so does a profile or
+        transport shape only it used. Safe to call when ``state`` was never added."""
+        row = state.number
+        if row != len(self.ids) - 1 or self.ids[row] != state.id:
+            return
+        self.ids.pop()
+        del self._rows[state.id]
+        self._live.pop(row, None)
+        org_rows = self._by_org[state.org_id]
+        org_rows.pop()
+        if not org_rows:
+            del self._by_org[state.org_id]
+        profile = self.profile_codes.pop()
+        self.profiles.forget(profile, self.profile_codes)
+        shape = self.transports.pop()[0]
+        self._transport_shapes.forget(shape, (t[0] for t in self.transports))
+        self.metadata.pop()
+        self.embeds.pop(row, None)
+        self.created_at.pop()
+
+    def _grow(self) -> None:
+        self.status_codes.extend(bytes(_GROW))
+        for column in (self.started_at, self.first_frame_at, self.ending_at, self.ended_at):
+            column.extend(array("d", [_NAN]) * _GROW)
+        for small in (self.end_reason_codes, self.error_codes, self.charged):
+            small.extend(bytes(_GROW))
+        for wide in (self.worker_codes, self.billable_seconds, self.barge_ins):
+            wide.extend(array("I", bytes(4 * _GROW)))
+
+    def archive(self, state: SessionState) -> None:
+        """Write a terminal session's final values to its row and drop the live object."""
+        row = state.number
+        self.status_codes[row] = _STATUS_CODE[state.status]
+        started, first_frame, ending = state.started_at, state.first_frame_at, state.ending_at
+        if started is not None:  # the columns hold NaN until written
+            self.started_at[row] = started
+        if first_frame is not None:
+            self.first_frame_at[row] = first_frame
+        if ending is not None:
+            self.ending_at[row] = ending
+        self.ended_at[row] = _time(state.ended_at)
+        self.end_reason_codes[row] = self.reasons.code(state.end_reason or "")
+        self.error_codes[row] = self.reasons.code(state.error_code or "")
+        self.worker_codes[row] = self.workers.code(state.worker_id or "")
+        self.billable_seconds[row] = state.final_billable_seconds or 0
+        self.charged[row] = state.charged
+        self.barge_ins[row] = state.barge_ins
+        del self._live[row]
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def row(self, session_id: str) -> int | None:
+        return self._rows.get(session_id)
+
+    def live(self, row: int) -> SessionState | None:
+        """The working state of a session that is not terminal yet."""
+        return self._live.get(row)
+
+    def live_states(self) -> Iterator[SessionState]:
+        return iter(self._live.values())
+
+    def state(self, row: int) -> SessionState:
+        """The session of ``row``: its live state, or its final state read from the columns."""
+        live = self._live.get(row)
+        return live if live is not None else self._read(row)
+
+    def status(self, row: int) -> str:
+        live = self._live.get(row)
+        return live.status if live is not None else STATUSES[self.status_codes[row]]
+
+    def org_rows(self, org_id: str) -> array[int]:
+        """The organization's session rows, oldest first."""
+        return self._by_org.get(org_id, array("I"))
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def _transport(self, row: int) -> dict[str, Any]:
+        shape, *values = self.transports[row]
+        return dict(zip(self._transport_shapes[shape].split("\0"), values, strict=True))
+
+    def _read(self, row: int) -> SessionState:
+        metadata = self.metadata[row]
+        worker = self.workers[self.worker_codes[row]]
+        org_id, key_id, avatar_id, quality, surface, idle, max_duration, resets = self.profiles[
+            self.profile_codes[row]
+        ]
+        return SessionState(
+            id=self.ids[row],
+            number=row,
+            org_id=org_id,
+            key_id=key_id,
+            key_secret="",
+            avatar_id=avatar_id,
+            quality=quality,
+            billing_surface=surface,
+            transport=self._transport(row),
+            worker_token=None,
+            idle_timeout_seconds=idle,
+            max_duration_seconds=max_duration,
+            metadata={} if metadata is None else metadata,
+            embed_id=self.embeds.get(row),
+            resets_on_silence=resets,
+            created_at=self.created_at[row],
+            status=STATUSES[self.status_codes[row]],
+            started_at=_optional(self.started_at[row]),
+            first_frame_at=_optional(self.first_frame_at[row]),
+            ending_at=_optional(self.ending_at[row]),
+            ended_at=_optional(self.ended_at[row]),
+            end_reason=self.reasons[self.end_reason_codes[row]] or None,
+            error_code=self.reasons[self.error_codes[row]] or None,
+            worker_id=worker or None,
+            final_billable_seconds=self.billable_seconds[row],
+            charged=bool(self.charged[row]),
+            barge_ins=self.barge_ins[row],
+        )

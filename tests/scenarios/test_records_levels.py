@@ -1,0 +1,168 @@
+"""What a run keeps: the records levels, the aggregate tables and the tables built in bulk.
+
+- ``records: full | sessions | summary`` changes what is kept, never what happens (PERF-3,
+  SIM-2); a summary run keeps aggregates whose size does not depend on the traffic (PERF-3).
+- Every table has the same columns and dtypes at every level; the aggregates agree with the
+  per-row tables they summarize (NB-2).
+- Tables built in bulk from columns equal the records read one by one (NB-2, PERF-2).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.collect import AGGREGATES, TABLES, WAIT_EDGES, collect
+from harness.columns import epoch_ms, times, ulids
+from harness.runner import run_scenario, simulate
+from harness.scenarios import parse_scenario
+from sim.clock import Clock
+from sim.ids import format_ulid
+from tests.scenarios.helpers import small
+
+LEVELS = ("full", "sessions", "summary")
+_PER_ROW = ("sessions", "clients", "api_calls", "ledger")
+
+
+def _scenario(records: str, **overrides: Any) -> Any:
+    return parse_scenario(small(records=records, **overrides))
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[str, Any]:
+    return {level: run_scenario(_scenario(level)) for level in LEVELS}
+
+
+@pytest.mark.req("PERF-3", "SIM-2", "NB-2")
+def test_the_level_changes_what_is_kept_never_what_happens(results: dict[str, Any]) -> None:
+    full, sessions, summary = (results[level] for level in LEVELS)
+    for name in TABLES:  # the same columns and dtypes whatever is kept
+        shapes = {level: list(results[level].tables()[name].dtypes.items()) for level in LEVELS}
+        assert shapes["full"] == shapes["sessions"] == shapes["summary"], name
+    for name in (*AGGREGATES, "utilization", "runs", "usage", "usage_daily", "organizations"):
+        for other in (sessions, summary):
+            pd.testing.assert_frame_equal(full.tables()[name], other.tables()[name])
+    for name in _PER_ROW:
+        pd.testing.assert_frame_equal(full.tables()[name], sessions.tables()[name])
+        assert len(full.tables()[name]) > 0 and len(summary.tables()[name]) == 0
+    assert len(full.events) > 0 and len(sessions.events) == 0 and len(summary.events) == 0
+    assert (full.records, sessions.records, summary.records) == LEVELS
+
+
+@pytest.mark.req("NB-2", "SIM-3")
+def test_the_aggregates_summarize_the_rows(results: dict[str, Any]) -> None:
+    full = results["full"]
+    sessions, intervals = full.sessions, full.intervals
+    assert intervals["sessions_created"].sum() == len(sessions)
+    placed = sessions.dropna(subset=["started_at"])
+    assert intervals["sessions_placed"].sum() == len(placed)
+    assert intervals["wait_seconds_sum"].sum() == pytest.approx(placed["wait_seconds"].sum())
+    assert intervals["wait_seconds_max"].max() == pytest.approx(placed["wait_seconds"].max())
+    assert intervals["waited"].sum() == int((placed["wait_seconds"] > 1e-9).sum())
+    for status in ("ended", "failed", "canceled"):
+        assert intervals[f"sessions_{status}"].sum() == int((sessions["status"] == status).sum())
+    assert intervals["no_capacity"].sum() == int((sessions["error_code"] == "no_capacity").sum())
+    finished = sessions.dropna(subset=["ended_at"])
+    assert intervals["billable_seconds"].sum() == finished["billable_seconds"].sum()
+    assert full.waits["sessions"].sum() == len(placed)
+    assert list(full.waits["low"]) == list(WAIT_EDGES[:-1])
+    calls = full.api_calls
+    assert full.requests["requests"].sum() == len(calls)
+    counted = full.requests.groupby(["operation", "outcome"])["requests"].sum()
+    assert counted.to_dict() == calls.groupby(["operation", "outcome"]).size().to_dict()
+    assert full.arrivals["clients"].sum() == len(full.clients)
+    assert full.arrivals["attempts"].sum() == full.clients["attempts"].sum()
+    ledger = full.ledger
+    daily = full.ledger_daily
+    assert daily["rows"].sum() == len(ledger)
+    assert (
+        daily.groupby("organization")["credits"].sum().to_dict()
+        == ledger.groupby("organization")["credits"].sum().to_dict()
+    )
+    by_day = ledger.assign(day=ledger["at"].dt.strftime("%Y-%m-%d"))
+    assert sorted(daily["day"].unique()) == sorted(by_day["day"].unique())
+
+
+@pytest.mark.req("PERF-3")
+def test_a_summary_run_keeps_nothing_that_grows_with_traffic() -> None:
+    """Three times the arrivals over the same hours: the same number of aggregate rows (up to
+    the categories that appear), and no per-row record anywhere."""
+    sizes = []
+    for rate in (60, 180):
+        scenario = _scenario(
+            "summary",
+            duration="2h",
+            arrivals=[{"kind": "poisson", "rate_per_hour": rate}],
+            config={"scheduler": {"workers": 12}},
+            organizations=[{"name": "Acme", "plan": "enterprise", "keys": 20, "concurrency": 20}],
+        )
+        raw = simulate(scenario)
+        platform = raw.platform
+        assert len(platform.kernel.events) == 0
+        assert len(platform.api_log) == 0
+        assert platform.sessions._history.keep is False and len(platform.sessions._history) == 0
+        assert raw.pool.calls is None and raw.pool.clients is None
+        result = collect(raw)
+        sizes.append({name: len(result.tables()[name]) for name in ("intervals", "waits")})
+        assert sum(result.arrivals["clients"]) > rate  # the traffic was really there
+        per_interval = result.requests.groupby("interval").size()
+        assert per_interval.max() <= 3 * 4  # operations x outcomes x first attempt, bounded
+    assert sizes[0] == sizes[1]
+
+
+@pytest.mark.req("NB-2", "PERF-2")
+def test_tables_built_in_bulk_are_the_records_read_one_by_one() -> None:
+    raw = simulate(_scenario("full"))
+    result = collect(raw)
+    platform = raw.platform
+    events = list(platform.kernel.events)
+    assert list(result.events["event_id"]) == [e.id for e in events]
+    assert list(result.events["data"]) == [
+        json.dumps(dict(e.data), sort_keys=True, separators=(",", ":")) for e in events
+    ]
+    assert list(result.events["t"]) == [e.at for e in events]
+    assert list(result.events["object_id"]) == [e.data["object"]["id"] for e in events]
+    entries = platform.billing.entries()
+    assert list(result.ledger["id"]) == [e.id for e in entries]
+    assert list(result.ledger["overage"]) == [e.overage for e in entries]
+    assert list(result.ledger["model"].fillna("-")) == [e.model or "-" for e in entries]
+    snapshots = platform.sessions.sessions()
+    assert list(result.sessions["session_id"]) == [s.id for s in snapshots]
+    assert list(result.sessions["status"]) == [s.status for s in snapshots]
+    assert list(result.sessions["billable_seconds"]) == [s.billable_seconds for s in snapshots]
+    clock = platform.clock
+    stamps = result.sessions["ended_at"].dt.strftime("%Y-%m-%dT%H:%M:%S.%f").str[:-3] + "Z"
+    expected = [None if s.ended_at is None else clock.timestamp(s.ended_at) for s in snapshots]
+    assert [None if pd.isna(a) else a for a in stamps] == expected
+    calls = list(raw.pool.calls or [])
+    assert list(result.api_calls["outcome"]) == [c.outcome for c in calls]
+    assert list(result.api_calls["resource_id"].fillna("-")) == [
+        c.resource_id or "-" for c in calls
+    ]
+
+
+@pytest.mark.req("NB-2", "CONV-1", "SIM-1")
+def test_bulk_conversions_use_the_domains_arithmetic() -> None:
+    clock = Clock(parse_scenario(small()).sim_config().epoch)
+    rng = np.random.default_rng(3)
+    seconds = np.concatenate([rng.uniform(0, 1e8, 50_000), np.arange(0, 5, 0.0005)])
+    ms = epoch_ms(clock, seconds)
+    assert all(ms[i] == clock.epoch_ms(float(s)) for i, s in enumerate(seconds))
+    moments = times(clock, np.append(seconds[:1000], np.nan))
+    assert moments.isna().sum() == 1
+    assert [m.isoformat(timespec="milliseconds")[:-6] + "Z" for m in moments[:1000]] == [
+        clock.timestamp(float(s)) for s in seconds[:1000]
+    ]
+    bits = [int(b) for b in rng.integers(0, 2**62, 1000)]
+    bits = [b << 18 | 5 for b in bits]  # exercise all 80 bits
+    stamp = ms[:1000]
+    high = (stamp.astype(np.uint64) << np.uint64(16)) | np.array(
+        [b >> 64 for b in bits], dtype=np.uint64
+    )
+    low = np.array([b & (2**64 - 1) for b in bits], dtype=np.uint64)
+    text = ulids(high, low, "evt_")
+    assert list(text) == ["evt_" + format_ulid(int(m), b) for m, b in zip(stamp, bits, strict=True)]

@@ -1,0 +1,222 @@
+"""Records as raw values, read back exactly (PERF-2, PERF-3, PERF-4, SIM-1, SIM-2).
+
+Ids, timestamps and events are stored as raw values and formatted or rendered when read; these
+tests hold the read-back to what an eager formatting or rendering gives, and check what the logs
+keep (the event log may keep nothing, the API log is a ring) and whom an event reaches.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from ulid import ULID
+
+from sim.apilog import ApiLog
+from sim.clock import Clock, format_timestamp
+from sim.config import HistoryConfig, SimConfig
+from sim.events import Event, EventLog
+from sim.ids import IdFactory, format_id, format_ulid
+from sim.platform import Platform
+
+EPOCHS = (
+    datetime(2026, 1, 1, tzinfo=UTC),
+    datetime(2025, 3, 9, 7, 13, 5, 123456, tzinfo=UTC),
+)
+
+
+@pytest.mark.req("CONV-1", "SIM-2")
+@given(ms=st.integers(0, 2**48 - 1), bits=st.integers(0, 2**80 - 1))
+def test_ulid_text_is_python_ulids(ms: int, bits: int) -> None:
+    assert format_ulid(ms, bits) == str(ULID.from_int((ms << 80) | bits))
+    assert format_id("event", ms, bits) == "evt_" + str(ULID.from_int((ms << 80) | bits))
+
+
+@pytest.mark.req("SIM-1")
+@pytest.mark.parametrize("epoch", EPOCHS)
+def test_clock_arithmetic_is_the_datetime_arithmetic(epoch: datetime) -> None:
+    """Timestamps and ULID milliseconds computed on integers equal the datetime path."""
+    clock = Clock(epoch)
+    rng = random.Random(5)
+    samples = [rng.uniform(0, 1e8) for _ in range(20_000)]
+    samples += [i / 1000 for i in range(5_000)] + [0.0, 1e-7, 0.0005, 0.0015, 86_399.9995]
+    for seconds in samples:
+        moment = epoch + timedelta(microseconds=round(seconds * 1_000_000))
+        assert clock.timestamp(seconds) == format_timestamp(moment)
+        assert clock.epoch_ms(seconds) == int(moment.timestamp() * 1000)
+        assert clock.unix_seconds(seconds) == moment.timestamp()
+
+
+@pytest.mark.req("SIM-2", "CONV-1")
+def test_an_id_made_from_its_parts_is_the_id_made_at_once() -> None:
+    clock = Clock(EPOCHS[0])
+    clock.advance(1234.5678)
+    eager = IdFactory(clock, random.Random(3))
+    later = IdFactory(clock, random.Random(3))
+    made = eager.new("session")
+    bits = later.draw()
+    assert made == format_id("session", clock.epoch_ms(clock.now), bits)
+    assert later.value() >> 80 == clock.epoch_ms()
+
+
+def _session_platform(history: HistoryConfig | None = None) -> tuple[Platform, Any]:
+    config = SimConfig(seed=4) if history is None else SimConfig(seed=4, history=history)
+    platform = Platform.create(config)
+    org = platform.admin.create_organization("Acme", "enterprise")
+    caller = platform.authenticate(f"Bearer {org['keys']['unrestricted']}")
+    return platform, caller
+
+
+def _drive(platform: Platform, caller: Any) -> None:
+    """Sessions that cover every session event: queued, starting, first frame, barge-in,
+    ending, ended, usage, canceled, failed (no capacity and a lost worker)."""
+    body = {
+        "avatar_id": "av_stock_aria",
+        "transport": {"type": "livekit", "url": "wss://x.example", "room_name": "r"},
+        "metadata": {"ticket": "Ω-42", "nested": {"b": 1, "a": [True, None, 2.5]}},
+    }
+    keys = [platform.admin.create_key(caller.org_id)["key"] for _ in range(4)]
+    callers = [platform.authenticate(f"Bearer {k}") for k in keys]
+    first = platform.call("createSession", caller, {"body": body}).body
+    assert isinstance(first, dict)
+    platform.advance(10)
+    platform.admin.inject_audio(first["id"], "speech", 6.0)
+    platform.advance(2)
+    platform.admin.clear_buffer(first["id"])
+    platform.call("endSession", caller, {"session_id": first["id"]})
+    canceled = platform.call("createSession", callers[0], {"body": body}).body
+    assert isinstance(canceled, dict)
+    platform.call("endSession", callers[0], {"session_id": canceled["id"]})
+    lost = platform.call("createSession", callers[1], {"body": body}).body
+    assert isinstance(lost, dict)
+    platform.advance(20)
+    platform.sessions.faults.crash_worker(session_id=lost["id"])
+    platform.sessions.faults.set_capacity(0)
+    platform.call("createSession", callers[2], {"body": body})
+    platform.advance(60)
+
+
+@pytest.mark.req("PERF-2", "SIM-2", "EV-1")
+def test_session_events_keep_raw_values_and_read_back_as_they_were_sent() -> None:
+    platform, caller = _session_platform()
+    sent: list[str] = []
+    platform.kernel.events.subscribe(lambda e: sent.append(json.dumps(e.to_payload())))
+    _drive(platform, caller)
+    log = platform.kernel.events
+    read = [json.dumps(e.to_payload()) for e in log]
+    assert read == sent  # rendered long after, byte for byte what subscribers saw at once
+    types = {e.type for e in log}
+    assert {"session.barge_in", "session.failed", "session.canceled", "session.usage"} <= types
+    handles = platform.sessions.events.types
+    for payload in log.payloads:  # no copy of a rendered session is kept: five raw values
+        assert isinstance(payload, tuple) and payload[0] in handles and len(payload) == 5
+        assert not any(isinstance(value, dict) for value in payload)
+
+
+@pytest.mark.req("PERF-2", "NB-2")
+def test_session_event_text_is_the_sorted_json_of_its_payload() -> None:
+    platform, caller = _session_platform()
+    _drive(platform, caller)
+    log = platform.kernel.events
+    texts = platform.sessions.events
+    codes = {e.data.get("code") for e in log.of_type("session.failed")}
+    assert codes == {"no_capacity", "worker_lost"}
+    for event, payload in zip(log, log.payloads, strict=True):
+        expected = json.dumps(dict(event.data), sort_keys=True, separators=(",", ":"))
+        assert isinstance(payload, tuple)
+        assert texts.text(payload) == expected
+
+
+@pytest.mark.req("PERF-3", "SIM-2")
+def test_a_log_that_keeps_nothing_still_tells_its_subscribers() -> None:
+    kept, caller = _session_platform()
+    _drive(kept, caller)
+    dropped, caller = _session_platform(HistoryConfig(events=False, transitions=False))
+    seen: list[str] = []
+    dropped.kernel.events.subscribe(lambda e: seen.append(json.dumps(e.to_payload())))
+    _drive(dropped, caller)
+    assert len(dropped.kernel.events) == 0 and dropped.kernel.events.payloads == []
+    assert seen == [json.dumps(e.to_payload()) for e in kept.kernel.events]
+    assert all(s.history == () for s in dropped.sessions.sessions())
+    # What is kept changes nothing that happens: the same sessions, byte for byte.
+    assert [dropped.sessions.render(s.id) for s in dropped.sessions.sessions()] == [
+        kept.sessions.render(s.id) for s in kept.sessions.sessions()
+    ]
+
+
+@pytest.mark.req("PERF-4", "EV-1")
+def test_an_event_reaches_only_the_subscribers_that_want_its_type_and_organization() -> None:
+    clock = Clock(EPOCHS[0])
+    log = EventLog(clock, IdFactory(clock, random.Random(1)))
+    calls: dict[str, list[str]] = {"ended": [], "org_b": [], "all": []}
+    log.subscribe(lambda e: calls["ended"].append(e.type), types=["session.ended"])
+    log.subscribe(lambda e: calls["org_b"].append(e.org_id), org_id="org_b")
+    log.subscribe(lambda e: calls["all"].append(e.type))
+    built: list[Event] = []
+    original = Event.__init__
+
+    def counting(self: Event, *args: Any) -> None:
+        built.append(self)
+        original(self, *args)
+
+    handle = log.register(lambda values: {"n": values[0]})
+    log.emit_values("session.queued", "org_a", "sess_1", handle, (1,), 0.0)
+    assert calls == {"ended": [], "org_b": [], "all": ["session.queued"]}
+    log.emit_values("session.ended", "org_b", "sess_2", handle, (2,), 0.0)
+    assert calls == {
+        "ended": ["session.ended"],
+        "org_b": ["org_b"],
+        "all": ["session.queued", "session.ended"],
+    }
+    lonely = EventLog(clock, IdFactory(clock, random.Random(1)))
+    lonely.subscribe(lambda e: calls["ended"].append(e.type), types=["session.ended"])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Event, "__init__", counting)
+        for _ in range(50):  # nobody wants these: no event object is even built
+            lonely.emit_values("session.queued", "org_a", "s", handle, (3,), 0.0)
+    assert built == [] and len(lonely) == 50
+
+
+@pytest.mark.req("PERF-4", "EV-3")
+def test_webhooks_listen_only_to_organizations_with_an_endpoint() -> None:
+    platform, caller = _session_platform()
+    other = platform.admin.create_organization("Other", "enterprise")
+    reached: list[str] = []
+    dispatcher = platform.webhooks
+    original = dispatcher._on_event
+
+    def spy(event: Event) -> None:
+        reached.append(event.org_id)
+        original(event)
+
+    dispatcher._on_event = spy  # type: ignore[method-assign]
+    platform.admin.register_webhook(other["id"], "https://hooks.example/in")
+    _drive(platform, caller)  # all of it in the first organization, which has no endpoint
+    assert reached == []
+    assert dispatcher.deliveries() == []
+
+
+@pytest.mark.req("PERF-3", "SIM-8", "SIM-2")
+def test_the_api_log_is_a_ring_of_the_newest_calls() -> None:
+    ring = ApiLog(size=10)
+    for i in range(1_000):
+        ring.append(float(i), "getStatus", None if i % 2 else "org_a", "ok", None)
+        assert len(ring) == min(i + 1, 10)
+        assert len(ring.times) <= 20  # never more than twice its size in memory
+    assert [c.at for c in ring] == [float(i) for i in range(990, 1000)]
+    assert ring.dropped == 990
+    assert [c.org_id for c in ring][:2] == ["org_a", None]
+    everything = ApiLog(size=None)
+    for i in range(1_000):
+        everything.append(float(i), "getStatus", "org_a", "ok", None)
+    assert len(everything) == 1_000 and everything.dropped == 0
+    assert SimConfig().history.api_log_size is not None  # bounded unless asked otherwise
+    platform = Platform.create(SimConfig(history=HistoryConfig(api_log_size=3)))
+    for _ in range(7):
+        platform.call("getStatus", None, {})
+    assert len(platform.api_log) == 3 and platform.api_log.dropped == 4
