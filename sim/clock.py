@@ -3,7 +3,9 @@
 Simulated time is seconds (float) since ``epoch`` (an aware UTC datetime from the config). Every
 timestamp, timer, window and billing bucket is computed from ``Clock.now``; nothing in ``sim/``
 reads the wall clock. ``advance`` is forward-only (Stripe Test Clocks' rule): it runs every event
-due up to and including the target time, in order, and then sets the clock to the target.
+due up to and including the target time, in order, and then sets the clock to the target. It
+never passes ``LAST_INSTANT`` (``horizon``, the end of November 9999): past it some timestamp (the
+end of the billing month) could not be written, and answers would fail.
 
 Conversions are integer arithmetic on microseconds since the Unix epoch, the same arithmetic
 ``datetime`` does, so a simulated instant always maps to the same text and the same ULID time
@@ -19,7 +21,11 @@ import simpy
 
 from sim.cost import scheduled_events
 
-__all__ = ["Clock", "format_timestamp"]
+__all__ = ["LAST_INSTANT", "Clock", "format_timestamp"]
+
+#: The last instant the clock may reach: everything written about "now" stays a four-digit-year
+#: timestamp, including the end of the billing month that contains it (1 December 9999).
+LAST_INSTANT = datetime(9999, 11, 30, 23, 59, 59, 999_000, tzinfo=UTC)
 
 _UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
@@ -27,8 +33,16 @@ _US_PER_DAY = 86_400_000_000
 
 
 def format_timestamp(moment: datetime) -> str:
-    """ISO-8601 UTC with millisecond precision and a ``Z``: ``2026-01-01T00:00:00.000Z``."""
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    """ISO-8601 UTC with millisecond precision and a ``Z``: ``2026-01-01T00:00:00.000Z``.
+
+    The year is always four digits (``0001-…``): ``strftime("%Y")`` does not pad years before
+    1000 on every platform, and a three-digit year is not ISO-8601 (GAP-USAGE-4).
+    """
+    return (
+        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T"
+        f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}."
+        f"{moment.microsecond // 1000:03d}Z"
+    )
 
 
 class Clock:
@@ -37,6 +51,9 @@ class Clock:
     def __init__(self, epoch: datetime, env: simpy.Environment | None = None) -> None:
         self.epoch = epoch
         self.env = env if env is not None else simpy.Environment()
+        #: Simulated seconds of ``LAST_INSTANT``: every timestamp and id (ULIDs end in 10889)
+        #: stays writable up to here, so the clock refuses to go further.
+        self.horizon = (LAST_INSTANT - epoch).total_seconds()
         self._scheduled_before = scheduled_events(self.env)
         # Microseconds of the epoch since the Unix epoch, exactly (datetime arithmetic is exact).
         self._epoch_us = (epoch - _UNIX_EPOCH) // _MICROSECOND
@@ -84,7 +101,8 @@ class Clock:
         prefix = self._days.get(day)
         if prefix is None:
             moment = _UNIX_EPOCH + timedelta(days=day)
-            prefix = self._days[day] = moment.strftime("%Y-%m-%dT")
+            # Not strftime("%Y"): it does not pad years before 1000 everywhere (GAP-USAGE-4).
+            prefix = self._days[day] = f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T"
         ms, _ = divmod(within, 1000)
         seconds_of_day, ms = divmod(ms, 1000)
         minutes, second = divmod(seconds_of_day, 60)
@@ -115,6 +133,8 @@ class Clock:
     def advance_to(self, target: float) -> None:
         if target < self.now:
             raise ValueError("the clock only moves forward")
+        if not target <= self.horizon:  # also refuses NaN
+            raise ValueError(f"the clock cannot pass {format_timestamp(LAST_INSTANT)}")
         # Step through everything due at or before the target (simpy's run(until=t) would stop
         # *before* events at exactly t and leave its own marker event in the queue), then move
         # the clock to the target. Nothing else is due in between, so moving ``now`` directly is

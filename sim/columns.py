@@ -38,6 +38,13 @@ class Interner(Generic[V]):
             self.values.append(value)
         return code
 
+    def forget(self, code: int, codes: Iterable[int]) -> None:
+        """Forget the newest value if it is ``code`` and no code of ``codes`` (the column that
+        holds them) still uses it: the record that interned it was removed. Only a failed
+        operation's undo calls this, so the scan costs nothing on the way in."""
+        if code == len(self.values) - 1 and code not in codes:
+            del self._codes[self.values.pop()]
+
     def find(self, value: V) -> int | None:
         """The code of ``value`` if it was ever interned (without adding it)."""
         return self._codes.get(value)
@@ -64,6 +71,11 @@ class Ulids:
 
     def __getitem__(self, index: int) -> int:
         return (self.high[index] << 64) | self.low[index]
+
+    def pop(self) -> None:
+        """Drop the newest value (a row retracted by a failed operation)."""
+        self.high.pop()
+        self.low.pop()
 
     def __len__(self) -> int:
         return len(self.low)

@@ -17,9 +17,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from sim.clock import LAST_INSTANT
+
 __all__ = [
     "BILLING_SURFACES",
     "QUALITIES",
+    "AdminConfig",
     "AvatarConfig",
     "BillingConfig",
     "Constant",
@@ -178,6 +181,11 @@ class LimitsConfig(_Frozen):
     cursor_max_length: int = Field(default=40, ge=1)
     request_body_max_bytes: int = Field(default=1024 * 1024, ge=1, description="GAP-ERR-1")
     request_headers_max_bytes: int = Field(default=8 * 1024, ge=1, description="GAP-ERR-3")
+    json_max_depth: int = Field(
+        default=64,
+        ge=1,
+        description="GAP-ERR-6: deepest nesting of arrays and objects in a request",
+    )
     rate: RateLimitConfig = RateLimitConfig()
 
     @model_validator(mode="after")
@@ -404,6 +412,20 @@ class RunsConfig(_Frozen):
     models: dict[str, ModelConfig] = Field(default_factory=_default_models)
 
 
+class AdminConfig(_Frozen):
+    """Bounds of the simulator's own controls under ``/_sim`` (GAP-SERVE-3).
+
+    No input to a control may leave the platform unable to answer: the clock moves at most
+    ``clock_advance_max_seconds`` per call, a duration a control accepts (audio, slow start-up,
+    heartbeat loss) is at most ``duration_max_seconds``, and the worker pool at most
+    ``workers_max``.
+    """
+
+    clock_advance_max_seconds: float = Field(default=366 * 86400.0, gt=0)
+    duration_max_seconds: float = Field(default=366 * 86400.0, gt=0)
+    workers_max: int = Field(default=10_000, ge=0)
+
+
 class WebhookConfig(_Frozen):
     """Delivery schedule (GAP-EV-2)."""
 
@@ -444,12 +466,15 @@ class SimConfig(_Frozen):
     runs: RunsConfig = RunsConfig()
     webhooks: WebhookConfig = WebhookConfig()
     history: HistoryConfig = HistoryConfig()
+    admin: AdminConfig = AdminConfig()
 
     @field_validator("epoch")
     @classmethod
     def _utc_epoch(cls, value: datetime) -> datetime:
         if value.tzinfo is None or value.utcoffset() != UTC.utcoffset(None):
             raise ValueError("epoch must be an aware UTC datetime")
+        if value >= LAST_INSTANT:
+            raise ValueError(f"epoch must be before {LAST_INSTANT.isoformat()}")
         return value
 
     @model_validator(mode="after")

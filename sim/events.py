@@ -24,6 +24,7 @@ from typing import Any
 from sim.clock import Clock
 from sim.columns import Interner
 from sim.ids import IdFactory, format_id
+from sim.journal import Journal
 
 __all__ = ["Event", "EventLog", "Renderer", "Subscriber"]
 
@@ -89,9 +90,12 @@ Subscriber = Callable[[Event], None]
 
 
 class EventLog:
-    def __init__(self, clock: Clock, ids: IdFactory, *, keep: bool = True) -> None:
+    def __init__(
+        self, clock: Clock, ids: IdFactory, journal: Journal | None = None, *, keep: bool = True
+    ) -> None:
         self.clock = clock
         self._ids = ids
+        self._journal = journal if journal is not None else Journal()
         self.keep = keep
         self.kinds: Interner[tuple[str, str]] = Interner()  # (type, organization) pairs
         self._kind_code: dict[tuple[str, str], int] = {}
@@ -123,9 +127,10 @@ class EventLog:
         bits = self._ids.draw()
         now = self.clock.now
         event = Event(self, type_, org_id, now, subject, bits, payload)
-        subscribers = self._append(type_, org_id, now, subject, bits, payload)
-        for subscriber in subscribers:
-            subscriber(event)
+        if self._journal.active:  # inside an operation: published once it succeeds
+            self._journal.defer(lambda: self._publish(event, subject, bits, payload))
+        else:
+            self._publish(event, subject, bits, payload)
         return event
 
     def emit_values(
@@ -143,11 +148,25 @@ class EventLog:
         """
         bits = self._ids.draw()
         payload = (renderer, *values)
+        if self._journal.active:  # inside an operation: published once it succeeds
+            event = Event(self, type_, org_id, now, subject, bits, payload)
+            self._journal.defer(lambda: self._publish(event, subject, bits, payload))
+            return
         subscribers = self._append(type_, org_id, now, subject, bits, payload)
         if subscribers:
             event = Event(self, type_, org_id, now, subject, bits, payload)
             for subscriber in subscribers:
                 subscriber(event)
+
+    def _publish(
+        self,
+        event: Event,
+        subject: str | None,
+        bits: int,
+        payload: dict[str, Any] | tuple[Any, ...],
+    ) -> None:
+        for subscriber in self._append(event.type, event.org_id, event.at, subject, bits, payload):
+            subscriber(event)
 
     def _append(
         self,

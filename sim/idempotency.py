@@ -4,7 +4,9 @@ A store of successful create outcomes keyed by (organization, Idempotency-Key). 
 the operation and the canonical JSON of the request body, so the same key with the same body
 replays the original outcome (no second resource, no second charge) and the same key with another
 body is a conflict. Entries live for the configured window on the virtual clock. Only successes
-are stored: a retry after a refusal is a new attempt.
+are stored: a retry after a refusal is a new attempt. ``sim.platform`` looks a key up before the
+rate limiter (a replay is not a new request) and stores the outcome inside the operation's unit of
+work, so an operation that fails after storing it leaves no entry behind (``forget``).
 
 Memory: entries are stored in time order, and every store first drops the entries whose window
 has passed, so the store holds one window of creates however long the run.
@@ -56,7 +58,7 @@ class IdempotencyStore:
         return len(self._entries)
 
     def validate_key(self, key: str) -> None:
-        if not (
+        if not isinstance(key, str) or not (
             self._limits.idempotency_key_min_length
             <= len(key)
             <= self._limits.idempotency_key_max_length
@@ -104,6 +106,14 @@ class IdempotencyStore:
         entry = _Entry(digest or fingerprint(operation, body), Replay(body=result, stored_at=now))
         self._entries[(org_id, key)] = entry
         self._order.append((now, (org_id, key)))
+
+    def forget(self, org_id: str, key: str) -> None:
+        """Drop the outcome just stored for ``key`` (the operation that stored it failed after
+        all): the entry and its place in the expiry order, as if ``store`` had not run."""
+        if self._entries.pop((org_id, key), None) is not None:
+            order = self._order
+            if order and order[-1][1] == (org_id, key):
+                order.pop()
 
     def _expire(self, now: float) -> None:
         """Drop the entries whose window has passed (oldest first)."""

@@ -1,7 +1,8 @@
 """The shared substrate every service of the simulated platform is built on.
 
 One ``Kernel`` per platform: the configuration, the virtual clock (one ``simpy.Environment``),
-the seeded random streams, the id factory and the event log. Services receive the kernel instead
+the seeded random streams, the id factory, the event log and the journal that makes an operation
+all or nothing (``sim.journal``). Services receive the kernel instead
 of reaching for globals, which is what makes a run reproducible from its seed.
 """
 
@@ -13,6 +14,7 @@ from sim.clock import Clock
 from sim.config import SimConfig
 from sim.events import EventLog
 from sim.ids import IdFactory
+from sim.journal import Journal
 from sim.rng import RandomStreams
 
 __all__ = ["Kernel"]
@@ -25,6 +27,7 @@ class Kernel:
     streams: RandomStreams
     ids: IdFactory
     events: EventLog
+    journal: Journal
 
     @classmethod
     def create(cls, config: SimConfig | None = None) -> Kernel:
@@ -32,5 +35,8 @@ class Kernel:
         clock = Clock(config.epoch)
         streams = RandomStreams(config.seed)
         ids = IdFactory(clock, streams.stream("ids"))
-        events = EventLog(clock, ids, keep=config.history.events)
-        return cls(config=config, clock=clock, streams=streams, ids=ids, events=events)
+        journal = Journal()
+        events = EventLog(clock, ids, journal, keep=config.history.events)
+        return cls(
+            config=config, clock=clock, streams=streams, ids=ids, events=events, journal=journal
+        )

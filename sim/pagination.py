@@ -26,12 +26,11 @@ _PARAM = "starting_after"
 
 
 def validate_limit(limit: int, minimum: int, maximum: int, param: str = "limit") -> int:
-    if isinstance(limit, bool) or not isinstance(limit, int) or not minimum <= limit <= maximum:
-        raise Unprocessable(
-            "validation.range",
-            f"{param} must be an integer from {minimum} to {maximum}.",
-            param=param,
-        )
+    message = f"{param} must be an integer from {minimum} to {maximum}."
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise Unprocessable("validation.type", message, param=param)
+    if not minimum <= limit <= maximum:
+        raise Unprocessable("validation.range", message, param=param)
     return limit
 
 

@@ -23,20 +23,25 @@ from sim.avatars.service import AvatarService
 from sim.billing.service import Billing
 from sim.config import SimConfig
 from sim.errors import AuthenticationFailed, DomainError, NotFound, RateSnapshot
-from sim.idempotency import IdempotencyStore
+from sim.idempotency import IdempotencyStore, fingerprint
 from sim.ids import IdFactory
+from sim.journal import Prepared
 from sim.kernel import Kernel
 from sim.ratelimit import RateLimiter
 from sim.runs.assets import AssetService
 from sim.runs.service import RunService
 from sim.sessions.rollup import status_body
 from sim.sessions.service import SessionService
+from sim.values import check_values
 from sim.webhooks import WebhookDispatcher
 
-__all__ = ["ApiCall", "Operation", "Outcome", "Params", "Platform"]
+__all__ = ["ApiCall", "Check", "Operation", "Outcome", "Params", "Platform"]
 
 #: An operation's named parameters, or a parser producing them (see ``Platform.call``).
 Params = dict[str, Any] | Callable[[], dict[str, Any]]
+
+#: A caller's last check of the parameters, run after the domain's (see ``Platform.call``).
+Check = Callable[[dict[str, Any]], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,9 +70,9 @@ def _caller(caller: Caller | None) -> Caller:
     return caller
 
 
-def _body(params: dict[str, Any]) -> dict[str, Any]:
-    body = params.get("body")
-    return body if isinstance(body, dict) else {}
+def _body(params: dict[str, Any]) -> Any:
+    """The body as the caller gave it (``None``: none); the operation's parser judges it."""
+    return params.get("body")
 
 
 OPERATIONS: dict[str, Operation] = {
@@ -129,12 +134,26 @@ class Platform:
     def new_request_id(self) -> str:
         return self._request_ids.new("request")
 
-    def call(self, operation_id: str, caller: Caller | None, params: Params) -> Outcome:
+    def call(
+        self,
+        operation_id: str,
+        caller: Caller | None,
+        params: Params,
+        *,
+        check: Check | None = None,
+    ) -> Outcome:
         """Run one contract operation; raises ``DomainError`` for every refusal.
 
-        ``params`` are the operation's named parameters, or a function that parses and validates
-        them: the facade passes its request parser, so a request it refuses at validation is
-        counted by the rate limiter and logged exactly like one the domain refuses (SIM-7).
+        ``params`` are the operation's named parameters, or a function that reads them: the
+        facade passes its request parser, so a request it cannot read is counted by the rate
+        limiter and logged exactly like one the domain refuses (SIM-7). ``check`` is the caller's
+        own last check (the facade's schema); it runs once the domain's checks have passed and
+        before anything is changed, so the domain's refusal is the one both doors give.
+
+        In order: the values (``sim.values``), an idempotent replay (which the rate limiter does
+        not count, GAP-LIM-2), the rate limiter, the operation's checks, ``check``, then the
+        change itself. The whole call is one unit of ``Journal.atomic``: if it fails half-way,
+        nothing it stored, counted against a cap or charged remains (GAP-ERR-6).
         """
         try:
             operation = OPERATIONS[operation_id]
@@ -142,7 +161,8 @@ class Platform:
             raise NotFound("route.not_found", f"No operation {operation_id}.") from None
         org_id = caller.org_id if caller is not None else None
         try:
-            outcome = self._call(operation_id, operation, caller, params)
+            with self.kernel.journal.atomic():
+                outcome = self._call(operation_id, operation, caller, params, check)
         except DomainError as error:
             self._log(operation_id, org_id, error.code, error.type)
             raise
@@ -155,29 +175,36 @@ class Platform:
         operation: Operation,
         caller: Caller | None,
         params: Params,
+        check: Check | None,
     ) -> Outcome:
         if not operation.public:
             caller = _caller(caller)
-        handler = getattr(self, operation.method)
-        rate: RateSnapshot | None = None
-        limiter = self._limiters.get(operation.rate_limit or "")
-        if limiter is not None and caller is not None:
-            rate = limiter.hit(caller.key_id)
-        try:
-            if callable(params):
-                params = params()
-            key = params.get("idempotency_key")
-            if operation.idempotent and caller is not None and key is not None:
-                fingerprint_body = {"path": _path_params(params), "body": params.get("body")}
-                body, replayed = self.idempotency.run(
-                    caller.org_id,
-                    key,
-                    operation_id,
-                    fingerprint_body,
-                    lambda: _json(handler(caller, params)),
+        limiter = self._limiters.get(operation.rate_limit or "") if caller is not None else None
+        read, refusal = self._read(params)
+        key = read.get("idempotency_key") if operation.idempotent else None
+        digest: str | None = None
+        if refusal is None and key is not None and caller is not None:
+            try:
+                self.idempotency.validate_key(key)
+                digest = fingerprint(
+                    operation_id, {"path": _path_params(read), "body": read.get("body")}
                 )
-                return Outcome(body=body, replayed=replayed, rate=rate)
-            result = handler(caller, params)
+                replay = self.idempotency.lookup(
+                    caller.org_id, key, operation_id, None, digest=digest
+                )
+            except DomainError as error:  # an invalid or reused key: a new request, counted
+                refusal = error
+            else:
+                if replay is not None:  # the original answer again: not a new request
+                    seen = limiter.peek(caller.key_id) if limiter is not None else None
+                    return Outcome(body=replay.body, replayed=True, rate=seen)
+        rate = limiter.hit(caller.key_id) if limiter is not None and caller is not None else None
+        try:
+            if refusal is not None:
+                raise refusal
+            result = self._perform(operation, caller, read, check)
+            if digest is not None and caller is not None and isinstance(result, dict):
+                self._remember(caller.org_id, str(key), operation_id, digest, result)
         except DomainError as error:
             if error.rate is None and rate is not None:
                 error.rate = rate
@@ -185,6 +212,40 @@ class Platform:
         if isinstance(result, Outcome):
             return result if rate is None else _with_rate(result, rate)
         return Outcome(body=result, rate=rate)
+
+    def _read(self, params: Params) -> tuple[dict[str, Any], DomainError | None]:
+        """The parameters (the facade's parser runs here) and their values checked; a refusal is
+        returned, not raised, so the rate limiter counts the request first."""
+        try:
+            read = params() if callable(params) else params
+            check_values(read, max_depth=self.config.limits.json_max_depth)
+        except DomainError as error:
+            return {}, error
+        return read, None
+
+    def _perform(
+        self,
+        operation: Operation,
+        caller: Caller | None,
+        params: dict[str, Any],
+        check: Check | None,
+    ) -> dict[str, Any] | Outcome:
+        """The operation's checks, the caller's ``check``, then (a ``Prepared``) its change."""
+        result = getattr(self, operation.method)(caller, params)
+        if check is not None:
+            check(params)
+        if isinstance(result, Prepared):
+            return result.commit()
+        answer: dict[str, Any] | Outcome = result
+        return answer
+
+    def _remember(
+        self, org_id: str, key: str, operation_id: str, digest: str, body: dict[str, Any]
+    ) -> None:
+        """Store an idempotent outcome as part of the operation's unit (undone if it fails;
+        no entry existed for the key, or the lookup would have replayed or refused it)."""
+        self.kernel.journal.on_undo(lambda: self.idempotency.forget(org_id, key))
+        self.idempotency.store(org_id, key, operation_id, None, body, digest=digest)
 
     def _log(
         self, operation_id: str, org_id: str | None, outcome: str, error_type: str | None
@@ -216,11 +277,11 @@ class Platform:
     def op_list_plans(self, caller: Caller | None, params: dict[str, Any]) -> dict[str, Any]:
         return self.billing.plans()
 
-    def op_create_session(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
-        return self.sessions.create(caller, _body(params))
+    def op_create_session(self, caller: Caller, params: dict[str, Any]) -> Prepared:
+        return self.sessions.prepare_create(caller, _body(params))
 
-    def op_create_pipecat_session(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
-        return self.sessions.create_pipecat(caller, _body(params))
+    def op_create_pipecat_session(self, caller: Caller, params: dict[str, Any]) -> Prepared:
+        return self.sessions.prepare_pipecat(caller, _body(params))
 
     def op_list_sessions(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
         return self.sessions.list(
@@ -236,8 +297,8 @@ class Platform:
     def op_end_session(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
         return self.sessions.end(caller, params["session_id"])
 
-    def op_create_avatar(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
-        return self.avatars.create(
+    def op_create_avatar(self, caller: Caller, params: dict[str, Any]) -> Prepared:
+        return self.avatars.prepare_create(
             caller,
             image=params.get("image"),
             filename=params.get("image_filename"),
@@ -260,8 +321,8 @@ class Platform:
     def op_list_models(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
         return self.runs.list_models(caller)
 
-    def op_create_run(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
-        return self.runs.create(caller, params["model_id"], _body(params))
+    def op_create_run(self, caller: Caller, params: dict[str, Any]) -> Prepared:
+        return self.runs.prepare_create(caller, params["model_id"], _body(params))
 
     def op_list_runs(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
         return self.runs.list(
@@ -323,12 +384,6 @@ class Platform:
 
 def _path_params(params: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if k.endswith("_id")}
-
-
-def _json(result: dict[str, Any] | Outcome) -> dict[str, Any]:
-    if isinstance(result, Outcome):
-        raise TypeError("idempotent operations return JSON bodies")
-    return result
 
 
 def _with_rate(outcome: Outcome, rate: RateSnapshot) -> Outcome:

@@ -51,8 +51,14 @@ class BillingPort(Protocol):
     def charge_session(self, usage: SessionUsage) -> None:
         """Charge a finished session from its canonical usage; a repeat is ignored."""
 
+    def ensure_can_reserve(self, org_id: str, credits: int) -> None:
+        """Raise ``QuotaExceeded('insufficient_credits')`` when ``credits`` cannot be held."""
+
     def reserve_run(self, charge: RunCharge, credits: int) -> None:
         """Hold ``credits`` for a run or raise ``QuotaExceeded('insufficient_credits')``."""
+
+    def cancel_reservation(self, run_id: str) -> None:
+        """Withdraw the reservation of a run whose create failed (nothing was held)."""
 
     def settle_run(self, run_id: str, credits: int) -> None:
         """Turn the run's reservation into a charge of ``credits`` (at most the reservation)."""

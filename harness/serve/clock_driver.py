@@ -89,7 +89,8 @@ class WallClockDriver:
         Runs every SimPy event due up to then, in order. Never moves the clock backwards.
         """
         self._absorb_external_jump()
-        target = self.sim_time_at(self._wall())
+        # The clock stops at its horizon (the end of year 9999), however small the factor.
+        target = min(self.sim_time_at(self._wall()), self.clock.horizon)
         try:
             if target > self.clock.now:
                 self.clock.advance_to(target)

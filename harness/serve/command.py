@@ -7,8 +7,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
-__all__ = ["add_arguments", "run"]
+if TYPE_CHECKING:
+    from harness.scenarios import Scenario
+    from harness.serve.runner import ServeOptions
+
+__all__ = ["add_arguments", "options_from", "run"]
 
 _FACTOR_HELP = (
     "scale of the virtual clock: simulated seconds = wall seconds elapsed / F. "
@@ -24,6 +29,28 @@ def _positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError("must be a positive, finite number")
+    return value
+
+
+def _seconds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of seconds: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
+
+
+def _log_size(text: str) -> int | Literal["all"]:
+    if text.strip().lower() == "all":
+        return "all"
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of calls: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more, or 'all'")
     return value
 
 
@@ -86,7 +113,50 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--log-level",
         default="warning",
         choices=["critical", "error", "warning", "info", "debug"],
-        help="uvicorn's log level (default %(default)s)",
+        help="log level of the server and the facade, on stderr (default %(default)s)",
+    )
+    parser.add_argument(
+        "--access-log",
+        action="store_true",
+        help="print one line per request on stdout (uvicorn's access log)",
+    )
+    parser.add_argument(
+        "--graceful-timeout",
+        type=_seconds,
+        default=5,
+        metavar="SECONDS",
+        help=(
+            "on SIGINT/SIGTERM, wall seconds in-flight requests get to finish before they are "
+            "cancelled (default %(default)s)"
+        ),
+    )
+    parser.add_argument(
+        "--api-log-size",
+        type=_log_size,
+        default=None,
+        metavar="N",
+        help=(
+            "calls the simulator's API log keeps, the newest first out of memory last; "
+            "'all' keeps every call (default: the scenario's, else 100000)"
+        ),
+    )
+
+
+def options_from(args: argparse.Namespace, scenario: Scenario | None) -> ServeOptions:
+    """The runner's options for parsed ``args`` (``scenario`` already loaded from its file)."""
+    from harness.serve.runner import ServeOptions
+
+    return ServeOptions(
+        scenario=scenario,
+        host=args.host,
+        port=args.port,
+        time_factor=None if args.manual_clock else args.time_factor,
+        keys_out=args.keys_out,
+        seed=args.seed,
+        log_level=args.log_level,
+        access_log=args.access_log,
+        graceful_timeout=args.graceful_timeout,
+        api_log_size=args.api_log_size,
     )
 
 
@@ -94,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from harness.scenarios import ScenarioError, load_scenario
-    from harness.serve.runner import ServeOptions, serve
+    from harness.serve.runner import serve
 
     scenario = None
     if args.scenario is not None:
@@ -104,13 +174,4 @@ def run(args: argparse.Namespace) -> int:
             for problem in error.problems:
                 print(f"avatar-sim serve: {args.scenario}: {problem}", file=sys.stderr)
             return 2
-    options = ServeOptions(
-        scenario=scenario,
-        host=args.host,
-        port=args.port,
-        time_factor=None if args.manual_clock else args.time_factor,
-        keys_out=args.keys_out,
-        seed=args.seed,
-        log_level=args.log_level,
-    )
-    return serve(options)
+    return serve(options_from(args, scenario))

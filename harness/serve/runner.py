@@ -10,12 +10,17 @@ Why it is put together this way:
   platform is never touched from another thread.
 * Shutdown is uvicorn's own signal handling; the lifespan cancels the background tasks. Uvicorn
   re-raises the captured signal once it has shut down; the handlers installed here swallow that
-  re-raise, so a SIGTERM or SIGINT ends the process with exit code 0.
+  re-raise, so a SIGTERM or SIGINT ends the process with exit code 0. In-flight requests get
+  ``graceful_timeout`` wall seconds, then are cancelled: a client that never finishes sending its
+  body cannot hold the server up.
+* The listening socket has ``TCP_NODELAY`` (see ``bind``); logging goes to stderr, the facade's
+  500s included, and uvicorn's access log is opt-in (``--access-log``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import signal
 import socket
 import sys
@@ -23,8 +28,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
+from typing import Any, Literal
 
 import uvicorn
+from uvicorn.config import LOGGING_CONFIG
 
 from harness.runner.engine import install
 from harness.scenarios.model import Scenario
@@ -40,10 +47,11 @@ from harness.serve.seeding import (
 )
 from harness.serve.webhook_sender import HttpWebhookSender
 from sim.asgi.app import create_app
+from sim.asgi.context import FACADE_LOGGER
 from sim.config import SimConfig
 from sim.platform import Platform
 
-__all__ = ["ServeOptions", "ServedSimulator", "build", "serve"]
+__all__ = ["ServeOptions", "ServedSimulator", "bind", "build", "log_config", "serve"]
 
 STARTUP_WAIT_SECONDS = 30.0
 
@@ -56,6 +64,9 @@ class ServeOptions:
     keys_out: Path | None = None
     seed: int | None = None  # None: the scenario's seed, else 0
     log_level: str = "warning"
+    access_log: bool = False  # uvicorn's one line per request, on stdout
+    graceful_timeout: int = 5  # wall seconds in-flight requests get once a stop is asked
+    api_log_size: int | Literal["all"] | None = None  # None: the scenario's or the default
     epoch: datetime | None = None  # None: the wall-clock start
     scenario: Scenario | None = None  # its config, organizations and traffic
 
@@ -69,10 +80,18 @@ class ServedSimulator:
     document: dict[str, object]
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket: TCP with ``TCP_NODELAY``, which accepted connections inherit.
+
+    The protocol is named explicitly: asyncio sets ``TCP_NODELAY`` only on transports whose
+    socket says ``IPPROTO_TCP``, and a socket made with protocol 0 (the default) let Nagle's
+    algorithm hold every response body until the client's delayed ACK, about 40 ms per request
+    on a kept-alive connection.
+    """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind((host, port))
     sock.set_inheritable(True)
     return sock
@@ -83,6 +102,14 @@ def _base_url(sock: socket.socket) -> str:
     if host in ("0.0.0.0", "::"):
         host = "127.0.0.1" if host == "0.0.0.0" else "::1"
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _with_log_size(config: SimConfig, size: int | Literal["all"] | None) -> SimConfig:
+    """``config`` with the API log ring ``--api-log-size`` asked for ("all": unbounded)."""
+    if size is None:
+        return config
+    history = config.history.model_copy(update={"api_log_size": None if size == "all" else size})
+    return config.model_copy(update={"history": history})
 
 
 def build(options: ServeOptions, base_url: str) -> ServedSimulator:
@@ -96,13 +123,15 @@ def build(options: ServeOptions, base_url: str) -> ServedSimulator:
     served = {"public_base_url": base_url, "epoch": epoch}
     scenario = options.scenario
     if scenario is None:
-        config = SimConfig(seed=options.seed or 0, **served)
+        config = _with_log_size(SimConfig(seed=options.seed or 0, **served), options.api_log_size)
         platform = Platform.create(config)
         organizations = seed_organizations(platform.admin)
     else:
         # The scenario's configuration, organizations and traffic: its arrivals and runs are
         # processes on the platform's clock, so they unfold as the served clock advances.
-        config = scenario.sim_config(options.seed).model_copy(update=served)
+        config = _with_log_size(
+            scenario.sim_config(options.seed).model_copy(update=served), options.api_log_size
+        )
         platform = Platform.create(config)
         installed = install(platform, scenario)
         organizations = [organization_record(account) for account in installed.accounts]
@@ -128,6 +157,22 @@ def build(options: ServeOptions, base_url: str) -> ServedSimulator:
     app = ServedApp(facade, driver, background=(sender.run,), closers=(sender.aclose,))
     document = keys_document(admin_token, base_url, organizations)
     return ServedSimulator(platform=platform, app=app, document=dict(document))
+
+
+def log_config(level: str, *, access_log: bool) -> dict[str, Any]:
+    """uvicorn's logging set-up plus the facade's logger (``avatar_sim``), all on stderr.
+
+    The facade logs every 500 with its traceback and request id; without a handler of its own
+    that record would reach nobody in served mode. The access log, when asked for, is printed at
+    INFO whatever ``level`` says, so ``--access-log`` alone is enough to see it.
+    """
+    config = copy.deepcopy(LOGGING_CONFIG)
+    name = level.upper()
+    loggers = config["loggers"]
+    loggers["uvicorn.error"] = {"level": name}
+    loggers["uvicorn.access"] = {"handlers": ["access"], "level": "INFO", "propagate": False}
+    loggers[FACADE_LOGGER] = {"handlers": ["default"], "level": name, "propagate": False}
+    return config
 
 
 class _StopRequests:
@@ -169,7 +214,7 @@ def serve(options: ServeOptions) -> int:
     """Serve until SIGINT/SIGTERM: 0 on a clean shutdown, 1 if the server failed to start,
     2 if the address cannot be bound (a usage error: the port is taken or the host unknown)."""
     try:
-        sock = _bind(options.host, options.port)
+        sock = bind(options.host, options.port)
     except OSError as exc:
         print(
             f"avatar-sim serve: cannot listen on {options.host}:{options.port}: {exc}",
@@ -183,10 +228,13 @@ def serve(options: ServeOptions) -> int:
     config = uvicorn.Config(
         simulator.app,
         lifespan="on",
-        log_level=options.log_level,
-        access_log=False,
+        log_config=log_config(options.log_level, access_log=options.access_log),
+        log_level=None,
+        access_log=options.access_log,
         server_header=False,
         date_header=False,
+        # A client that stops half-way through a body would otherwise hold SIGTERM forever.
+        timeout_graceful_shutdown=options.graceful_timeout,
     )
     server = uvicorn.Server(config)
     stop.server = server

@@ -5,8 +5,13 @@ of a served simulator (or a test driving the in-process app over HTTP) can do wh
 caller does with ``platform.clock.advance`` and ``platform.admin``. They are guarded by a bearer
 admin token; without a configured token they do not exist (404, like any unknown route).
 
-Bodies are small JSON objects validated by pydantic models (closed: unknown fields are refused),
-and every refusal uses the same envelope as ``/v1``.
+Bodies are small JSON objects, read as JSON whatever the ``Content-Type`` says (``curl -d``
+sends ``application/x-www-form-urlencoded`` unless told otherwise), checked like ``/v1`` bodies:
+first the values (``sim.values``: no lone surrogate, no infinity), then a pydantic model (closed:
+unknown fields are refused), then the configured bounds (``SimConfig.admin``: the clock moves at
+most ``clock_advance_max_seconds`` per call and never past its horizon, durations and the worker
+pool are bounded). Every refusal uses the same envelope as ``/v1``, and no input can leave the
+platform unable to answer a public route (GAP-SERVE-3).
 """
 
 from __future__ import annotations
@@ -21,10 +26,12 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from sim.admin import PlatformAdmin
-from sim.asgi.body import media_type_of, parse_json, read_body
+from sim.asgi.body import parse_json, read_body
 from sim.asgi.context import request_id_of
 from sim.asgi.envelope import json_response
-from sim.errors import AuthenticationFailed, InvalidRequest, NotFound, Unprocessable
+from sim.config import SimConfig
+from sim.errors import AuthenticationFailed, NotFound, Unprocessable
+from sim.values import check_values
 
 __all__ = ["admin_routes"]
 
@@ -32,6 +39,8 @@ __all__ = ["admin_routes"]
 class ClockLike(Protocol):
     @property
     def now(self) -> float: ...
+    @property
+    def horizon(self) -> float: ...
     def timestamp(self, seconds: float | None = None) -> str: ...
     def advance(self, seconds: float) -> None: ...
 
@@ -103,9 +112,11 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 def admin_routes(
-    admin: PlatformAdmin, clock: ClockLike, *, token: str, body_limit: int
+    admin: PlatformAdmin, clock: ClockLike, *, token: str, config: SimConfig
 ) -> list[BaseRoute]:
     """The ``/_sim`` routes (paths relative to the mount), each behind the admin token."""
+    body_limit = config.limits.request_body_max_bytes
+    bounds = config.admin
 
     def guarded(handler: Callable[[Request], Awaitable[Response]]) -> Endpoint:
         async def endpoint(request: Request) -> Response:
@@ -115,11 +126,9 @@ def admin_routes(
         return endpoint
 
     async def body_of(request: Request, model: type[Model]) -> Model:
-        media, _ = media_type_of(request.headers.get("content-type"))
         raw = await read_body(request.receive, body_limit, request.headers.get("content-length"))
-        if media not in (None, "application/json"):
-            raise InvalidRequest("content_type.unsupported", "Send the body as application/json.")
-        data = parse_json(raw or b"{}")
+        data = parse_json(raw) if raw.strip() else {}
+        check_values({"body": data}, max_depth=config.limits.json_max_depth)
         try:
             return model.model_validate(data)
         except ValidationError as error:
@@ -140,6 +149,13 @@ def admin_routes(
 
     async def advance(request: Request) -> Response:
         body = await body_of(request, Advance)
+        _at_most("seconds", body.seconds, bounds.clock_advance_max_seconds)
+        if clock.now + body.seconds > clock.horizon:
+            raise Unprocessable(
+                "clock.horizon",
+                f"seconds: the clock cannot pass {clock.timestamp(clock.horizon)}.",
+                param="seconds",
+            )
         clock.advance(body.seconds)
         return ok(request, clock_body())
 
@@ -171,6 +187,7 @@ def admin_routes(
 
     async def audio(request: Request) -> Response:
         body = await body_of(request, Audio)
+        _at_most("duration", body.duration, bounds.duration_max_seconds)
         session_id = str(request.path_params["session_id"])
         return ok(request, admin.inject_audio(session_id, body.kind, body.duration))
 
@@ -183,6 +200,7 @@ def admin_routes(
 
     async def capacity(request: Request) -> Response:
         body = await body_of(request, Capacity)
+        _at_most("workers", body.workers, bounds.workers_max)
         return ok(request, admin.set_capacity(body.workers))
 
     async def pool(request: Request) -> Response:
@@ -190,10 +208,14 @@ def admin_routes(
 
     async def slow_startup(request: Request) -> Response:
         body = await body_of(request, SlowStartup)
+        _at_most("extra_seconds", body.extra_seconds, bounds.duration_max_seconds)
+        if body.duration is not None:
+            _at_most("duration", body.duration, bounds.duration_max_seconds)
         return ok(request, admin.slow_startup(body.extra_seconds, body.duration))
 
     async def heartbeat_loss(request: Request) -> Response:
         body = await body_of(request, HeartbeatLoss)
+        _at_most("duration", body.duration, bounds.duration_max_seconds)
         return ok(request, admin.lose_heartbeats(body.session_id, body.duration))
 
     async def purge_failure(request: Request) -> Response:
@@ -235,6 +257,13 @@ def admin_routes(
         ("/webhooks/deliveries", "GET", deliveries),
     ]
     return [Route(path, guarded(handler), methods=[method]) for path, method, handler in table]
+
+
+def _at_most(param: str, value: float, limit: float) -> None:
+    if value > limit:
+        raise Unprocessable(
+            "validation.range", f"{param}: at most {limit:g} (SimConfig.admin).", param=param
+        )
 
 
 def _authorize(request: Request, token: str) -> None:

@@ -24,7 +24,8 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Router
 
 from sim.asgi.admin import admin_routes
-from sim.asgi.context import RequestContext, request_id_of
+from sim.asgi.configured import configured
+from sim.asgi.context import RequestContext, log_failure, request_id_of
 from sim.asgi.contract_routes import contract_routes
 from sim.asgi.envelope import error_response
 from sim.asgi.openapi import load_openapi
@@ -43,13 +44,18 @@ def create_app(
     admin_token: str | None = None,
     spec: Mapping[str, Any] | None = None,
 ) -> Starlette:
-    """The facade for ``platform``; ``spec`` defaults to the project's ``spec/openapi.yaml``."""
-    document = spec if spec is not None else load_openapi()
+    """The facade for ``platform``; ``spec`` defaults to the project's ``spec/openapi.yaml``.
+
+    Requests are validated against the spec with its ``x-config`` bounds taken from the
+    platform's running configuration (``sim.asgi.configured``)."""
+    document = configured(spec if spec is not None else load_openapi(), platform.config)
     table = RouteTable(SpecSchemas(document))
     unix_seconds = platform.clock.unix_seconds
 
     async def on_domain_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, DomainError)
+        if exc.type == "internal":  # a domain bug reported as such: logged like any other 500
+            log_failure(request.scope, request_id_of(request.scope), exc)
         extra = {"Allow": ", ".join(exc.allow)} if isinstance(exc, MethodNotAllowed) else None
         return error_response(exc, request_id_of(request.scope), unix_seconds, extra)
 
@@ -59,17 +65,16 @@ def create_app(
         if exc.status_code == 405:
             error = InvalidRequest("method.not_allowed", f"{request.method} is not allowed here.")
         else:
-            error = NotFound("route.not_found", f"No route for {request.url.path}.")
+            # scope["path"], not request.url: building the URL decodes the query string as
+            # strict UTF-8, and a query that is not would turn this 404 into a 500.
+            error = NotFound("route.not_found", f"No route for {request.scope['path']}.")
         extra = {k: v for k, v in (exc.headers or {}).items() if k.lower() == "allow"}
         return error_response(error, request_id_of(request.scope), unix_seconds, extra)
 
     routes: list[BaseRoute] = contract_routes(spec)
     if admin_token is not None:
         sim_routes = admin_routes(
-            platform.admin,
-            platform.clock,
-            token=admin_token,
-            body_limit=platform.config.limits.request_body_max_bytes,
+            platform.admin, platform.clock, token=admin_token, config=platform.config
         )
         routes.append(Mount("/_sim", app=Router(sim_routes, redirect_slashes=False)))
     routes.append(Mount("", app=OperationsApp(platform, table)))

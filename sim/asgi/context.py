@@ -8,11 +8,14 @@
   before anything parses them;
 * stamps ``X-Request-Id`` on every response, the envelope's own and any other;
 * turns an unexpected exception into the 500 ``internal``/``internal_error`` envelope: never a
-  traceback, and nothing after the failure runs, so a bug cannot half-apply a request twice.
+  traceback to the client, and nothing after the failure runs, so a bug cannot half-apply a
+  request twice. The traceback goes to the ``avatar_sim.facade`` logger with the request id,
+  so the 500 a client reports can be found in the server's log.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -20,9 +23,23 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from sim.asgi.envelope import error_response
 from sim.errors import DomainError, InternalError, InvalidRequest
 
-__all__ = ["REQUEST_ID", "RequestContext", "request_id_of"]
+__all__ = ["FACADE_LOGGER", "REQUEST_ID", "RequestContext", "log_failure", "request_id_of"]
 
 REQUEST_ID = "request_id"
+FACADE_LOGGER = "avatar_sim.facade"
+
+_log = logging.getLogger(FACADE_LOGGER)
+
+
+def log_failure(scope: Scope, request_id: str, error: BaseException) -> None:
+    """Log a request that ended in a 500, with its traceback and request id."""
+    _log.error(
+        "500 answering %s %s (request %s)",
+        scope.get("method", "?"),
+        scope.get("path", "?"),
+        request_id,
+        exc_info=(type(error), error, error.__traceback__),
+    )
 
 
 def request_id_of(scope: Scope) -> str:
@@ -78,6 +95,7 @@ class RequestContext:
             await self.app(scope, receive, send_with_id)
         except Exception as exc:
             self.last_exception = exc
+            log_failure(scope, request_id, exc)
             if started:  # the response is already on its way; nothing sane is left to send
                 return
             error = InternalError("internal_error", "An unexpected error occurred.")

@@ -1,26 +1,29 @@
-"""The ``/v1`` surface: parse one request, call the platform once, serialise the outcome.
+"""The ``/v1`` surface: read one request, call the platform once, serialise the outcome.
 
 ``OperationsApp`` is an ASGI app built from the ``RouteTable``. For each request, in this order:
 
 1. match the path (404 ``route.not_found``) and the method (405 ``method.not_allowed`` with
    ``Allow``);
 2. authenticate unless the operation is public (401 with the account registry's code);
-3. path parameters: a value its schema refuses is an id that cannot exist, so 404
-   ``<resource>.not_found`` exactly as an unknown id (GAP-ERR-3);
-4. query parameters: unknown names 422 ``validation.unknown_parameter``, then coercion and
-   schema checks; header parameters likewise (``Idempotency-Key`` → ``idempotency_key.invalid``);
-5. the body: size, media type, encoding, JSON or multipart (400s), then its schema (422s), with
-   the seed's own 400s (``transport.unsupported``, ``metadata.reserved_key``) taking precedence
-   over any schema failure, because the seed names them;
-6. ``platform.call(operation_id, caller, params)`` and the response: the spec's 2xx status,
-   JSON or raw bytes, ``X-RateLimit-*`` and ``Idempotent-Replayed`` as the outcome says.
+3. read what only HTTP has, inside ``platform.call`` (after the rate limiter, so a request it
+   cannot read counts like any other, SIM-7): path values as they are (an id of the wrong shape is
+   simply one the domain does not know: 404, GAP-ERR-5), query parameters (unknown names 422
+   ``validation.unknown_parameter``, then each coerced to its schema's type), header parameters,
+   and the body: size, media type, encoding, JSON or multipart (400s); an empty body is no body;
+4. ``platform.call(operation_id, caller, params, check=...)``: the domain checks the values and
+   the request exactly as for a Python caller, so both doors refuse alike (issue 11: same type,
+   code, param and message); ``check`` is this facade's schema validation, with bounds from the
+   running configuration (``sim.asgi.configured``), which the platform runs after the domain's
+   checks and before anything changes: a last guard that the answer keeps to the published spec;
+5. the response: the spec's 2xx status, JSON or raw bytes, ``X-RateLimit-*`` and
+   ``Idempotent-Replayed`` as the outcome says.
 
 Refusals are raised as ``DomainError`` and rendered by the app's one exception handler.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -32,7 +35,6 @@ from sim.asgi.body import media_type_of, parse_json, parse_multipart, read_body
 from sim.asgi.context import request_id_of
 from sim.asgi.envelope import json_response, rate_headers
 from sim.asgi.routes import Parameter, Route, RouteTable
-from sim.asgi.seed_rules import seed_refusal
 from sim.asgi.validation import Failure, coerce
 from sim.errors import DomainError, InvalidRequest, NotFound, Unprocessable
 from sim.platform import Outcome, Platform
@@ -41,7 +43,6 @@ __all__ = ["MethodNotAllowed", "OperationsApp"]
 
 #: Parameters whose refusal the contract names with a code of its own (GAP-ERR-1).
 _PARAMETER_CODES: Mapping[str, str] = {"idempotency-key": "idempotency_key.invalid"}
-_JSON = "application/json"
 _MULTIPART = "multipart/form-data"
 _BINARY_HINTS = ("contentMediaType", "contentEncoding")
 
@@ -69,18 +70,22 @@ class OperationsApp:
         headers = Headers(scope=scope)
         caller = None if route.public else self.platform.authenticate(headers.get("authorization"))
         raw = await self._read_body(route, headers, receive)
+        read: list[_Schemaed] = []
 
         def parse() -> dict[str, Any]:
-            # Runs inside platform.call, after the rate limiter: a refused request counts and is
-            # logged exactly as the same request through the Python API would be (SIM-7).
-            params: dict[str, Any] = {}
-            params.update(self._path(route, path_values))
-            params.update(self._query(route, scope))
-            params.update(self._headers(route, headers))
-            params.update(self._body(route, headers, raw))
+            params: dict[str, Any] = dict(path_values)
+            params.update(self._query(route, scope, read))
+            params.update(self._headers(route, headers, read))
+            params.update(self._body(route, headers, raw, read))
             return params
 
-        outcome = self.platform.call(route.operation_id, caller, parse)
+        def check(params: dict[str, Any]) -> None:
+            for value, schema_pointer, refuse in read:
+                failures = self.table.schemas.failures(value, schema_pointer)
+                if failures:
+                    raise refuse(failures[0])
+
+        outcome = self.platform.call(route.operation_id, caller, parse, check=check)
         response = self._respond(route, outcome, request_id_of(scope))
         await response(scope, receive, send)
 
@@ -98,18 +103,7 @@ class OperationsApp:
 
     # -- parameters ---------------------------------------------------------------------------
 
-    def _path(self, route: Route, values: Mapping[str, str]) -> dict[str, Any]:
-        params: dict[str, Any] = {}
-        for parameter in route.parameters_in("path"):
-            raw = values.get(parameter.name, "")
-            value = coerce(raw, parameter.schema)
-            if self.table.schemas.failures(value, parameter.schema_pointer):
-                resource = parameter.name.removesuffix("_id")
-                raise NotFound(f"{resource}.not_found", f"No {resource} {raw}.")
-            params[parameter.name] = value
-        return params
-
-    def _query(self, route: Route, scope: Scope) -> dict[str, Any]:
+    def _query(self, route: Route, scope: Scope, read: list[_Schemaed]) -> dict[str, Any]:
         query = bytes(scope.get("query_string", b"")).decode("latin-1")
         pairs = parse_qsl(query, keep_blank_values=True, encoding="utf-8", errors="replace")
         known = {p.name: p for p in route.parameters_in("query")}
@@ -127,25 +121,34 @@ class OperationsApp:
                 if parameter.required:
                     raise Unprocessable("validation.required", f"{name} is required.", param=name)
                 continue
+            if len(raws) > 1 and parameter.schema.get("type") != "array":
+                raise Unprocessable(
+                    "validation.type", f"{name} is given more than once.", param=name
+                )
             value = self._typed(parameter, raws)
-            self._check_parameter(parameter, value)
+            read.append((value, parameter.schema_pointer, _parameter_refusal(parameter)))
             params[name] = value
         return params
 
-    def _headers(self, route: Route, headers: Headers) -> dict[str, Any]:
+    def _headers(self, route: Route, headers: Headers, read: list[_Schemaed]) -> dict[str, Any]:
         params: dict[str, Any] = {}
         for parameter in route.parameters_in("header"):
             raws = headers.getlist(parameter.name)
             if not raws:
                 if parameter.required:
-                    self._refuse_parameter(
-                        parameter,
-                        "validation.required",
-                        f"The {parameter.name} header is required.",
+                    raise _parameter_refusal(parameter)(
+                        Failure(
+                            "validation.required",
+                            parameter.name,
+                            f"The {parameter.name} header is required.",
+                            "required",
+                            {},
+                            (),
+                        )
                     )
                 continue
             value = self._typed(parameter, raws)
-            self._check_parameter(parameter, value)
+            read.append((value, parameter.schema_pointer, _parameter_refusal(parameter)))
             params[_param_key(parameter.name)] = value
         return params
 
@@ -158,18 +161,6 @@ class OperationsApp:
             return raws  # a repeated scalar: reported as a type error by the schema
         return coerce(raws[0], parameter.schema)
 
-    def _check_parameter(self, parameter: Parameter, value: Any) -> None:
-        failures = self.table.schemas.failures(value, parameter.schema_pointer)
-        if failures:
-            first = failures[0]
-            self._refuse_parameter(parameter, first.code, f"{parameter.name}: {first.message}")
-
-    @staticmethod
-    def _refuse_parameter(parameter: Parameter, code: str, message: str) -> None:
-        raise Unprocessable(
-            _PARAMETER_CODES.get(parameter.key, code), message, param=parameter.name
-        )
-
     # -- body ---------------------------------------------------------------------------------
 
     async def _read_body(self, route: Route, headers: Headers, receive: Receive) -> bytes | None:
@@ -181,38 +172,33 @@ class OperationsApp:
         limit = self._multipart_limit if media == _MULTIPART else self._json_limit
         return await read_body(receive, limit, headers.get("content-length"))
 
-    def _body(self, route: Route, headers: Headers, raw: bytes | None) -> dict[str, Any]:
+    def _body(
+        self, route: Route, headers: Headers, raw: bytes | None, read: list[_Schemaed]
+    ) -> dict[str, Any]:
         spec = route.body
         if spec is None or raw is None:
             return {}
+        if not raw.strip():
+            # No body, whatever the Content-Type says: the domain decides whether one is
+            # required (422 validation.required, GAP-ERR-5), exactly as for a Python caller.
+            return {}
         content_type = headers.get("content-type")
         media, options = media_type_of(content_type)
-        if not raw and media is None:
-            if spec.required:
-                raise Unprocessable("validation.required", "A request body is required.")
-            return {"body": None}
         schema_pointer = spec.schema_for(media or "")
         if media is None or schema_pointer is None:
             accepted = ", ".join(spec.media_types)
             raise InvalidRequest("content_type.unsupported", f"Send the body as {accepted}.")
         if media == _MULTIPART:
-            return self._multipart(raw, str(content_type), schema_pointer)
+            return self._multipart(raw, str(content_type), schema_pointer, read)
         if options.get("charset", "utf-8").lower() not in ("utf-8", "utf8"):
             raise InvalidRequest("content_type.unsupported", "JSON bodies must be UTF-8.")
         body = parse_json(raw)
-        self._check_body(route, body, schema_pointer)
-        return {"body": self.table.schemas.normalise(body, schema_pointer)}
+        read.append((body, schema_pointer, _unprocessable))
+        return {"body": body}
 
-    def _check_body(self, route: Route, body: Any, schema_pointer: str) -> None:
-        failures = self.table.schemas.failures(body, schema_pointer)
-        if not failures:
-            return
-        refusal = seed_refusal(route.operation_id, body, failures, self.platform.config)
-        if refusal is not None:
-            raise refusal
-        raise _unprocessable(failures[0])
-
-    def _multipart(self, raw: bytes, content_type: str, schema_pointer: str) -> dict[str, Any]:
+    def _multipart(
+        self, raw: bytes, content_type: str, schema_pointer: str, read: list[_Schemaed]
+    ) -> dict[str, Any]:
         schema = self.table.schemas.resolve(self.table.schemas.at(schema_pointer))
         fields = {
             name: self.table.schemas.resolve(field)
@@ -221,7 +207,13 @@ class OperationsApp:
         instance: dict[str, Any] = {}
         params: dict[str, Any] = {}
         for part in parse_multipart(raw, content_type):
-            field = fields.get(part.name, {})
+            if part.name not in fields:
+                raise Unprocessable(
+                    "validation.unknown_field",
+                    f"{part.name} is not a known field.",
+                    param=part.name,
+                )
+            field = fields[part.name]
             if _is_binary(field):
                 params[part.name] = part.data
                 params[f"{part.name}_filename"] = part.filename
@@ -237,9 +229,7 @@ class OperationsApp:
             value = coerce(text, field) if field.get("type") not in (None, "string") else text
             instance[part.name] = value
             params[part.name] = value
-        failures = self.table.schemas.failures(instance, schema_pointer)
-        if failures:
-            raise _unprocessable(failures[0])
+        read.append((instance, schema_pointer, _unprocessable))
         return params
 
     # -- response -----------------------------------------------------------------------------
@@ -260,8 +250,22 @@ class OperationsApp:
         return json_response(outcome.body, route.success_status, headers)
 
 
+_Schemaed = tuple[Any, str, Callable[[Failure], DomainError]]
+"""A value read from the request, the pointer of its schema, and how a failure is refused."""
+
+
 def _unprocessable(failure: Failure) -> DomainError:
     return Unprocessable(failure.code, failure.message, param=failure.param)
+
+
+def _parameter_refusal(parameter: Parameter) -> Callable[[Failure], DomainError]:
+    """Parameters whose refusal the contract names with a code of its own keep it (GAP-ERR-1)."""
+
+    def refuse(failure: Failure) -> DomainError:
+        code = _PARAMETER_CODES.get(parameter.key, failure.code)
+        return Unprocessable(code, f"{parameter.name}: {failure.message}", param=parameter.name)
+
+    return refuse
 
 
 def _param_key(header: str) -> str:

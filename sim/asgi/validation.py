@@ -130,30 +130,6 @@ class SpecSchemas:
                 found.setdefault((failure.code, failure.param), failure)
         return sorted(found.values(), key=_order)
 
-    def normalise(self, value: Any, schema_pointer: str) -> Any:
-        """``value`` with integral floats (``600.0``) turned into ints where the schema says
-        ``integer``: JSON Schema counts them as integers, so the domain gets what was validated."""
-        return self._normalise(value, self.at(schema_pointer))
-
-    def _normalise(self, value: Any, node: Mapping[str, Any]) -> Any:
-        schema = self.resolve(node)
-        for part in schema.get("allOf") or ():
-            value = self._normalise(value, part)
-        types = schema.get("type")
-        kinds = {types} if isinstance(types, str) else set(types or ())
-        if isinstance(value, float) and value.is_integer() and "integer" in kinds:
-            return int(value)
-        properties = schema.get("properties")
-        if isinstance(value, dict) and isinstance(properties, Mapping):
-            return {
-                key: self._normalise(item, properties[key]) if key in properties else item
-                for key, item in value.items()
-            }
-        items = schema.get("items")
-        if isinstance(value, list) and isinstance(items, Mapping):
-            return [self._normalise(item, items) for item in value]
-        return value
-
     # -- turning jsonschema's errors into Failures ----------------------------------------------
 
     def _explain(self, error: ValidationError) -> Iterator[Failure]:

@@ -1,11 +1,12 @@
 """Avatars: the stock catalog, portrait uploads and their fitting (AV-ST-1, EP-AV-1..3).
 
-``create`` checks the portrait, records a ``processing`` avatar and starts one SimPy process that
-sleeps for the fitting time and then moves the avatar to ``ready`` or ``failed`` (emitting
-``avatar.ready`` / ``avatar.failed`` with the rendered avatar). The fitting time, the outcome and
-the failure reason are drawn from the ``fitting`` stream at upload time, in upload order, so they
-do not depend on how other processes interleave. One timeout per avatar: the cost of an avatar
-does not grow with anything.
+``create`` checks the portrait (``prepare_create``, which stores nothing), then in one unit of
+work (``sim.journal``) records a ``processing`` avatar and, once that succeeded, starts one SimPy
+process that sleeps for the fitting time and then moves the avatar to ``ready`` or ``failed``
+(emitting ``avatar.ready`` / ``avatar.failed`` with the rendered avatar). The fitting time, the
+outcome and the failure reason are drawn from the ``fitting`` stream at upload time, in upload
+order, so they do not depend on how other processes interleave. One timeout per avatar: the cost
+of an avatar does not grow with anything.
 
 Every lookup is scoped to the caller's organization (AUTH-7, GAP-AUTH-3): another organization's
 avatar does not exist for you, exactly like an unknown id. Rate limits are not applied here; the
@@ -27,6 +28,7 @@ from sim.avatars.images import check_portrait
 from sim.avatars.lifecycle import AvatarTrigger, next_status
 from sim.avatars.records import Avatar
 from sim.errors import Conflict, NotFound, Unprocessable
+from sim.journal import Prepared, discard
 from sim.kernel import Kernel
 from sim.pagination import paginate
 from sim.rng import sample
@@ -67,33 +69,61 @@ class AvatarService:
         name: str | None,
     ) -> dict[str, Any]:
         """Accept a portrait upload: an avatar in ``processing`` whose fitting has started."""
+        return self.prepare_create(
+            caller, image=image, filename=filename, content_type=content_type, name=name
+        ).commit()
+
+    def prepare_create(
+        self,
+        caller: Caller,
+        *,
+        image: bytes | None,
+        filename: str | None,
+        content_type: str | None,
+        name: str | None,
+    ) -> Prepared:
+        """Every check of an upload; nothing is stored, drawn or started until ``commit``."""
         caller.require_unrestricted()
         if image is None:
             raise Unprocessable("validation.required", "An image file is required.", param="image")
         portrait = check_portrait(image, self._config)
-        org_ids = self._by_org.setdefault(caller.org_id, [])
-        clean_name = self._validate_name(name, default=f"Avatar {len(org_ids) + 1}")
-        clock = self._kernel.clock
-        avatar = Avatar(
-            id=self._kernel.ids.new("avatar"),
-            name=clean_name,
-            status=next_status(None, "upload"),
-            is_demo=False,
-            runtime_type="realtime",
-            created_at=clock.now,
-            org_id=caller.org_id,
-            from_photo_upload=True,
-            portrait=portrait,
-            upload_filename=filename,
-            upload_content_type=content_type,
-        )
-        self._own[avatar.id] = avatar
-        org_ids.append(avatar.id)
-        duration = sample(self._config.fitting_time, self._rng)
-        fails = self._rng.random() < self._config.fitting_failure_probability
-        reason = self._rng.choice(FAILURE_REASONS) if fails else None
-        clock.env.process(self._fit(avatar.id, duration, reason))
-        return avatar.to_resource(clock)
+        org_id = caller.org_id
+        default_name = f"Avatar {len(self._by_org.get(org_id, [])) + 1}"
+        clean_name = self._validate_name(name, default=default_name)
+
+        def commit() -> dict[str, Any]:
+            journal = self._kernel.journal
+            with journal.atomic():
+                clock = self._kernel.clock
+                avatar = Avatar(
+                    id=self._kernel.ids.new("avatar"),
+                    name=clean_name,
+                    status=next_status(None, "upload"),
+                    is_demo=False,
+                    runtime_type="realtime",
+                    created_at=clock.now,
+                    org_id=org_id,
+                    from_photo_upload=True,
+                    portrait=portrait,
+                    upload_filename=filename,
+                    upload_content_type=content_type,
+                )
+                journal.on_undo(lambda: self._own.pop(avatar.id, None))
+                self._own[avatar.id] = avatar
+                org_ids = self._by_org.setdefault(org_id, [])
+                journal.on_undo(lambda: discard(org_ids, avatar.id))
+                org_ids.append(avatar.id)
+                duration = sample(self._config.fitting_time, self._rng)
+                fails = self._rng.random() < self._config.fitting_failure_probability
+                reason = self._rng.choice(FAILURE_REASONS) if fails else None
+                # Fitting starts once the upload is accepted for good, never for a failed one.
+                journal.defer(lambda: self._start_fitting(avatar.id, duration, reason))
+                return avatar.to_resource(clock)
+
+        return Prepared(commit)
+
+    def _start_fitting(self, avatar_id: str, duration: float, reason: str | None) -> None:
+        self._kernel.clock.env.process(self._fit(avatar_id, duration, reason))
 
     def retrieve(self, caller: Caller, avatar_id: str) -> dict[str, Any]:
         caller.require_unrestricted()

@@ -236,10 +236,19 @@ class _Org:
         self.times.insert(position, at)
         self.by_time.insert(position, row)
 
+    def remove_last(self, row: int, at: float) -> None:
+        """Undo ``add(row, at)`` of the newest row (it sits after every row of its time)."""
+        self.rows.pop()
+        position = bisect_right(self.times, at) - 1
+        while self.by_time[position] != row:  # rows of the same time, newest last
+            position -= 1
+        del self.times[position]
+        del self.by_time[position]
+
 
 class Ledger:
     """The append-only store; ``append`` (or ``record``) is the only way in, nothing is ever
-    changed or removed."""
+    changed, and only a failed operation's own last row is ever removed (``retract``)."""
 
     def __init__(self, ids: IdFactory) -> None:
         self._ids = ids
@@ -330,6 +339,71 @@ class Ledger:
         return self.entry(
             self.append(kind, org_id, at, credits, attribution=attribute(**named), **fields)
         )
+
+    def retract(self, row: int) -> None:
+        """Remove the newest row, written by an operation that then failed as a whole
+        (``sim.journal``): every column, index and running total is as before its ``append``.
+
+        The one exception to append-only, and only for the last row: no reader can have derived
+        anything from it yet, because the operation that wrote it never completed.
+        """
+        if row != len(self.times) - 1:
+            raise ValueError("only the newest ledger row can be retracted")
+        org_code, attribution_code = self.org_codes[row], self.attribution_codes[row]
+        org_id = self.orgs[org_code]
+        at, credits, code = self.times[row], self.credits[row], self.kinds[row]
+        rollover, included, granted = (
+            self.rollover_deltas[row],
+            self.included_deltas[row],
+            self.granted_deltas[row],
+        )
+        session_id, run_id = self.session_ids[row], self.run_ids[row]
+        for column in (
+            self.kinds,
+            self.org_codes,
+            self.times,
+            self.credits,
+            self.rollover_deltas,
+            self.included_deltas,
+            self.granted_deltas,
+            self.session_ids,
+            self.run_ids,
+            self.internal,
+            self.billable_seconds,
+            self.attribution_codes,
+        ):
+            column.pop()
+        self.ulids.pop()
+        self.orgs.forget(org_code, self.org_codes)
+        self.attributions.forget(attribution_code, self.attribution_codes)
+        org = self._by_org[org_id]
+        org.remove_last(row, at)
+        if not org.rows:  # its first row: the organization was not in the ledger before
+            del self._by_org[org_id]
+        org.rollover -= rollover
+        org.included -= included
+        org.granted -= granted
+        if code == _HOLD:
+            org.held -= credits
+        elif code in _UNHOLD:
+            org.held += credits
+        if session_id is not None:
+            late = self._late_session_rows.get(session_id)
+            if late:
+                late.pop()
+                if not late:
+                    del self._late_session_rows[session_id]
+            else:
+                packed = self._by_session[session_id]
+                if packed % 8 > 1:
+                    self._by_session[session_id] = packed - 1
+                else:
+                    del self._by_session[session_id]
+        if run_id is not None:
+            rows = self._by_run[run_id]
+            rows.pop()
+            if not rows:
+                del self._by_run[run_id]
 
     # -- reading ---------------------------------------------------------------------------
 

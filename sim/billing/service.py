@@ -118,18 +118,22 @@ class Billing:
             )
         self._after_debit(org_id, before)
 
-    def reserve_run(self, charge: RunCharge, credits: int) -> None:
-        """Hold ``credits`` for a run (GAP-BILL-4); a repeat for the same run is ignored."""
+    def ensure_can_reserve(self, org_id: str, credits: int) -> None:
+        """Refuse (402) a run whose ``credits`` the available balance cannot hold."""
         _check_amount(credits)
-        org_id = charge.org_id
         self._account(org_id)
-        if self._reservation(charge.run_id) is not None:
-            return
         if credits > self._balances(org_id).available:
             raise QuotaExceeded(
                 "insufficient_credits",
                 f"This run needs {credits} credits; the available balance is lower.",
             )
+
+    def reserve_run(self, charge: RunCharge, credits: int) -> None:
+        """Hold ``credits`` for a run (GAP-BILL-4); a repeat for the same run is ignored."""
+        org_id = charge.org_id
+        if self._reservation(charge.run_id) is not None:
+            return
+        self.ensure_can_reserve(org_id, credits)
         self.ledger.append(
             "reservation",
             org_id,
@@ -145,6 +149,14 @@ class Billing:
                 pricing_version=charge.pricing_version,
             ),
         )
+
+    def cancel_reservation(self, run_id: str) -> None:
+        """Withdraw the reservation of a run whose create failed after recording it: the row
+        goes, as if it had never been written, and the running balances with it
+        (``Ledger.retract``, ``sim.journal``)."""
+        reservation = self._reservation(run_id)
+        if reservation is not None:
+            self.ledger.retract(reservation.seq)
 
     def settle_run(self, run_id: str, credits: int) -> None:
         """Charge ``min(credits, reserved)`` and release the rest; a closed run is left alone."""

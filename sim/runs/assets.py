@@ -19,6 +19,7 @@ from PIL import Image
 from sim.accounts import Caller
 from sim.clock import Clock
 from sim.errors import NotFound, Unprocessable
+from sim.journal import discard
 from sim.kernel import Kernel
 from sim.pagination import paginate
 from sim.runs.content import Content, StoredBytes
@@ -144,8 +145,13 @@ class AssetService:
             duration_ms=duration_ms,
             schema_uri=schema_uri,
         )
+        # Stored inside an operation that then fails (a run create's inputs): gone with it.
+        journal = self._kernel.journal
+        journal.on_undo(lambda: self._assets.pop(asset.id, None))
         self._assets[asset.id] = asset
-        self._by_org.setdefault(org_id, []).append(asset)
+        org_assets = self._by_org.setdefault(org_id, [])
+        journal.on_undo(lambda: discard(org_assets, asset))
+        org_assets.append(asset)
         return asset
 
     def create_library_asset(

@@ -4,6 +4,10 @@
 order with a ``capacity_wait`` deadline ``capacity_wait_seconds`` ahead; it fails with
 ``capacity_timeout`` when the deadline passes first.
 
+A run queued inside a create joins the line at once (a failed create takes it out again,
+``undo_admit``), but the watcher is started through ``defer`` (the journal's), so a failed create
+starts no process (``sim.journal``).
+
 Cost: one watcher process serves every waiting run. Since all waits have the same length, FIFO
 order is deadline order, so the watcher only ever sleeps until the head's deadline; a run that
 leaves the queue early costs at most one spurious wake-up, never a timer per second.
@@ -31,12 +35,14 @@ class RunSlots:
         wait_seconds: float,
         on_dispatch: Callable[[Run], None],
         on_expire: Callable[[Run], None],
+        defer: Callable[[Callable[[], object]], None],
     ) -> None:
         self._clock = clock
         self._free = slots
         self._wait_seconds = wait_seconds
         self._on_dispatch = on_dispatch
         self._on_expire = on_expire
+        self._defer = defer
         self._waiting: dict[str, Run] = {}  # insertion order = FIFO = deadline order
         self._watcher: simpy.Process | None = None
 
@@ -56,8 +62,19 @@ class RunSlots:
         run.capacity_deadline = self._clock.now + self._wait_seconds
         self._waiting[run.id] = run
         if self._watcher is None:
-            self._watcher = self._clock.env.process(self._watch())
+            self._defer(self._start_watcher)
         return False
+
+    def _start_watcher(self) -> None:
+        if self._watcher is None and self._waiting:
+            self._watcher = self._clock.env.process(self._watch())
+
+    def undo_admit(self, run: Run) -> None:
+        """Reverse ``admit`` for a run whose create failed: its slot, or its place in line."""
+        if run.holds_slot:
+            run.holds_slot = False
+            self._free += 1  # nobody was waiting when it took the slot, so nobody is owed it
+        self.withdraw(run)
 
     def withdraw(self, run: Run) -> None:
         """Take a waiting run out of the queue (it was canceled)."""

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from sim.config import SimConfig
-from sim.errors import NotFound, Unprocessable
+from sim.errors import InvalidRequest, NotFound, Unprocessable
+from sim.metadata import check_metadata, reserved_key
 from sim.runs.assets import Asset, AssetService, Modality, probe_audio, probe_image
 from sim.runs.catalog import ModelSpec, OperationSpec
 
@@ -75,8 +75,15 @@ def _pydantic_error(error: ValidationError) -> Unprocessable:
 
 
 def parse_body(spec: ModelSpec, body: Any, config: SimConfig) -> RunRequest:
+    """The run create body, or the first fault in a fixed order: no body, not an object, a
+    reserved metadata key (the seed's 400 wins, as for sessions), unknown fields (sorted), then
+    ``operation``, ``input``, ``external_id`` and ``metadata``. It refuses at least what the
+    spec's ``CreateRunRequest`` refuses, so both doors give this module's answer (issue 11)."""
+    if body is None:
+        raise Unprocessable("validation.required", "A request body is required.")
     if not isinstance(body, dict):
-        raise Unprocessable("validation.type", "The body must be a JSON object.", param=None)
+        raise InvalidRequest("body.not_object", "The request body must be a JSON object.")
+    reserved_key(body.get("metadata"), config.limits)
     for name in sorted(body):
         if name not in BODY_FIELDS:
             raise Unprocessable(
@@ -102,8 +109,9 @@ def parse_body(spec: ModelSpec, body: Any, config: SimConfig) -> RunRequest:
         parsed = operation.input_model.model_validate(body["input"], strict=True)
     except ValidationError as error:
         raise _pydantic_error(error) from None
-    external_id = body.get("external_id")
-    if external_id is not None:
+    external_id: str | None = None
+    if "external_id" in body:
+        external_id = body["external_id"]
         if not isinstance(external_id, str):
             raise Unprocessable(
                 "validation.type", "external_id must be a string.", param="external_id"
@@ -115,18 +123,7 @@ def parse_body(spec: ModelSpec, body: Any, config: SimConfig) -> RunRequest:
                 f"external_id is 1 to {maximum} characters.",
                 param="external_id",
             )
-    metadata = body.get("metadata", {})
-    if metadata is None:
-        metadata = {}
-    if not isinstance(metadata, dict):
-        raise Unprocessable("validation.type", "metadata must be an object.", param="metadata")
-    size = len(json.dumps(metadata, separators=(",", ":"), ensure_ascii=False).encode())
-    if size > config.limits.metadata_max_bytes:
-        raise Unprocessable(
-            "metadata.too_large",
-            f"metadata is at most {config.limits.metadata_max_bytes} bytes.",
-            param="metadata",
-        )
+    metadata = check_metadata(body["metadata"], config.limits) if "metadata" in body else {}
     return RunRequest(
         operation=operation, input=parsed, external_id=external_id, metadata=dict(metadata)
     )

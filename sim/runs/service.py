@@ -23,19 +23,20 @@ import simpy
 from sim.accounts import AccountRegistry, Caller
 from sim.config import ModelConfig
 from sim.errors import Conflict, NotFound, PermissionDenied, RateLimited
+from sim.journal import Prepared, discard
 from sim.kernel import Kernel
 from sim.pagination import paginate, validate_limit
 from sim.ports import BillingPort, RunCharge
 from sim.rng import sample
 from sim.runs.assets import AssetService, Modality
 from sim.runs.capacity import RunSlots
-from sim.runs.catalog import CATALOG, PortraitVideoInput, find_model
+from sim.runs.catalog import CATALOG, ModelSpec, PortraitVideoInput, find_model
 from sim.runs.content import StoredBytes
 from sim.runs.deletion import PurgeQueue
 from sim.runs.eta import Eta, remaining_time
 from sim.runs.events import LIFECYCLE_PART, RunEventLog
 from sim.runs.execution import credits_for, estimate_units, produce
-from sim.runs.inputs import MediaInput, parse_body, resolve_media
+from sim.runs.inputs import MediaInput, RunRequest, parse_body, resolve_media
 from sim.runs.lifecycle import DeletionStatus, RunStatus, next_deletion_status, next_run_status
 from sim.runs.records import CAPACITY_WAIT_MESSAGE, Run, RunDeletion
 
@@ -69,6 +70,7 @@ class RunService:
             wait_seconds=runs.capacity_wait_seconds,
             on_dispatch=self._dispatch,
             on_expire=self._expire,
+            defer=kernel.journal.defer,
         )
         self._purges = PurgeQueue(kernel, self._purge)
 
@@ -103,7 +105,16 @@ class RunService:
 
     # -- create ------------------------------------------------------------------------------------
 
-    def create(self, caller: Caller, model_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    def create(self, caller: Caller, model_id: str, body: Any) -> dict[str, Any]:
+        return self.prepare_create(caller, model_id, body).commit()
+
+    def prepare_create(self, caller: Caller, model_id: str, body: Any) -> Prepared:
+        """Every check of a run create, in order: scope, model, body, media, queue, credits.
+
+        Nothing is stored until ``commit``, which is one unit of work (``sim.journal``): the
+        reservation, the input assets, the run and its place in the queue or a slot all go, and
+        no event is published, if it fails half-way.
+        """
         caller.require("runs:write", "runs:read")
         spec = find_model(model_id)
         if spec is None:
@@ -125,6 +136,25 @@ class RunService:
         credits = credits_for(
             estimate_units(spec, request.input, media, config), model_config.credits_per_unit
         )
+        self._billing.ensure_can_reserve(caller.org_id, credits)
+
+        def commit() -> dict[str, Any]:
+            with self._kernel.journal.atomic():
+                return self._open(caller, spec, model_config, request, media, credits)
+
+        return Prepared(commit)
+
+    def _open(
+        self,
+        caller: Caller,
+        spec: ModelSpec,
+        model_config: ModelConfig,
+        request: RunRequest,
+        media: dict[str, MediaInput],
+        credits: int,
+    ) -> dict[str, Any]:
+        """Store a checked run and queue it; each change registers its undo."""
+        journal = self._kernel.journal
         clock = self._kernel.clock
         run = Run(
             id=self._kernel.ids.new("run"),
@@ -140,6 +170,9 @@ class RunService:
             metadata=request.metadata,
             input=request.input,
         )
+        # Each undo is registered before its change (and is safe if the change never happened),
+        # so a change that fails half-way is undone too.
+        journal.on_undo(lambda: self._billing.cancel_reservation(run.id))
         self._billing.reserve_run(
             RunCharge(
                 run_id=run.id,
@@ -153,10 +186,16 @@ class RunService:
         )
         run.reserved = credits
         run.media = {param: self._store_input(run, item) for param, item in media.items()}
+        journal.on_undo(lambda: self._runs.pop(run.id, None))
         self._runs[run.id] = run
-        self._by_org.setdefault(run.org_id, []).append(run)
+        org_runs = self._by_org.setdefault(run.org_id, [])
+        journal.on_undo(lambda: discard(org_runs, run))
+        org_runs.append(run)
+        journal.on_undo(lambda: self._queued.get(run.org_id, {}).pop(run.id, None))
         self._move(run, "create", {"status": "queued"})
-        if not self._slots.admit(run):
+        journal.on_undo(lambda: self._slots.undo_admit(run))
+        admitted = self._slots.admit(run)
+        if not admitted:
             assert run.capacity_deadline is not None
             self._emit(
                 run,
@@ -217,7 +256,8 @@ class RunService:
     # -- execution -----------------------------------------------------------------------------
 
     def _dispatch(self, run: Run) -> None:
-        self._kernel.clock.env.process(self._execute(run))
+        # Inside an operation the run starts once the operation has succeeded (``sim.journal``).
+        self._kernel.journal.defer(lambda: self._kernel.clock.env.process(self._execute(run)))
 
     def _execute(self, run: Run) -> Generator[simpy.Event, Any, None]:
         if run.status is not RunStatus.QUEUED:  # canceled before it could start

@@ -15,7 +15,10 @@ Why these shapes:
   heap by creation order, so admission and placement cost the same with 8 workers or 8,000.
 
 The scheduler knows nothing about sessions beyond their ids: the service gives it two callbacks,
-``place`` (a worker took the job) and ``expire`` (the job waited too long).
+``place`` (a worker took the job) and ``expire`` (the job waited too long), and ``defer`` (the
+journal's): a job enqueued inside a create joins the queue at once (a failed create withdraws it)
+but the timers that dispatch and watch it are scheduled only once the create has succeeded, so a
+failed create leaves nothing on SimPy's calendar (``sim.journal``).
 """
 
 from __future__ import annotations
@@ -76,12 +79,14 @@ class Scheduler:
         *,
         place: Callable[[str, Worker], None],
         expire: Callable[[str], None],
+        defer: Callable[[Callable[[], object]], None] | None = None,
     ) -> None:
         self._env = env
         self._config = config
         self._startup_timeout = startup_timeout
         self._place = place
         self._expire = expire
+        self._defer = defer if defer is not None else _now
         self._workers: dict[str, Worker] = {}
         self._counts: Counter[WorkerStatus] = Counter()
         self._idle: list[tuple[int, str]] = []  # heap of (order, id); stale entries skipped
@@ -159,6 +164,10 @@ class Scheduler:
 
     def enqueue(self, session_id: str, created_at: float) -> None:
         self._queue.append(_Waiting(session_id, created_at + self._startup_timeout))
+        self._defer(self._wake)
+
+    def _wake(self) -> None:
+        """Schedule the dispatch and the start-up watch the queue now needs."""
         self._request_dispatch()
         self._arm_watch()
 
@@ -311,3 +320,8 @@ class Scheduler:
         while self._queue and self._queue[0].deadline <= now + 1e-9:
             self._expire(self._queue.popleft().session_id)
         self._arm_watch()
+
+
+def _now(action: Callable[[], object]) -> None:
+    """``defer`` without a journal: run at once."""
+    action()

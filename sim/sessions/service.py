@@ -9,7 +9,9 @@ hand-off (GAP-SES-3).
 
 Rate limits and idempotency are applied around this service by ``sim.platform``; everything else
 about a create happens here, in this order: body validation, the avatar, the per-key then
-per-organization caps, credits, admission, then the session itself.
+per-organization caps, credits, admission (``prepare_create``: nothing is stored), then the
+session itself (``commit``: one unit of ``Journal.atomic``, so a failure half-way leaves no
+session, store row, index entry, cap slot or queued job behind, and no event).
 
 Records: sessions live in a ``SessionStore`` (finished ones as columns), their transitions in a
 ``TransitionLog``, and their events are published with the few raw values their payload needs
@@ -21,11 +23,13 @@ from __future__ import annotations
 import builtins
 import copy
 import random
+from collections.abc import Callable
 from typing import Any, Literal
 
 from sim.accounts import AccountRegistry, Caller
 from sim.config import BILLING_SURFACES
 from sim.errors import NotFound, Unprocessable
+from sim.journal import Prepared
 from sim.kernel import Kernel
 from sim.lifecycle import ROWS, STATUSES, TERMINAL, SessionTransition, Trigger, transition
 from sim.pagination import paginate
@@ -86,6 +90,7 @@ class SessionService:
             self._config.limits.startup_timeout_seconds,
             place=self._place,
             expire=self._expire,
+            defer=kernel.journal.defer,
         )
         self.faults = FleetFaults(
             kernel.clock,
@@ -111,12 +116,25 @@ class SessionService:
     def create(
         self,
         caller: Caller,
-        body: dict[str, Any],
+        body: Any,
         *,
         billing_surface: str = "api",
         embed_id: str | None = None,
     ) -> dict[str, Any]:
         """``POST /v1/sessions``: a session in ``queued`` (SES-ST-1) or a domain error."""
+        return self.prepare_create(
+            caller, body, billing_surface=billing_surface, embed_id=embed_id
+        ).commit()
+
+    def prepare_create(
+        self,
+        caller: Caller,
+        body: Any,
+        *,
+        billing_surface: str = "api",
+        embed_id: str | None = None,
+    ) -> Prepared:
+        """Every check of a create, in order (GAP-SES-11); nothing is stored until ``commit``."""
         caller.require_unrestricted()
         if billing_surface not in BILLING_SURFACES:
             raise Unprocessable(
@@ -125,47 +143,62 @@ class SessionService:
                 param="billing_surface",
             )
         request = parse_session_request(body, self._config.limits, self._config.sessions)
+        self._admissible(caller, request.avatar_id)
         transport = request.transport
-        state = self._open(
-            caller,
-            avatar_id=request.avatar_id,
-            quality=request.quality,
-            idle_timeout=request.idle_timeout_seconds,
-            max_duration=request.max_duration_seconds,
-            transport=transport.rendered(),
-            worker_token=transport.worker_token,
-            metadata=request.metadata,
-            billing_surface=billing_surface,
-            embed_id=embed_id,
-            resets_on_silence=transport.audio_source == "track",
-        )
-        return self._render(state)
 
-    def create_pipecat(self, caller: Caller, body: dict[str, Any]) -> dict[str, Any]:
+        def commit() -> dict[str, Any]:
+            state = self._open(
+                caller,
+                avatar_id=request.avatar_id,
+                quality=request.quality,
+                idle_timeout=request.idle_timeout_seconds,
+                max_duration=request.max_duration_seconds,
+                transport=transport.rendered(),
+                worker_token=transport.worker_token,
+                metadata=request.metadata,
+                billing_surface=billing_surface,
+                embed_id=embed_id,
+                resets_on_silence=transport.audio_source == "track",
+            )
+            return self._render(state)
+
+        return Prepared(self._atomic(commit))
+
+    def create_pipecat(self, caller: Caller, body: Any) -> dict[str, Any]:
         """``POST /v1/pipecat/sessions``: a session plus short-lived relay credentials."""
+        return self.prepare_pipecat(caller, body).commit()
+
+    def prepare_pipecat(self, caller: Caller, body: Any) -> Prepared:
+        """Every check of a pipecat create; nothing is stored until ``commit``."""
         caller.require_unrestricted()
         request = parse_pipecat_request(body, self._config.limits, self._config.sessions)
-        # The relay streams continuous audio frames, silence included, like a published track.
-        state = self._open(
-            caller,
-            avatar_id=request.avatar_id,
-            quality=request.quality,
-            idle_timeout=request.idle_timeout_seconds,
-            max_duration=request.max_duration_seconds,
-            transport={"type": "pipecat"},
-            worker_token=None,
-            metadata={},
-            billing_surface="pipecat",
-            embed_id=None,
-            resets_on_silence=True,
-        )
-        relay = issue_relay(state.id, self._clock, self._kernel.ids, self._config.sessions)
-        self._relays[state.id] = relay
-        return {
-            "object": "pipecat.session",
-            "relay": relay.to_resource(self._clock),
-            "session": self._render(state),
-        }
+        self._admissible(caller, request.avatar_id)
+
+        def commit() -> dict[str, Any]:
+            # The relay streams continuous audio frames, silence included, like a published track.
+            state = self._open(
+                caller,
+                avatar_id=request.avatar_id,
+                quality=request.quality,
+                idle_timeout=request.idle_timeout_seconds,
+                max_duration=request.max_duration_seconds,
+                transport={"type": "pipecat"},
+                worker_token=None,
+                metadata={},
+                billing_surface="pipecat",
+                embed_id=None,
+                resets_on_silence=True,
+            )
+            relay = issue_relay(state.id, self._clock, self._kernel.ids, self._config.sessions)
+            self._kernel.journal.on_undo(lambda: self._relays.pop(state.id, None))
+            self._relays[state.id] = relay
+            return {
+                "object": "pipecat.session",
+                "relay": relay.to_resource(self._clock),
+                "session": self._render(state),
+            }
+
+        return Prepared(self._atomic(commit))
 
     def retrieve(self, caller: Caller, session_id: str) -> dict[str, Any]:
         caller.require_unrestricted()
@@ -333,6 +366,23 @@ class SessionService:
             state, self._clock.now, self._fps, self.published_tracks, self._history.of(state)
         )
 
+    def _admissible(self, caller: Caller, avatar_id: str) -> None:
+        """The checks of a create after its body, in order: avatar, caps, credits, admission."""
+        org_id = caller.org_id
+        self._avatars.require_usable(org_id, avatar_id)
+        self._caps.check(caller.key.secret, org_id, self._accounts.concurrency_limit(org_id))
+        self._billing.ensure_can_start_session(org_id)
+        self._scheduler.admit()
+
+    def _atomic(self, commit: Callable[[], dict[str, Any]]) -> Callable[[], dict[str, Any]]:
+        """``commit`` as one unit of work: if it fails half-way, what it stored is undone."""
+
+        def run() -> dict[str, Any]:
+            with self._kernel.journal.atomic():
+                return commit()
+
+        return run
+
     def _open(
         self,
         caller: Caller,
@@ -348,11 +398,9 @@ class SessionService:
         embed_id: str | None,
         resets_on_silence: bool,
     ) -> SessionState:
+        """Store an admitted session and queue it; each change registers its undo."""
         org_id = caller.org_id
-        self._avatars.require_usable(org_id, avatar_id)
-        self._caps.check(caller.key.secret, org_id, self._accounts.concurrency_limit(org_id))
-        self._billing.ensure_can_start_session(org_id)
-        self._scheduler.admit()
+        journal = self._kernel.journal
         plan = self._config.billing.plan(self._accounts.organization(org_id).plan_key)
         now = self._clock.now
         state = SessionState(
@@ -374,9 +422,15 @@ class SessionService:
             created_at=now,
         )
         self._history.append(state, now, "create", transition(None, "create").target)
+        # Each undo is registered before its change and is safe to run whether or not the change
+        # happened, so a change that fails half-way is undone too. The state's own history and
+        # status go with the state; its event is held back by the journal until the unit ends.
+        journal.on_undo(lambda: self._store.remove(state))
         self._store.add(state)
         self._caps.add(state.key_secret, org_id)
+        journal.on_undo(lambda: self._caps.remove(state.key_secret, org_id))
         self._emit(self._move(state, "admit", now), state, now)
+        journal.on_undo(lambda: self._scheduler.withdraw(state.id))
         self._scheduler.enqueue(state.id, now)
         return state
 

@@ -105,6 +105,28 @@ class SessionStore:
         if row >= len(self.status_codes):
             self._grow()
 
+    def remove(self, state: SessionState) -> None:
+        """Undo ``add`` of the newest session, whose create then failed (``sim.journal``): its
+        row, id, organization index entry and creation columns go, and so does a profile or
+        transport shape only it used. Safe to call when ``state`` was never added."""
+        row = state.number
+        if row != len(self.ids) - 1 or self.ids[row] != state.id:
+            return
+        self.ids.pop()
+        del self._rows[state.id]
+        self._live.pop(row, None)
+        org_rows = self._by_org[state.org_id]
+        org_rows.pop()
+        if not org_rows:
+            del self._by_org[state.org_id]
+        profile = self.profile_codes.pop()
+        self.profiles.forget(profile, self.profile_codes)
+        shape = self.transports.pop()[0]
+        self._transport_shapes.forget(shape, (t[0] for t in self.transports))
+        self.metadata.pop()
+        self.embeds.pop(row, None)
+        self.created_at.pop()
+
     def _grow(self) -> None:
         self.status_codes.extend(bytes(_GROW))
         for column in (self.started_at, self.first_frame_at, self.ending_at, self.ended_at):

@@ -1,21 +1,29 @@
 """Parsing and validating session create bodies (EP-SESS-1 … EP-SESS-3, EP-PIPE-1).
 
-The facade hands over the parsed JSON object; this module turns it into a typed request or
-raises the contract's error: 400 ``invalid_request`` only for what the seed names as 400
-(``transport.unsupported``, ``metadata.reserved_key``), 422 ``unprocessable`` for every other
-schema failure (GAP-ERR-1). Checks run in a fixed order so the same body always gives the same
-error. Every bound comes from the configuration.
+Both doors hand over the body as read (the facade: the parsed JSON; a Python caller: its dict);
+this module turns it into a typed request or raises the contract's error, and is the one place
+that decides which: the facade's schema check runs only after it (``sim.platform``), so both doors
+refuse the same body with the same type, code, param and message. It refuses at least everything
+the spec's request schema refuses.
+
+The order is fixed, so the same body always gives the same error, and independent of the order
+in which an object's keys were written: no body (422 ``validation.required``), not an object
+(400 ``body.not_object``), then the seed's own 400s, which win over any 422 of the same body
+(``transport.unsupported``, ``metadata.reserved_key``, GAP-ERR-5), then unknown fields (sorted),
+then each field (GAP-ERR-1, GAP-SES-11). Every bound comes from the configuration. A whole-number
+float (``600.0``) is an integer, as JSON Schema counts it.
 """
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from sim.config import QUALITIES, LimitsConfig, SessionConfig
 from sim.errors import InvalidRequest, Unprocessable
+from sim.metadata import check_metadata, reserved_key
 
 __all__ = [
     "AUDIO_SOURCES",
@@ -46,6 +54,9 @@ _PIPECAT_FIELDS: Final = (
     "relay_type",
 )
 _LIVEKIT_FIELDS: Final = ("type", "url", "room_name", "worker_token", "audio_source")
+_LIVEKIT: Final = "livekit"
+#: ``wss://`` and at least one more character on the same line (the spec's pattern).
+_WSS: Final = re.compile(r"wss://.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +97,7 @@ class PipecatRequest:
 
 
 def _unknown_fields(body: Mapping[str, Any], allowed: tuple[str, ...], prefix: str = "") -> None:
-    for name in body:
+    for name in sorted(body):
         if name not in allowed:
             raise Unprocessable(
                 "validation.unknown_field",
@@ -110,6 +121,8 @@ def _integer(body: Mapping[str, Any], name: str, default: int, low: int, high: i
     if name not in body:
         return default
     value = body[name]
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # JSON has one number type: 600.0 is the integer 600
     if isinstance(value, bool) or not isinstance(value, int):
         raise Unprocessable("validation.type", f"`{name}` must be an integer.", param=name)
     if not low <= value <= high:
@@ -151,20 +164,13 @@ def _transport(body: Mapping[str, Any], sessions: SessionConfig) -> TransportReq
         raise Unprocessable(
             "validation.required", "`transport.type` is required.", param="transport.type"
         )
-    kind = raw["type"]
-    if not isinstance(kind, str):
+    if raw["type"] != _LIVEKIT:
         raise Unprocessable(
             "validation.type", "`transport.type` must be a string.", param="transport.type"
-        )
-    if kind != "livekit":
-        raise InvalidRequest(
-            "transport.unsupported",
-            f"Transport `{kind}` is not available for this endpoint; use `livekit`.",
-            param="transport.type",
-        )
+        )  # a string other than livekit was refused earlier (_seed_refusals)
     _unknown_fields(raw, _LIVEKIT_FIELDS, prefix="transport.")
     url = _required_string(raw, "url", "transport.url")
-    if not url.startswith("wss://") or len(url) <= len("wss://"):
+    if not _WSS.match(url):
         raise Unprocessable(
             "validation.format", "`transport.url` must be a wss:// address.", param="transport.url"
         )
@@ -176,7 +182,7 @@ def _transport(body: Mapping[str, Any], sessions: SessionConfig) -> TransportReq
         raw, "audio_source", sessions.default_audio_source, AUDIO_SOURCES, "transport.audio_source"
     )
     return TransportRequest(
-        type=kind,
+        type=_LIVEKIT,
         url=url,
         room_name=room_name,
         audio_source=audio_source,
@@ -184,32 +190,32 @@ def _transport(body: Mapping[str, Any], sessions: SessionConfig) -> TransportReq
     )
 
 
-def _metadata(body: Mapping[str, Any], limits: LimitsConfig) -> dict[str, Any]:
-    metadata = _object(body, "metadata")
-    if metadata is None:
-        return {}
-    prefix = limits.reserved_metadata_prefix
-    for key, value in metadata.items():
-        if not key.startswith(prefix):
-            continue
-        if key != limits.debug_record_metadata_key:
+def _seed_refusals(body: Mapping[str, Any], limits: LimitsConfig) -> None:
+    """The seed's own 400s, before any 422 the same body also deserves (GAP-ERR-5)."""
+    transport = body.get("transport")
+    if isinstance(transport, dict):
+        kind = transport.get("type")
+        if isinstance(kind, str) and kind != _LIVEKIT:
             raise InvalidRequest(
-                "metadata.reserved_key",
-                f"Metadata keys starting with `{prefix}` are reserved; `{key}` is not allowed.",
-                param=f"metadata.{key}",
+                "transport.unsupported",
+                f"Transport `{kind}` is not available for this endpoint; use `livekit`.",
+                param="transport.type",
             )
-        if not isinstance(value, bool):
-            raise Unprocessable(
-                "validation.type", f"`metadata.{key}` must be a boolean.", param=f"metadata.{key}"
-            )
-    size = len(json.dumps(metadata, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
-    if size > limits.metadata_max_bytes:
-        raise Unprocessable(
-            "metadata.too_large",
-            f"`metadata` is {size} bytes serialized; the limit is {limits.metadata_max_bytes}.",
-            param="metadata",
-        )
-    return metadata
+    reserved_key(body.get("metadata"), limits)
+
+
+def _body_object(body: Any) -> Mapping[str, Any]:
+    if body is None:
+        raise Unprocessable("validation.required", "A request body is required.")
+    if not isinstance(body, Mapping):
+        raise InvalidRequest("body.not_object", "The request body must be a JSON object.")
+    return body
+
+
+def _metadata(body: Mapping[str, Any], limits: LimitsConfig) -> dict[str, Any]:
+    if "metadata" not in body:
+        return {}
+    return check_metadata(body["metadata"], limits)
 
 
 def _common(
@@ -235,11 +241,11 @@ def _common(
 
 
 def parse_session_request(
-    body: Mapping[str, Any], limits: LimitsConfig, sessions: SessionConfig
+    body: Any, limits: LimitsConfig, sessions: SessionConfig
 ) -> SessionRequest:
     """Validate a ``POST /v1/sessions`` body; raise the contract's error for the first fault."""
-    if not isinstance(body, Mapping):
-        raise InvalidRequest("body.not_object", "The request body must be a JSON object.")
+    body = _body_object(body)
+    _seed_refusals(body, limits)
     _unknown_fields(body, _SESSION_FIELDS)
     avatar_id, idle, max_duration, quality = _common(body, limits, sessions)
     transport = _transport(body, sessions)
@@ -255,11 +261,10 @@ def parse_session_request(
 
 
 def parse_pipecat_request(
-    body: Mapping[str, Any], limits: LimitsConfig, sessions: SessionConfig
+    body: Any, limits: LimitsConfig, sessions: SessionConfig
 ) -> PipecatRequest:
     """Validate a ``POST /v1/pipecat/sessions`` body (GAP-PIPE-1)."""
-    if not isinstance(body, Mapping):
-        raise InvalidRequest("body.not_object", "The request body must be a JSON object.")
+    body = _body_object(body)
     _unknown_fields(body, _PIPECAT_FIELDS)
     avatar_id, idle, max_duration, quality = _common(body, limits, sessions)
     relay_type = _enum(body, "relay_type", RELAY_TYPES[0], RELAY_TYPES, "relay_type")

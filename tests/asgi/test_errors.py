@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import pytest
 from httpx import Client
 
+from sim.asgi.context import FACADE_LOGGER
+from sim.errors import Unprocessable
 from sim.platform import Platform
 from tests.asgi.support import Org, assert_envelope, session_body
 
@@ -21,7 +24,6 @@ def _sessions(platform: Platform) -> int:
     ("content", "content_type", "code"),
     [
         (b'{"avatar_id": ', "application/json", "body.malformed_json"),
-        (b"", "application/json", "body.malformed_json"),
         (b"NaN", "application/json", "body.malformed_json"),
         (b"[1, 2]", "application/json", "body.not_object"),
         (b'"text"', "application/json", "body.not_object"),
@@ -81,6 +83,36 @@ def test_a_streamed_body_over_the_limit_is_cut_off(
 def test_a_missing_body_answers_422_required(client: Client, org: Org) -> None:
     response = client.post("/v1/sessions", headers=org.auth())
     assert_envelope(response, 422, "unprocessable", "validation.required")
+
+
+@pytest.mark.req("ERR-1", "EP-SESS-1", "EP-RUN-1", "SIM-7")
+@pytest.mark.parametrize("content", [b"", b"  \r\n"])
+@pytest.mark.parametrize("content_type", ["application/json", None, "text/plain"])
+@pytest.mark.parametrize("path", ["/v1/sessions", "/v1/pipecat/sessions", "/v1/run/sim/speech"])
+def test_an_empty_body_is_a_missing_body_whatever_its_content_type(
+    client: Client,
+    platform: Platform,
+    org: Org,
+    content: bytes,
+    content_type: str | None,
+    path: str,
+) -> None:
+    """GAP-ERR-5: no body → 422 ``validation.required`` (param null); an empty JSON body is no
+    body, not malformed JSON, and gets exactly what a Python caller without a body gets."""
+    headers = org.auth() if content_type is None else {**org.auth(), "Content-Type": content_type}
+    response = client.post(path, content=content, headers=headers)
+    assert_envelope(response, 422, "unprocessable", "validation.required", None)
+    assert response.json()["error"]["message"] == "A request body is required."
+    caller = platform.authenticate(org.auth()["Authorization"])
+    operation = {"/v1/sessions": "createSession", "/v1/pipecat/sessions": "createPipecatSession"}
+    params = {} if path in operation else {"model_id": "sim/speech"}
+    with pytest.raises(Unprocessable) as refused:
+        platform.call(operation.get(path, "createRun"), caller, params)
+    assert (refused.value.code, refused.value.param, refused.value.message) == (
+        "validation.required",
+        None,
+        "A request body is required.",
+    )
 
 
 @pytest.mark.req("ERR-1", "ERR-4", "EP-SESS-1")
@@ -161,7 +193,8 @@ def test_unknown_reserved_metadata_keys_answer_400(client: Client, org: Org) -> 
         ("limit=ten", "validation.type", "limit"),
         ("limit=1&limit=2", "validation.type", "limit"),
         ("status=sleeping", "validation.enum", "status"),
-        ("starting_after=run_01", "validation.format", "starting_after"),
+        # A cursor of the wrong shape names no item, like an unknown one (GAP-ERR-5).
+        ("starting_after=run_01", "validation.cursor", "starting_after"),
         ("colour=red", "validation.unknown_parameter", "colour"),
     ],
 )
@@ -217,15 +250,25 @@ def test_oversized_headers_answer_400(client: Client, platform: Platform, org: O
 
 @pytest.mark.req("ERR-1", "ERR-2", "ERR-3")
 def test_an_unexpected_exception_is_a_500_envelope_without_traceback(
-    client: Client, platform: Platform, org: Org, monkeypatch: pytest.MonkeyPatch
+    client: Client,
+    platform: Platform,
+    org: Org,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     def explode(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom: secret internals")
 
     monkeypatch.setattr(platform.sessions, "list", explode)
-    response = client.get("/v1/sessions", headers=org.auth())
+    with caplog.at_level(logging.ERROR, logger=FACADE_LOGGER):
+        response = client.get("/v1/sessions", headers=org.auth())
     assert_envelope(response, 500, "internal", "internal_error")
     assert "boom" not in response.text and "Traceback" not in response.text
+    # The server's log has what the client must not see: the traceback, under the request id.
+    (record,) = [r for r in caplog.records if r.name == FACADE_LOGGER]
+    assert response.headers["x-request-id"] in record.getMessage()
+    assert "GET /v1/sessions" in record.getMessage()
+    assert record.exc_info is not None and "boom: secret internals" in str(record.exc_info[1])
 
 
 @pytest.mark.req("ERR-3", "CONV-1")

@@ -203,3 +203,43 @@ def test_run_event_cursors_are_integers(client: Client, platform: Platform, org:
         f"/v1/runs/{run['id']}/events?starting_after={after}", headers=org.auth()
     ).json()
     assert tail == {"object": "list", "data": [], "has_more": False}
+
+
+@pytest.mark.req("LIM-5", "LIM-3", "LIM-4", "EP-SESS-5")
+def test_an_idempotent_replay_beats_the_rate_limit_and_counts_for_nothing(
+    client: Client, platform: Platform, org: Org
+) -> None:
+    """A client retrying after a timeout gets its session back, not 429 (GAP-LIM-2)."""
+    retry = {**org.auth(), "Idempotency-Key": "retry-after-timeout"}
+    original = client.post("/v1/sessions", json=session_body(), headers=retry)
+    client.post(f"/v1/sessions/{original.json()['id']}/end", headers=org.auth())
+    for _ in range(8):
+        _create_and_end(client, org)  # 9 of the 10 creates of the window are spent
+
+    def replay() -> None:
+        again = client.post("/v1/sessions", json=session_body(), headers=retry)
+        assert again.status_code == 201, again.text
+        assert again.json() == original.json()
+        assert again.headers["idempotent-replayed"] == "true"
+        assert again.headers["x-ratelimit-limit"] == "10"
+
+    for _ in range(3):  # replays are not new requests: the last slot stays free
+        replay()
+    new = _create_and_end(client, org)
+    assert new["x-ratelimit-remaining"] == "0"
+    replay()  # the window is spent, and the replay is still answered
+    refused = client.post("/v1/sessions", json=session_body(), headers=org.auth())
+    assert_envelope(refused, 429, "rate_limit", "rate_limited")
+    assert len(platform.sessions.sessions()) == 10
+
+
+@pytest.mark.req("LIM-5", "LIM-3", "SIM-7")
+def test_replays_skip_the_limiter_through_the_python_api_too(platform: Platform, org: Org) -> None:
+    caller = platform.authenticate(f"Bearer {org.keys['unrestricted']}")
+    params = {"body": session_body(), "idempotency_key": "py-retry"}
+    first = platform.call("createSession", caller, params)
+    assert first.rate is not None and first.rate.remaining == 9
+    for _ in range(12):
+        again = platform.call("createSession", caller, dict(params))
+        assert again.replayed and again.body == first.body
+        assert again.rate is not None and again.rate.remaining == 9

@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sim.asgi import create_app
-from sim.asgi.openapi import load_openapi
-from sim.asgi.validation import SpecSchemas, coerce
+from sim.asgi.validation import coerce
 from sim.platform import Platform
+from tests.asgi.doors import Doors, Request
 from tests.asgi.support import ENVELOPE_KEYS, SyncASGITransport, make_org
 
 _SETTINGS = settings(
@@ -140,15 +140,25 @@ def test_integer_strings_coerce_exactly(number: int) -> None:
     assert coerce(f"{number}x", {"type": "integer"}) == f"{number}x"
 
 
-@pytest.mark.req("EP-SESS-1")
+@pytest.mark.req("EP-SESS-1", "SIM-7")
 def test_integral_floats_become_ints_only_where_the_schema_says_integer() -> None:
-    schemas = SpecSchemas(load_openapi())
-    pointer = "/components/schemas/CreateSessionRequest"
+    """JSON has one number type: ``60.0`` is the integer 60 where an integer is due (the domain
+    reads it so, through either door), while free-form metadata keeps exactly what was sent."""
+    doors = Doors()
     body: dict[str, Any] = {
+        "avatar_id": "av_stock_mock",
         "idle_timeout_seconds": 60.0,
+        "max_duration_seconds": 120.0,
         "metadata": {"x": 2.0},
-        "transport": {"type": "livekit"},
+        "transport": {"type": "livekit", "url": "wss://r.example", "room_name": "r"},
     }
-    normal = schemas.normalise(body, pointer)
-    assert normal["idle_timeout_seconds"] == 60 and isinstance(normal["idle_timeout_seconds"], int)
-    assert isinstance(normal["metadata"]["x"], float)
+    python, http = doors.both(Request("createSession", {}, body))
+    assert python == http
+    for answer in (python, http):
+        assert answer["idle_timeout_seconds"] == 60
+        assert isinstance(answer["idle_timeout_seconds"], int)
+        assert isinstance(answer["max_duration_seconds"], int)
+        assert isinstance(answer["metadata"]["x"], float)
+    half = doors.both(Request("createSession", {}, {**body, "idle_timeout_seconds": 60.5}))
+    assert half[0] == half[1]
+    assert half[0]["error"][1:3] == ["validation.type", "idle_timeout_seconds"]

@@ -7,9 +7,11 @@ HTTP side builds its requests from the spec's route table, so the script names o
 URLs. Request ids come from their own random stream, so HTTP traffic shifts no domain id.
 
 The script's refusals include the domain's own (an unknown id, a run that cannot be deleted yet)
-and requests the facade refuses at schema validation: the facade validates inside
-``platform.call`` (after the rate limiter), so those are counted and logged exactly as the same
-request refused by the domain through the Python API.
+and requests the spec's schema refuses: both doors give the domain's refusal, with the same type,
+code, param and message, counted and logged alike. The run is repeated under a configuration whose
+limits differ from the seed's (issue 11): the facade validates with the running configuration's
+bounds, so a value only that configuration allows is accepted through HTTP too, and one it
+forbids is refused by both doors in the same words.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from urllib.parse import quote, urlencode
 
 import pytest
 from httpx import Client
@@ -27,8 +28,10 @@ from PIL import Image
 
 from sim.asgi import create_app
 from sim.asgi.routes import Route
+from sim.config import LimitsConfig, SimConfig
 from sim.errors import DomainError
 from sim.platform import Platform
+from tests.asgi.doors import answer_of, refusal_of, url_of
 from tests.asgi.support import LIVEKIT, SyncASGITransport
 
 
@@ -113,6 +116,19 @@ SCRIPT: list[Step] = [
     # Refused by the schema over HTTP and by the domain in Python: both count and are logged.
     Call("createSession", 1, body={**SESSION, "idle_timeout_seconds": 0}),
     Call("listSessions", 0, params={"limit": 0}),
+    # Allowed or refused depending on the configuration, the same way through both doors.
+    Call("createSession", 1, body={**SESSION, "idle_timeout_seconds": 900}),
+    Call("createSession", 1, body={**SESSION, "idle_timeout_seconds": 1300}),
+    Call("createSession", 1, body={**SESSION, "max_duration_seconds": 3601}),
+    Call("listSessions", 1, params={"limit": 60}),
+    Call("listRunEvents", 0, params={"run_id": 4, "limit": 400}),
+    Call(
+        "createRun",
+        0,
+        params={"model_id": "sim/echo-text"},
+        body={"input": {"prompt": "x"}, "external_id": "e" * 40},
+    ),
+    Call("createSession", 1, body={**SESSION, "metadata": {"note": "n" * 3000}}),
     Call("listPlans", None),
     Call("listModels", 1),
 ]
@@ -165,7 +181,7 @@ def _direct(platform: Platform, keys: list[str]) -> Driver:
         try:
             outcome = platform.call(call.operation_id, caller, arguments)
         except DomainError as error:
-            return {"error": [error.type, error.code, error.param]}
+            return refusal_of(error)
         assert isinstance(outcome.body, dict)
         return outcome.body
 
@@ -179,11 +195,6 @@ def _http(platform: Platform, keys: list[str]) -> Driver:
 
     def drive(call: Call, params: dict[str, Any]) -> Answer:
         route = routes[call.operation_id]
-        path_names = {p.name for p in route.parameters_in("path")}
-        path = route.path.format(
-            **{k: quote(str(v), safe="/") for k, v in params.items() if k in path_names}
-        )
-        query = {k: v for k, v in params.items() if k not in path_names}
         headers = {} if call.org is None else {"Authorization": f"Bearer {keys[call.org]}"}
         if call.idempotency_key is not None:
             headers["Idempotency-Key"] = call.idempotency_key
@@ -196,15 +207,10 @@ def _http(platform: Platform, keys: list[str]) -> Driver:
                 "image": (upload["image_filename"], upload["image"], upload["image_content_type"])
             }
             kwargs["data"] = {"name": upload["name"]}
-        url = path + (f"?{urlencode(query)}" if query else "")
-        response = client.request(route.method, url, **kwargs)
-        body = response.json()
-        if response.status_code >= 400:
-            error = body["error"]
-            return {"error": [error["type"], error["code"], error["param"]]}
-        assert response.status_code == route.success_status
-        result: Answer = body
-        return result
+        response = client.request(route.method, url_of(route, params), **kwargs)
+        if response.status_code < 400:
+            assert response.status_code == route.success_status
+        return answer_of(response)
 
     return drive
 
@@ -224,13 +230,29 @@ def _records(platform: Platform) -> dict[str, Any]:
     }
 
 
-@pytest.mark.req("SIM-7")
-@pytest.mark.parametrize("seed", [0, 7])
-def test_facade_and_python_api_give_identical_records(seed: int) -> None:
-    from sim.config import SimConfig
+#: Limits unlike the seed's: wider timeouts, smaller pages and metadata, fewer run-event pages.
+CONFIGURED_LIMITS: dict[str, Any] = {
+    "idle_timeout_max_seconds": 1200,
+    "max_duration_ceiling_seconds": 7200,
+    "page_size_max": 50,
+    "run_events_page_size_max": 300,
+    "metadata_max_bytes": 2048,
+}
 
-    direct = Platform.create(SimConfig(seed=seed))
-    served = Platform.create(SimConfig(seed=seed))
+
+def _config(seed: int, limits: dict[str, Any]) -> SimConfig:
+    return SimConfig(seed=seed, limits=LimitsConfig(**limits))
+
+
+@pytest.mark.req("SIM-7", "SIM-6", "EP-SESS-1", "LIM-7")
+@pytest.mark.parametrize(
+    ("seed", "limits"),
+    [(0, {}), (7, {}), (3, CONFIGURED_LIMITS)],
+    ids=["seed-0", "seed-7", "configured-limits"],
+)
+def test_facade_and_python_api_give_identical_records(seed: int, limits: dict[str, Any]) -> None:
+    direct = Platform.create(_config(seed, limits))
+    served = Platform.create(_config(seed, limits))
     direct_answers = _run(direct, _direct)
     http_answers = _run(served, _http)
     for index, (a, b) in enumerate(zip(direct_answers, http_answers, strict=True)):
@@ -241,3 +263,11 @@ def test_facade_and_python_api_give_identical_records(seed: int) -> None:
     assert len(kinds) >= 2
     assert any(e["type"] == "session.ended" for e in _records(direct)["events"])
     assert _records(direct)["ledger"]
+    # And the configuration decided: what only the configured limits allow was accepted.
+    wide_timeout = next(a for s, a in zip(SCRIPT, direct_answers, strict=True) if _idle(s) == 900)
+    accepted = "id" in wide_timeout  # a session (its own `error` field is null)
+    assert accepted == bool(limits), wide_timeout
+
+
+def _idle(step: Step) -> Any:
+    return step.body.get("idle_timeout_seconds") if isinstance(step, Call) and step.body else None

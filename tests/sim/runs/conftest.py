@@ -54,12 +54,18 @@ class RecordingBilling:
                 held.pop(run_id, None)
         return sum(held.values())
 
-    def reserve_run(self, charge: RunCharge, credits: int) -> None:
-        balance = self.balances.get(charge.org_id)
-        if balance is not None and self.held(charge.org_id) + credits > balance:
+    def ensure_can_reserve(self, org_id: str, credits: int) -> None:
+        balance = self.balances.get(org_id)
+        if balance is not None and self.held(org_id) + credits > balance:
             raise QuotaExceeded("insufficient_credits", "Not enough credits for this run.")
+
+    def reserve_run(self, charge: RunCharge, credits: int) -> None:
+        self.ensure_can_reserve(charge.org_id, credits)
         self.charges[charge.run_id] = charge
         self.rows.append(("reserve", charge.run_id, credits))
+
+    def cancel_reservation(self, run_id: str) -> None:
+        self.rows = [row for row in self.rows if row[1] != run_id]
 
     def settle_run(self, run_id: str, credits: int) -> None:
         self.rows.append(("settle", run_id, credits))

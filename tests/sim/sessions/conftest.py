@@ -43,7 +43,13 @@ class RecordingBilling:
     def charge_session(self, usage: SessionUsage) -> None:
         self.charges.append(usage)
 
+    def ensure_can_reserve(self, org_id: str, credits: int) -> None:
+        raise NotImplementedError
+
     def reserve_run(self, charge: RunCharge, credits: int) -> None:
+        raise NotImplementedError
+
+    def cancel_reservation(self, run_id: str) -> None:
         raise NotImplementedError
 
     def settle_run(self, run_id: str, credits: int) -> None:

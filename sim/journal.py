@@ -1,0 +1,117 @@
+"""All or nothing: how an operation that fails half-way leaves no trace (issue 11, GAP-ERR-6).
+
+A create first runs every check and stores nothing (it returns a ``Prepared``); its ``commit``
+then makes several changes: the record, the indexes that find it, a concurrency slot, a ledger
+row, a queued job, and the platform stores the idempotent outcome. Each change registers how to
+undo itself with ``Journal.on_undo``. If anything raises before the operation ends (a refusal
+found late, or a bug), ``Journal.atomic`` undoes the registered changes newest first and
+re-raises, so no half-made object, cap slot, ledger row or idempotency entry survives a 500 and
+the next request meets the platform as it was.
+
+What the rest of the platform would see at once, events on the log (and through them webhook
+deliveries) and new SimPy processes, is not undone but held back: ``Journal.defer`` runs it when
+the outermost block succeeds, and drops it when it fails. Outside any block (timers firing as the
+clock advances, direct calls in tests) both are immediate: ``on_undo`` records nothing and
+``defer`` runs the action at once.
+
+Random draws (ids) are not undone: a request that fails after drawing an id leaves the id
+streams moved on, which changes no record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Journal", "Prepared", "discard"]
+
+Action = Callable[[], object]
+"""A change or its undo; whatever it returns is ignored."""
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """An operation whose every check has passed and which has changed nothing yet.
+
+    ``commit()`` makes the change and returns the answer. The platform's door runs its last
+    checks (the facade's schema) between the two, so a refusal there stores nothing either.
+    """
+
+    commit: Callable[[], dict[str, Any]]
+
+
+class Journal:
+    def __init__(self) -> None:
+        self._undo: list[Action] | None = None
+        self._deferred: list[Action] = []
+        #: Whether an ``atomic`` block is open. A plain attribute, not a property: the event log
+        #: reads it for every event, so outside an operation it must cost next to nothing.
+        self.active = False
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Undo the changes registered inside the block if it raises; a nested block is a
+        savepoint of the enclosing one (its changes are undone if it raises, and stay part of
+        the outer unit otherwise)."""
+        outermost = self._undo is None
+        if self._undo is None:
+            self._undo, self._deferred = [], []
+            self.active = True
+        undo = self._undo
+        mark, deferred_mark = len(undo), len(self._deferred)
+        try:
+            yield
+        except BaseException as error:
+            steps = undo[mark:]
+            del undo[mark:]
+            del self._deferred[deferred_mark:]
+            if outermost:
+                self._undo, self.active = None, False
+            _undo_all(steps, error)
+            raise
+        if outermost:
+            deferred, self._undo, self._deferred = self._deferred, None, []
+            self.active = False
+            _run_all(deferred)
+
+    def on_undo(self, step: Action) -> None:
+        """Register how to reverse a change just made (nothing to do outside a block)."""
+        if self._undo is not None:
+            self._undo.append(step)
+
+    def defer(self, action: Action) -> None:
+        """Run ``action`` once the outermost block succeeds (at once outside any block)."""
+        if self._undo is None:
+            action()
+        else:
+            self._deferred.append(action)
+
+
+def discard(items: list[Any], item: Any) -> None:
+    """Remove ``item`` from ``items`` if it is there: an undo that is safe to run whether or not
+    its change happened (the newest entry is looked at first; it is almost always the one)."""
+    for index in range(len(items) - 1, -1, -1):
+        if items[index] is item or items[index] == item:
+            del items[index]
+            return
+
+
+def _undo_all(steps: list[Action], cause: BaseException) -> None:
+    for step in reversed(steps):
+        try:
+            step()
+        except Exception as failure:  # keep undoing the rest; the cause is what gets raised
+            cause.add_note(f"undoing a change also failed: {failure!r}")
+
+
+def _run_all(actions: list[Action]) -> None:
+    first: Exception | None = None
+    for action in actions:
+        try:
+            action()
+        except Exception as failure:  # every held-back action runs; the first failure is raised
+            first = first or failure
+    if first is not None:
+        raise first
