@@ -24,11 +24,11 @@ from sim.accounts import AccountRegistry
 from sim.billing import Billing
 from sim.billing.ledger import attribute
 from sim.billing.usage import parse_window, summarize
+from sim.config import QUALITIES
 from sim.kernel import Kernel
 
 __all__ = ["run"]
 
-_QUALITIES = ("mock", "lite", "standard", "pro")
 _SURFACES = ("api", "playground", "embed", "pipecat", "video_generation")
 _MONTH_SECONDS = 31 * 86_400  # January of the default epoch
 
@@ -62,7 +62,7 @@ def _build(scale: float, seed: int) -> tuple[Kernel, Billing, list[str], float]:
                 billable_seconds=seconds,
                 attribution=attribute(
                     billing_surface=surface,
-                    quality=_QUALITIES[rng.randrange(4)],
+                    quality=QUALITIES[rng.randrange(len(QUALITIES))],
                     speech_billing_mode="customer_managed",
                     operation="session.realtime",
                     embed_id=f"emb_b{i % 7}" if surface == "embed" else None,

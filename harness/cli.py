@@ -6,8 +6,8 @@ being run, so ``avatar-sim trace`` does not pay for (or break on) the imports of
 or ``sweep``. To add a command, write its module and add one ``Command`` line to ``COMMANDS``;
 its one-line help here is what ``avatar-sim --help`` shows without importing anything.
 
-Exit codes follow the design brief: 0 success, 1 a check failed, 2 a usage error (argparse's own
-errors exit 2 as well).
+Every command exits the same way, so a script or CI job can tell the cases apart: 0 success, 1 a
+check failed, 2 a usage error (argparse's own errors exit 2 as well).
 """
 
 from __future__ import annotations

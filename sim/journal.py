@@ -1,4 +1,4 @@
-"""All or nothing: how an operation that fails half-way leaves no trace (issue 11, GAP-ERR-6).
+"""All or nothing: how an operation that fails half-way leaves no trace (GAP-ERR-6).
 
 A create first runs every check and stores nothing (it returns a ``Prepared``); its ``commit``
 then makes several changes: the record, the indexes that find it, a concurrency slot, a ledger

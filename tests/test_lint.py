@@ -1,6 +1,6 @@
 """Static checks as tests: ruff, mypy (strict), and the purity of the domain package ``sim/``.
 
-The domain rule (DESIGN.md, principles 1 and 3): every module of ``sim/`` except the HTTP facade
+The domain rule (the README's layout): every module of ``sim/`` except the HTTP facade
 ``sim/asgi/`` imports no HTTP, data-frame, schema or harness code, never reads the wall clock and
 never uses the global ``random`` state (only seeded ``random.Random`` instances).
 """
@@ -8,6 +8,7 @@ never uses the global ``random`` state (only seeded ``random.Random`` instances)
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -252,3 +253,50 @@ def test_no_module_of_sim_imports_the_harness() -> None:
         if module.split(".")[0] == "harness"
     ]
     assert arrows == []
+
+
+#: Pointers to what a fresh clone does not have: the issue tracker and the team's design notes.
+#: The project names requirement ids (``spec/requirements.yaml``) and gap ids
+#: (``spec/DECISIONS.md``) instead, which a reader can follow.
+OUTSIDE_POINTERS: Final = re.compile(r"\bissues? #?\d+\b|\bDESIGN\.md\b", re.IGNORECASE)
+
+
+def _outside_pointers(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if OUTSIDE_POINTERS.search(line)]
+
+
+def test_no_text_points_at_what_a_clone_does_not_have() -> None:
+    tracked = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=False
+    ).stdout.split(b"\0")
+    if not any(tracked):
+        pytest.skip("not a git checkout")
+    found: dict[str, list[str]] = {}
+    for name in filter(None, (raw.decode() for raw in tracked)):
+        path = REPO / name
+        if (
+            path.suffix not in {".py", ".md", ".yaml", ".yml", ".toml", ".ipynb"}
+            or not path.is_file()
+        ):
+            continue
+        if path == Path(__file__).resolve():
+            continue
+        hits = _outside_pointers(path.read_text(encoding="utf-8"))
+        if hits:
+            found[name] = hits
+    assert not found, found
+
+
+@pytest.mark.parametrize(
+    ("line", "points_outside"),
+    [
+        ("# see issue 11 item 4", True),
+        ("as issue #9 asked", True),
+        ("the issues 3 and 4", True),
+        ("read DESIGN.md first", True),
+        ("an issue with the clock (SIM-8)", False),
+        ("GAP-ERR-6 and SIM-7", False),
+    ],
+)
+def test_the_outside_pointer_rule_catches(line: str, points_outside: bool) -> None:
+    assert bool(_outside_pointers(line)) is points_outside

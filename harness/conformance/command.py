@@ -1,8 +1,8 @@
 """``avatar-sim conformance``: hold a deployment to the contract profile.
 
-Exit codes (DESIGN.md): 0 the deployment conforms, 1 a check failed, 2 a usage error or a target
-that cannot be reached (or that refuses the given API key, which is a usage error too: nothing
-could be checked).
+Exit codes (those of every ``avatar-sim`` command): 0 the deployment conforms, 1 a check failed,
+2 a usage error or a target that cannot be reached (or that refuses the given API key, which is a
+usage error too: nothing could be checked).
 """
 
 from __future__ import annotations

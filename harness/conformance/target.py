@@ -1,10 +1,11 @@
 """The one seam through which the conformance harness reaches an implementation.
 
 Why a seam: the same checks must run against a deployment by URL and against an in-process app,
-and the harness must not know which it has (DESIGN principle 7). A ``Target`` holds an
-``httpx.Client`` (a real base URL, or an ASGI transport around an app) and the credentials it was
-given by role; every request goes through ``Target.send``, which records an ``Exchange`` (what was
-sent and what came back) and hands it to the observers (the per-response checks).
+and the harness must not know which it has (a check that could tell would test the simulator,
+not the contract). A ``Target`` holds an ``httpx.Client`` (a real base URL, or an ASGI transport
+around an app) and the credentials it was given by role; every request goes through
+``Target.send``, which records an ``Exchange`` (what was sent and what came back) and hands it to
+the observers (the per-response checks).
 
 Credentials are named by role (``api``, ``other_org``, ``runs_read``, ``runs_write``, ``revoked``,
 ``admin``) so a reproduction can print ``$API_KEY`` instead of a secret.

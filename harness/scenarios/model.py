@@ -22,8 +22,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from harness.scenarios.durations import Seconds
 from harness.scenarios.lifting import Limits, lift
-from sim.config import Distribution, Exponential, LimitsConfig, SimConfig
-from sim.sessions.service import BILLING_SURFACES
+from sim.config import (
+    BILLING_SURFACES,
+    QUALITIES,
+    Distribution,
+    Exponential,
+    LimitsConfig,
+    SimConfig,
+)
 
 __all__ = [
     "QUALITIES",
@@ -41,7 +47,6 @@ __all__ = [
     "SessionProfile",
 ]
 
-QUALITIES: tuple[str, ...] = ("mock", "lite", "standard", "pro")
 #: Models a scenario can drive: those whose input is plain text the runner can generate.
 RUN_MODELS: dict[str, str] = {"sim/echo-text": "prompt", "sim/speech": "text"}
 

@@ -2,7 +2,7 @@
 
 Why it exists: in-process the clock only moves when a caller advances it. A real server has to
 let timers (start-up timeouts, idle and max-duration ends, run completions) fire on their own, as
-wall time passes, without anyone calling the API. The mapping is the issue's formula,
+wall time passes, without anyone calling the API. The mapping is linear,
 
     sim_time = sim_anchor + (wall - wall_anchor) / factor
 

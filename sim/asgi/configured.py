@@ -1,4 +1,4 @@
-"""The spec's request bounds, taken from the running configuration (SIM-6, issue 11 item 4).
+"""The spec's request bounds, taken from the running configuration (SIM-6).
 
 ``spec/openapi.yaml`` writes every configurable request bound with the seed's value, as
 documentation, and names the configuration field it comes from in ``x-config``::

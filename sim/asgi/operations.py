@@ -11,8 +11,8 @@
    ``validation.unknown_parameter``, then each coerced to its schema's type), header parameters,
    and the body: size, media type, encoding, JSON or multipart (400s); an empty body is no body;
 4. ``platform.call(operation_id, caller, params, check=...)``: the domain checks the values and
-   the request exactly as for a Python caller, so both doors refuse alike (issue 11: same type,
-   code, param and message); ``check`` is this facade's schema validation, with bounds from the
+   the request exactly as for a Python caller, so both doors refuse alike (same type, code,
+   param and message: SIM-7); ``check`` is this facade's schema validation, with bounds from the
    running configuration (``sim.asgi.configured``), which the platform runs after the domain's
    checks and before anything changes: a last guard that the answer keeps to the published spec;
 5. the response: the spec's 2xx status, JSON or raw bytes, ``X-RateLimit-*`` and

@@ -78,7 +78,7 @@ def parse_body(spec: ModelSpec, body: Any, config: SimConfig) -> RunRequest:
     """The run create body, or the first fault in a fixed order: no body, not an object, a
     reserved metadata key (the seed's 400 wins, as for sessions), unknown fields (sorted), then
     ``operation``, ``input``, ``external_id`` and ``metadata``. It refuses at least what the
-    spec's ``CreateRunRequest`` refuses, so both doors give this module's answer (issue 11)."""
+    spec's ``CreateRunRequest`` refuses, so both doors give this module's answer (SIM-7)."""
     if body is None:
         raise Unprocessable("validation.required", "A request body is required.")
     if not isinstance(body, dict):

@@ -1,4 +1,4 @@
-"""One source for every limit, and one answer per request whichever door (SIM-6, SIM-7, issue 11).
+"""One source for every limit, and one answer per request whichever door (SIM-6, SIM-7).
 
 * ``spec/openapi.yaml`` writes each configurable request bound with the seed's value and names
   its configuration field (``x-config``); the facade validates with the running configuration's

@@ -1,4 +1,4 @@
-"""Fuzzing the facade at the byte level (ERR-1 … ERR-4, HAR-1, issue 11 item 6).
+"""Fuzzing the facade at the byte level (ERR-1 … ERR-4, HAR-1).
 
 Schemathesis (``test_fuzz.py``) speaks the spec's language; this speaks bytes. Hypothesis builds
 raw ASGI requests, as uvicorn hands them over after parsing HTTP: any method, path segments made of

@@ -9,7 +9,7 @@ URLs. Request ids come from their own random stream, so HTTP traffic shifts no d
 The script's refusals include the domain's own (an unknown id, a run that cannot be deleted yet)
 and requests the spec's schema refuses: both doors give the domain's refusal, with the same type,
 code, param and message, counted and logged alike. The run is repeated under a configuration whose
-limits differ from the seed's (issue 11): the facade validates with the running configuration's
+limits differ from the seed's: the facade validates with the running configuration's
 bounds, so a value only that configuration allows is accepted through HTTP too, and one it
 forbids is refused by both doors in the same words.
 """

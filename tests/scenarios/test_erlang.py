@@ -21,9 +21,6 @@ from harness.erlang import (
     mmc_deterministic_patience,
     offered_load,
 )
-from harness.runner import run_scenario
-from harness.runner.metrics import summarize
-from harness.scenarios import parse_scenario
 
 
 def _direct_b(c: int, a: float) -> float:
@@ -59,43 +56,6 @@ def test_erlang_c_known_values() -> None:
     assert offered_load(120, 90) == pytest.approx(3.0)
     with pytest.raises(ValueError, match=">= 0"):
         erlang_b(-1, 1.0)
-
-
-@pytest.mark.req("NB-4", "SIM-3")
-def test_a_loss_system_blocks_as_erlang_b_predicts() -> None:
-    """Reject policy, no retries, no boot or drain: blocking within 3 points of Erlang B."""
-    scenario = parse_scenario(
-        {
-            "seed": 1,
-            "duration": "12h",
-            "sample_every": "10m",
-            "config": {
-                "scheduler": {
-                    "workers": 4,
-                    "admission_policy": "reject",
-                    "max_queue_length": 0,
-                    "worker_boot": {"kind": "constant", "value": 0},
-                    "first_frame_latency": {"kind": "constant", "value": 0},
-                },
-                "sessions": {"drain_base_seconds": 0, "drain_max_seconds": 0},
-                "limits": {"concurrent_sessions_per_key": 20,
-                           "rate": {"session_creates_per_window": None}},
-            },
-            "organizations": [{"name": "Load", "plan": "enterprise", "concurrency": 20}],
-            "arrivals": [{"kind": "poisson", "rate_per_hour": 80}],
-            "sessions": {
-                "length": {"kind": "exponential", "mean": 135},
-                "audio": {"speech": {"kind": "constant", "value": 0},
-                          "silence": {"kind": "constant", "value": 30}},
-                "quality": {"mock": 1},
-                "max_duration_seconds": 3600,
-            },
-        }
-    )  # fmt: skip
-    metrics = summarize(run_scenario(scenario))
-    expected = erlang_b(4, offered_load(80, 135))  # a = 3 Erlangs → 0.206
-    assert metrics["first_attempt_at_capacity_rate"] == pytest.approx(expected, abs=0.03)
-    assert metrics["no_capacity"] == 0
 
 
 # -- M/M/c+D and Erlang A ------------------------------------------------------------------------

@@ -16,10 +16,12 @@ from harness.scenarios import (
     Poisson,
     ScenarioError,
     load_scenario,
+    model,
     parse_duration,
     parse_scenario,
 )
 from harness.sweep import load_sweep
+from sim.config import BILLING_SURFACES, QUALITIES
 from tests.scenarios.helpers import small
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,6 +78,16 @@ def test_a_full_scenario_parses_every_part() -> None:
 def test_invalid_fields_are_named(change: dict[str, Any], expected: str) -> None:
     problems = _problems(small(**change))
     assert any(p.startswith(expected) for p in problems), problems
+
+
+@pytest.mark.req("NB-1", "SIM-6")
+def test_the_mixes_accept_exactly_the_configured_sets() -> None:
+    """The quality and surface mixes are checked against the configuration's sets (defined once
+    there), so a tier or surface added to the service is accepted by scenarios too."""
+    assert model.QUALITIES is QUALITIES and model.BILLING_SURFACES is BILLING_SURFACES
+    every = {"quality": dict.fromkeys(QUALITIES, 1), "surface": dict.fromkeys(BILLING_SURFACES, 1)}
+    profile = parse_scenario(small(sessions=every)).sessions
+    assert tuple(profile.quality) == QUALITIES and tuple(profile.surface) == BILLING_SURFACES
 
 
 @pytest.mark.req("NB-1")

@@ -1,6 +1,6 @@
-"""``avatar-sim serve`` survives the bad-input battery and concurrent clients (SIM-8, issue 11).
+"""``avatar-sim serve`` survives the bad-input battery and concurrent clients (SIM-8).
 
-The issue's "done when": a real served subprocess answers no 5xx and no invalid JSON, neither to
+A real served subprocess answers no 5xx and no invalid JSON, neither to
 any input reported as breaking it (``tests/serve/battery.py``) nor under concurrent clients, and
 after every bad input the organization and the public routes still answer. ``make test`` runs the
 battery alongside a modest crowd; ``make test-slow`` runs it against 200 concurrent clients.

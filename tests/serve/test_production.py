@@ -1,4 +1,4 @@
-"""Served mode behaves like a production server (SIM-8, issue 11 item 3).
+"""Served mode behaves like a production server (SIM-8).
 
 * a client that stops half-way through a request body cannot keep SIGTERM from stopping the
   server: uvicorn's graceful shutdown has a timeout (``--graceful-timeout``);

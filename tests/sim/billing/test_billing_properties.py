@@ -20,20 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sim.billing import LOW_BALANCE_EVENT, Balances
+from sim.config import BILLING_SURFACES, QUALITIES
 from sim.errors import QuotaExceeded
 
 PLANS = ("free", "capped", "nocap")  # of the small config: see conftest
-QUALITIES = ("mock", "lite", "standard", "pro")
-SURFACES = (
-    "api",
-    "playground",
-    "embed",
-    "share",
-    "public_demo",
-    "pipecat",
-    "agora",
-    "video_generation",
-)
 ZONES = (
     "UTC",
     "America/New_York",
@@ -51,7 +41,7 @@ ops = st.one_of(
         st.just("session"),
         st.integers(0, 2),
         st.sampled_from(QUALITIES),
-        st.sampled_from(SURFACES),
+        st.sampled_from(BILLING_SURFACES),
         st.integers(0, 400),
     ),
     st.tuples(st.just("replay"), st.integers(0, 50)),
