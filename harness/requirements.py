@@ -112,7 +112,10 @@ def spec_dir() -> Path:
     """The directory holding the contract and the catalog.
 
     A source checkout (``<repo>/spec`` next to this package) wins over the copy packed into a
-    wheel (``harness/_spec``), so edits to ``spec/`` take effect without reinstalling.
+    wheel (``harness/_spec``), so edits to ``spec/`` take effect without reinstalling. It is the
+    rule of ``sim.asgi.openapi.default_spec_dir``, restated here because the pytest plugin loads
+    this module in every user's session and importing ``sim`` would load the simulator there; a
+    test holds the two to the same answer.
     """
     package = Path(__file__).resolve().parent
     checkout = package.parent / "spec"
