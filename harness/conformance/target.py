@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -240,18 +240,30 @@ class Target:
 
 
 class SyncASGITransport(httpx.BaseTransport):
-    """httpx's ASGI transport driven from a synchronous client: one event loop per request."""
+    """httpx's ASGI transport driven from a synchronous client: one event loop per request.
+
+    A request without ``Content-Length`` (a generator body) reaches the app chunk by chunk, as
+    over a socket, so a size limit can be seen to stop reading early.
+    """
 
     def __init__(self, app: Any) -> None:
         self.app = app
         self._inner = httpx.ASGITransport(app=app)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        content = request.read()
+        streamed = "content-length" not in request.headers
+        chunks = list(request.stream) if streamed else [request.read()]  # type: ignore[arg-type]
+
+        async def body() -> AsyncIterator[bytes]:
+            for chunk in chunks:
+                yield chunk
 
         async def go() -> tuple[int, httpx.Headers, bytes]:
             inner = httpx.Request(
-                request.method, request.url, headers=request.headers, content=content
+                request.method,
+                request.url,
+                headers=request.headers,
+                content=body() if streamed else chunks[0],
             )
             response = await self._inner.handle_async_request(inner)
             return response.status_code, response.headers, await response.aread()

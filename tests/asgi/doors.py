@@ -19,12 +19,12 @@ from urllib.parse import quote, urlencode
 
 import httpx
 
+from harness.conformance.target import SyncASGITransport
 from sim.asgi import create_app
 from sim.asgi.routes import Route
 from sim.config import SimConfig
 from sim.errors import DomainError
 from sim.platform import Platform
-from tests.asgi.support import SyncASGITransport
 
 __all__ = ["Answer", "Doors", "Request", "answer_of", "json_text", "refusal_of", "url_of"]
 

@@ -8,9 +8,7 @@ time moves only when a test advances it.
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,39 +42,6 @@ class Org:
 
     def auth(self, kind: str = "unrestricted") -> dict[str, str]:
         return {"Authorization": f"Bearer {self.keys[kind]}"}
-
-
-class SyncASGITransport(httpx.BaseTransport):
-    """httpx's ASGI transport for a synchronous client: one event loop run per request.
-
-    A request without ``Content-Length`` (a generator body) is streamed to the app chunk by
-    chunk, so the facade's size limit can be seen to stop reading early.
-    """
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-        self._inner = httpx.ASGITransport(app=app)
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        streamed = "content-length" not in request.headers
-        chunks = list(request.stream) if streamed else [request.read()]  # type: ignore[arg-type]
-
-        async def body() -> AsyncIterator[bytes]:
-            for chunk in chunks:
-                yield chunk
-
-        async def go() -> tuple[int, httpx.Headers, bytes]:
-            inner = httpx.Request(
-                request.method,
-                request.url,
-                headers=request.headers,
-                content=body() if streamed else chunks[0],
-            )
-            response = await self._inner.handle_async_request(inner)
-            return response.status_code, response.headers, await response.aread()
-
-        status, headers, content = asyncio.run(go())
-        return httpx.Response(status, headers=headers, content=content, request=request)
 
 
 def make_org(platform: Platform, name: str, plan: str) -> Org:

@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from harness.conformance.target import SyncASGITransport
 from sim.asgi import create_app
 from sim.config import AdminConfig, SimConfig
 from sim.platform import Platform
@@ -30,7 +31,6 @@ from tests.asgi.support import (
     ADMIN_TOKEN,
     PUBLIC_READS,
     Org,
-    SyncASGITransport,
     assert_envelope,
     make_org,
     session_body,

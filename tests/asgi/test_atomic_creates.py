@@ -28,6 +28,7 @@ import httpx
 import pytest
 from PIL import Image
 
+from harness.conformance.target import SyncASGITransport
 from sim.asgi import create_app
 from sim.avatars.records import Avatar
 from sim.config import RunsConfig, SimConfig
@@ -35,7 +36,6 @@ from sim.platform import Platform
 from tests.asgi.support import (
     ADMIN_TOKEN,
     LIVEKIT,
-    SyncASGITransport,
     assert_envelope,
     make_org,
     state_digest,

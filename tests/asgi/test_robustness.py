@@ -15,11 +15,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from harness.conformance.target import SyncASGITransport
 from sim.asgi import create_app
 from sim.asgi.validation import coerce
 from sim.platform import Platform
 from tests.asgi.doors import Doors, Request
-from tests.asgi.support import ENVELOPE_KEYS, SyncASGITransport, make_org
+from tests.asgi.support import ENVELOPE_KEYS, make_org
 
 _SETTINGS = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]

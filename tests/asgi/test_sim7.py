@@ -26,13 +26,14 @@ import pytest
 from httpx import Client
 from PIL import Image
 
+from harness.conformance.target import SyncASGITransport
 from sim.asgi import create_app
 from sim.asgi.routes import Route
 from sim.config import LimitsConfig, SimConfig
 from sim.errors import DomainError
 from sim.platform import Platform
 from tests.asgi.doors import answer_of, refusal_of, url_of
-from tests.asgi.support import LIVEKIT, SyncASGITransport
+from tests.asgi.support import LIVEKIT
 
 
 def _png() -> bytes:
