@@ -19,12 +19,14 @@ GAP-SERVE-2). The documents are rendered once, when the app is built.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
+from http import HTTPMethod
 from typing import Any, Final
 
 import yaml
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -41,6 +43,7 @@ DOCS_PATH: Final = "/docs"
 
 _JSON: Final = "application/json"
 _YAML: Final = "application/yaml"
+_READ_METHODS: Final = ("GET", "HEAD")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +68,22 @@ def _from_spec_dir(name: str) -> ServedDocument:
     return ServedDocument.of(load_yaml(path), path.read_text(encoding="utf-8"))
 
 
+def _read_only(path: str, endpoint: Callable[[Request], Awaitable[Response]]) -> Route:
+    """A ``GET`` route whose path answers every other method with 405 and ``Allow``.
+
+    Starlette would pass a wrong method on to the next route that matches the path in full, and
+    the operations app behind these routes matches every path, so ``POST /openapi.json`` would
+    answer 404 as if the document did not exist.
+    """
+
+    async def only_get(request: Request) -> Response:
+        if request.method not in _READ_METHODS:
+            raise HTTPException(405, headers={"Allow": ", ".join(_READ_METHODS)})
+        return await endpoint(request)
+
+    return Route(path, only_get, methods=[method.value for method in HTTPMethod])
+
+
 def _document_routes(prefix: str, served: ServedDocument) -> list[BaseRoute]:
     async def as_json(request: Request) -> Response:
         return Response(served.json_text, media_type=_JSON)
@@ -73,8 +92,8 @@ def _document_routes(prefix: str, served: ServedDocument) -> list[BaseRoute]:
         return Response(served.yaml_text, media_type=_YAML)
 
     return [
-        Route(f"{prefix}/openapi.json", as_json, methods=["GET"]),
-        Route(f"{prefix}/openapi.yaml", as_yaml, methods=["GET"]),
+        _read_only(f"{prefix}/openapi.json", as_json),
+        _read_only(f"{prefix}/openapi.yaml", as_yaml),
     ]
 
 
@@ -118,7 +137,7 @@ def _docs_routes() -> list[BaseRoute]:
         return HTMLResponse(page)
 
     return [
-        Route(DOCS_PATH, docs, methods=["GET"]),
+        _read_only(DOCS_PATH, docs),
         Mount(static, app=StaticFiles(packages=[("swagger_ui", "static")])),
     ]
 

@@ -48,4 +48,8 @@ def test_contract_routes_are_public_and_read_only() -> None:
             assert client.head(path).status_code == 200, path
         missing = client.get("/docs/static/no-such-asset.js")
         assert_envelope(missing, 404, "not_found", "route.not_found")
-        assert client.post("/openapi.json").status_code == 404
+        for path in ("/openapi.json", "/contract/openapi.yaml", "/docs"):
+            for method in ("POST", "PUT", "DELETE"):
+                refused = client.request(method, path)
+                assert_envelope(refused, 405, "invalid_request", "method.not_allowed")
+                assert refused.headers["allow"] == "GET, HEAD", (method, path)
