@@ -62,3 +62,35 @@ def test_every_mark_says_how_the_profile_treats_it(spec_document: dict[str, Any]
 
     visit(spec_document, "#")
     assert problems == []
+
+
+@pytest.mark.req("HAR-5", "RES-SESS-1", "RES-ASSET-1")
+def test_seed_optional_marks_sit_on_required_nullable_properties(
+    spec_document: dict[str, Any],
+) -> None:
+    """``x-seed-optional`` (GAP-NULL-1) only makes sense on a property the simulator requires and
+    writes as null while unset; anywhere else it would be a mark that changes nothing."""
+    problems: list[str] = []
+    marked: list[str] = []
+
+    def visit(node: Any, where: str) -> None:
+        if isinstance(node, dict):
+            properties = node.get("properties")
+            for name, prop in (properties or {}).items() if isinstance(properties, dict) else ():
+                if isinstance(prop, dict) and "x-seed-optional" in prop:
+                    marked.append(f"{where}/{name}")
+                    if prop["x-seed-optional"] is not True:
+                        problems.append(f"{where}/{name}: x-seed-optional is not true")
+                    if name not in (node.get("required") or []):
+                        problems.append(f"{where}/{name}: marked but not required")
+                    if "null" not in str(prop):
+                        problems.append(f"{where}/{name}: marked but never null")
+            for key, value in node.items():
+                visit(value, f"{where}/{key}")
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                visit(value, f"{where}/{index}")
+
+    visit(spec_document, "#")
+    assert problems == []
+    assert len(marked) == 8  # session: 3, asset: 5 (DECISIONS GAP-NULL-1)
