@@ -177,7 +177,7 @@ def is_iso_utc(value: str) -> bool:
 
 @response_check("timestamps_utc", "CONV-2")
 def timestamps_utc(exchange: Exchange) -> bool:
-    """Every timestamp in every answer is an ISO-8601 string in UTC (or null where unset)."""
+    """Every timestamp an answer carries is an ISO-8601 UTC string (null where unset)."""
     judged = _judged(exchange)
     if judged is None:
         return False
@@ -298,7 +298,8 @@ class Shape:
 SHAPES: tuple[Shape, ...] = (
     Shape("session_shape", ("RES-SESS-1",),
           ("createSession", "listSessions", "retrieveSession", "endSession"),
-          "A session has every field of the seed's table with its type; object is session."),
+          "A session has the seed's fields with their types (those set later may be absent "
+          "until then); object is session."),
     Shape("avatar_shape", ("RES-AV-1",), ("createAvatar", "listAvatars", "retrieveAvatar"),
           "An avatar has id, object, name, status, is_demo, runtime_type, created_at."),
     Shape("run_shape", ("RES-RUN-1", "RES-RUN-3"), ("createRun", "listRuns", "retrieveRun"),
@@ -311,7 +312,8 @@ SHAPES: tuple[Shape, ...] = (
     Shape("run_deletion_shape", ("RES-RUN-6",), ("deleteRun",),
           "A run deletion has id, run_id, status, requested_at and nullable times and error."),
     Shape("asset_shape", ("RES-ASSET-1",), ("listAssets",),
-          "An asset has every field the seed lists, of the implied types."),
+          "An asset has the seed's fields, of the implied types (those that do not apply may "
+          "be absent)."),
     Shape("model_shape", ("RES-MODEL-1",), ("listModels",),
           "A model has every always-present catalog field with its type."),
     Shape("usage_shape", ("RES-USAGE-1", "RES-USAGE-2"), ("getUsage",),

@@ -12,7 +12,10 @@ from hypothesis import strategies as st
 
 from harness.conformance.checks import CheckFailed
 from harness.conformance.lifecycle import END_RULES, TERMINAL, check_history, judge_end
+from harness.conformance.runner import RunOptions, run
 from harness.conformance.target import Exchange
+from tests.conformance.edits import Call, Edits, Reply, objects
+from tests.conformance.support import simulated
 
 pytestmark = pytest.mark.req("HAR-3")
 
@@ -65,3 +68,39 @@ def test_terminal_states_are_final_in_any_history(history: list[str]) -> None:
             check_history(history)
     else:
         check_history(history)
+
+
+@pytest.mark.req("SES-ST-3", "SES-ST-4", "RES-SESS-4")
+@pytest.mark.parametrize("status", ["queued", "canceled", "ending"])
+def test_a_session_without_first_frame_at_is_judged_not_started(status: str) -> None:
+    """A deployment may leave ``first_frame_at`` out until it is set (GAP-NULL-1): absent reads
+    as null, never as a crash or as a session that ran."""
+    session = {"status": status}
+    if status == "canceled":
+        judge_end(None, session, _exchange())
+    else:
+        with pytest.raises(CheckFailed, match="not yet started"):
+            judge_end(None, session, _exchange())
+
+
+def _running_before_first_frame(call: Call, reply: Reply) -> None:
+    """Sessions still booting are called running, without first_frame_at until it is set."""
+    body = reply.json()
+    sessions = [s for s in objects(body) if s.get("object") == "session"]
+    for session in sessions:
+        if session.get("status") == "starting":
+            session["status"] = "running"
+            session.pop("first_frame_at", None)
+    if sessions:
+        reply.set_json(body)
+
+
+@pytest.mark.req("RES-SESS-4", "HAR-5")
+def test_a_session_called_running_before_its_first_frame_is_waited_for() -> None:
+    """The seed does not say ``running`` and ``first_frame_at`` come at the same instant, so the
+    clocked lifecycle waits for the stamp instead of failing the first running answer."""
+    edits = Edits(response=(_running_before_first_frame,))
+    only = frozenset({"session_lifecycle_clock"})
+    report = run(simulated(edits=edits).target, RunOptions(max_examples=0, seed=3, only=only))
+    assert report.failed_names() == [], report.summary()
+    assert report.result("session_lifecycle_clock").outcome == "passed"
