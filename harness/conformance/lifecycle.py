@@ -33,11 +33,12 @@ from harness.conformance.context import (
     is_success,
     refusal_code,
 )
+from harness.conformance.responses import utc_instant
 from harness.conformance.scenarios import walk
 from harness.conformance.seed import SEED
 from harness.conformance.target import Exchange
 
-__all__ = ["END_RULES", "TERMINAL", "EndRule", "check_history", "judge_end"]
+__all__ = ["END_RULES", "TERMINAL", "EndRule", "check_history", "judge_end", "timestamps_in_order"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +139,7 @@ def _running(ctx: Context, session_id: str, history: list[str]) -> dict[str, Any
 
     A deployment may call a session ``running`` a moment before its first frame is stamped (the
     seed does not say the two happen together), so a running session without ``first_frame_at``
-    is given a short grace to show it; one that does not fails in ``_timestamps_in_order``."""
+    is given a short grace to show it; one that does not fails in ``timestamps_in_order``."""
 
     def fetch() -> dict[str, Any]:
         session = ctx.get_session(session_id)[1]
@@ -171,7 +172,9 @@ def _running(ctx: Context, session_id: str, history: list[str]) -> dict[str, Any
 _STAMPS = ("started_at", "first_frame_at")
 
 
-def _timestamps_in_order(session: dict[str, Any], exchange: Exchange | None = None) -> None:
+def timestamps_in_order(session: dict[str, Any], exchange: Exchange | None = None) -> None:
+    """A session that ran shows started_at and first_frame_at, no earlier than created_at and in
+    that order (RES-SESS-4)."""
     created, started, first = (
         session.get(name) for name in ("created_at", "started_at", "first_frame_at")
     )
@@ -182,7 +185,11 @@ def _timestamps_in_order(session: dict[str, Any], exchange: Exchange | None = No
             f"{shown['first_frame_at']}; once it has run, both are set (RES-SESS-4)",
             exchange,
         )
-    if isinstance(created, str) and not created <= started <= first:
+    # Compared as instants (two spellings of one format need not sort as strings); a value that
+    # is no timestamp at all is timestamps_utc's to report.
+    instants = [utc_instant(value) for value in (created, started, first)]
+    known = [instant for instant in instants if instant is not None]
+    if known != sorted(known):
         raise CheckFailed(
             f"created_at {created}, started_at {started}, first_frame_at {first} are out of order",
             exchange,
@@ -203,7 +210,7 @@ def session_lifecycle_clock(ctx: Context) -> None:
         raise CheckFailed("a queued session already has first_frame_at", created)
     history = [str(session.get("status"))]
     running = _running(ctx, sid, history)
-    _timestamps_in_order(running)
+    timestamps_in_order(running)
     ended = _end(ctx, sid, "running")
     history.append(str(ended.get("status")))
     settled = ctx.poll(

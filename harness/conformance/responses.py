@@ -28,6 +28,7 @@ __all__ = [
     "SHAPES",
     "Shape",
     "resources_in",
+    "utc_instant",
     "write_only_values",
 ]
 
@@ -165,14 +166,21 @@ def _timestamps(node: Any, path: str = "") -> Iterator[tuple[str, Any]]:
             yield from _timestamps(value, f"{path}[{index}]")
 
 
-def is_iso_utc(value: str) -> bool:
-    if not _ISO_UTC.match(value):
-        return False
+def utc_instant(value: Any) -> datetime | None:
+    """The instant an ISO-8601 UTC timestamp names, or ``None`` when ``value`` is not one.
+
+    Why instants: two spellings of the seed's format (``…:00Z``, ``…:00.000Z``, ``…+00:00``) do
+    not sort as strings, so order is judged on the parsed times."""
+    if not isinstance(value, str) or not _ISO_UTC.match(value):
+        return None
     try:
-        datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        return False
-    return True
+        return None
+
+
+def is_iso_utc(value: str) -> bool:
+    return utc_instant(value) is not None
 
 
 @response_check("timestamps_utc", "CONV-2")

@@ -11,7 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.conformance.checks import CheckFailed
-from harness.conformance.lifecycle import END_RULES, TERMINAL, check_history, judge_end
+from harness.conformance.lifecycle import (
+    END_RULES,
+    TERMINAL,
+    check_history,
+    judge_end,
+    timestamps_in_order,
+)
 from harness.conformance.runner import RunOptions, run
 from harness.conformance.target import Exchange
 from tests.conformance.edits import Call, Edits, Reply, objects
@@ -19,6 +25,7 @@ from tests.conformance.support import simulated
 
 pytestmark = pytest.mark.req("HAR-3")
 
+TS = "2026-01-01T00:00:00.000Z"
 STATES = ["created", "queued", "starting", "running", "ending", "ended", "failed", "canceled"]
 
 
@@ -104,3 +111,35 @@ def test_a_session_called_running_before_its_first_frame_is_waited_for() -> None
     report = run(simulated(edits=edits).target, RunOptions(max_examples=0, seed=3, only=only))
     assert report.failed_names() == [], report.summary()
     assert report.result("session_lifecycle_clock").outcome == "passed"
+
+
+@pytest.mark.req("RES-SESS-4", "CONV-2")
+@pytest.mark.parametrize(
+    ("created", "started", "first", "in_order"),
+    [
+        ("2026-01-01T00:01:00Z", "2026-01-01T00:01:00.000Z", "2026-01-01T00:01:03Z", True),
+        ("2026-01-01T00:01:00.5Z", "2026-01-01T00:01:01+00:00", "2026-01-01T00:01:03.25Z", True),
+        ("2026-01-01T00:01:02Z", "2026-01-01T00:01:01.000Z", "2026-01-01T00:01:03.000Z", False),
+        ("2026-01-01T00:01:00Z", "2026-01-01T00:01:04.000Z", "2026-01-01T00:01:03.999Z", False),
+    ],
+)
+def test_stamps_are_ordered_as_instants_not_strings(
+    created: str, started: str, first: str, in_order: bool
+) -> None:
+    """The seed fixes ISO-8601 UTC, not one spelling: ``…:00Z`` and ``…:00.000Z`` are the same
+    instant although they do not sort as strings."""
+    session = {"created_at": created, "started_at": started, "first_frame_at": first}
+    if in_order:
+        timestamps_in_order(session)
+    else:
+        with pytest.raises(CheckFailed, match="out of order"):
+            timestamps_in_order(session)
+
+
+@pytest.mark.req("RES-SESS-4")
+@pytest.mark.parametrize("missing", ["started_at", "first_frame_at"])
+def test_a_running_session_must_show_both_stamps(missing: str) -> None:
+    session = {"created_at": TS, "started_at": TS, "first_frame_at": TS}
+    del session[missing]
+    with pytest.raises(CheckFailed, match=f"{missing} absent"):
+        timestamps_in_order(session)
