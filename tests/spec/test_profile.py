@@ -9,8 +9,8 @@ import pytest
 
 from harness.contract import derive_profile, gap_ids
 from harness.contract.profile import SEED_OPTIONAL as OPTIONAL_MARK
+from tests.spec.samples import ASSET_BODY, TS
 
-TS = "2026-01-05T10:00:00.000Z"
 SESSION: dict[str, Any] = {
     "id": "sess_01KABCDEFGHJKMNPQRSTVWXYZ0",
     "object": "session",
@@ -45,28 +45,12 @@ RUN: dict[str, Any] = {
     "outputs": [],
 }
 
-ASSET: dict[str, Any] = {
-    "id": "asset_01KABCDEFGHJKMNPQRSTVWXYZ0",
-    "object": "asset",
-    "byte_size": 4300,
-    "created_at": TS,
-    "deleted_at": None,
-    "download_url": "https://x/v1/assets/asset_01KABCDEFGHJKMNPQRSTVWXYZ0/content",
-    "duration_ms": 133,
-    "height": None,
-    "width": None,
-    "media_type": "audio/wav",
-    "modality": "audio",
-    "schema_uri": None,
-    "scope": "run_output",
-    "status": "ready",
-}
 RUN_STATUS: dict[str, Any] = {"id": "run_x", "status": "running", "progress": 0.5, "error": None}
 #: Fields whose presence the seed does not promise (GAP-NULL-1): the simulator writes null, a
 #: deployment may leave them out while they have no value.
 SEED_OPTIONAL: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
     "Session": (SESSION, ("started_at", "first_frame_at", "error")),
-    "Asset": (ASSET, ("deleted_at", "duration_ms", "height", "width", "schema_uri")),
+    "Asset": (ASSET_BODY, ("deleted_at", "duration_ms", "height", "width", "schema_uri")),
 }
 #: Fields the seed says are always present, and which must therefore be there even when null.
 ALWAYS_PRESENT: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
@@ -282,11 +266,11 @@ def test_profile_still_types_the_fields_it_no_longer_requires(profile_schema: An
     assert not session.is_valid({**SESSION, "started_at": 1767225600})  # an integer epoch
     assert not session.is_valid({**SESSION, "first_frame_at": "yesterday"})
     assert not session.is_valid({**SESSION, "error": "none"})
-    assert asset.is_valid({**ASSET, "height": 720, "width": 1280, "deleted_at": TS})
-    assert not asset.is_valid({**ASSET, "height": "720"})
-    assert not asset.is_valid({**ASSET, "duration_ms": -1})
-    assert not asset.is_valid({**ASSET, "deleted_at": 0})
-    assert not asset.is_valid({**ASSET, "schema_uri": 5})
+    assert asset.is_valid({**ASSET_BODY, "height": 720, "width": 1280, "deleted_at": TS})
+    assert not asset.is_valid({**ASSET_BODY, "height": "720"})
+    assert not asset.is_valid({**ASSET_BODY, "duration_ms": -1})
+    assert not asset.is_valid({**ASSET_BODY, "deleted_at": 0})
+    assert not asset.is_valid({**ASSET_BODY, "schema_uri": 5})
 
 
 @pytest.mark.req("HAR-5", "RES-RUN-1", "RES-RUN-5", "ERR-1")
