@@ -28,6 +28,7 @@ __all__ = [
     "SHAPES",
     "Shape",
     "resources_in",
+    "utc_instant",
     "write_only_values",
 ]
 
@@ -165,19 +166,26 @@ def _timestamps(node: Any, path: str = "") -> Iterator[tuple[str, Any]]:
             yield from _timestamps(value, f"{path}[{index}]")
 
 
-def is_iso_utc(value: str) -> bool:
-    if not _ISO_UTC.match(value):
-        return False
+def utc_instant(value: Any) -> datetime | None:
+    """The instant an ISO-8601 UTC timestamp names, or ``None`` when ``value`` is not one.
+
+    Why instants: two spellings of the seed's format (``…:00Z``, ``…:00.000Z``, ``…+00:00``) do
+    not sort as strings, so order is judged on the parsed times."""
+    if not isinstance(value, str) or not _ISO_UTC.match(value):
+        return None
     try:
-        datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        return False
-    return True
+        return None
+
+
+def is_iso_utc(value: str) -> bool:
+    return utc_instant(value) is not None
 
 
 @response_check("timestamps_utc", "CONV-2")
 def timestamps_utc(exchange: Exchange) -> bool:
-    """Every timestamp in every answer is an ISO-8601 string in UTC (or null where unset)."""
+    """Every timestamp an answer carries is an ISO-8601 UTC string (null where unset)."""
     judged = _judged(exchange)
     if judged is None:
         return False
@@ -298,7 +306,8 @@ class Shape:
 SHAPES: tuple[Shape, ...] = (
     Shape("session_shape", ("RES-SESS-1",),
           ("createSession", "listSessions", "retrieveSession", "endSession"),
-          "A session has every field of the seed's table with its type; object is session."),
+          "A session has the seed's fields with their types (those set later may be absent "
+          "until then); object is session."),
     Shape("avatar_shape", ("RES-AV-1",), ("createAvatar", "listAvatars", "retrieveAvatar"),
           "An avatar has id, object, name, status, is_demo, runtime_type, created_at."),
     Shape("run_shape", ("RES-RUN-1", "RES-RUN-3"), ("createRun", "listRuns", "retrieveRun"),
@@ -311,7 +320,8 @@ SHAPES: tuple[Shape, ...] = (
     Shape("run_deletion_shape", ("RES-RUN-6",), ("deleteRun",),
           "A run deletion has id, run_id, status, requested_at and nullable times and error."),
     Shape("asset_shape", ("RES-ASSET-1",), ("listAssets",),
-          "An asset has every field the seed lists, of the implied types."),
+          "An asset has the seed's fields, of the implied types (those that do not apply may "
+          "be absent)."),
     Shape("model_shape", ("RES-MODEL-1",), ("listModels",),
           "A model has every always-present catalog field with its type."),
     Shape("usage_shape", ("RES-USAGE-1", "RES-USAGE-2"), ("getUsage",),

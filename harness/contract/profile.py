@@ -10,6 +10,9 @@ recorded in ``spec/DECISIONS.md`` (GAP-SPEC-1); in short:
   ``x-gap-profile`` (``drop``, ``relax``, ``keep`` or a replacement schema) overrides that.
 - A ``$ref`` to a parameter, response or header component that carries ``x-gap`` counts as marked
   (an OpenAPI reference object cannot carry extensions itself).
+- A property marked ``x-seed-optional`` leaves its schema's ``required`` list: the seed does not
+  promise it is present, so a deployment may leave it out while it has no value; whatever the
+  property holds when present is still checked (GAP-NULL-1).
 - Every object schema is opened, except those marked ``x-seed-closed`` (the error envelope).
 - Response enums marked ``x-extensible-enum`` accept any string (GAP-VER-2).
 - Every operation answers a ``4XX`` with the envelope; links to dropped operations go away;
@@ -26,10 +29,12 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-__all__ = ["GAP_KEYS", "derive_profile", "gap_ids"]
+__all__ = ["GAP_KEYS", "SEED_OPTIONAL", "derive_profile", "gap_ids"]
 
+#: The marker a property carries when the seed does not promise its presence (GAP-NULL-1).
+SEED_OPTIONAL: Final = "x-seed-optional"
 #: The marker keys this module consumes; none of them survives into the profile.
-GAP_KEYS: Final = ("x-gap", "x-gap-profile")
+GAP_KEYS: Final = ("x-gap", "x-gap-profile", SEED_OPTIONAL)
 
 _HTTP_METHODS: Final = frozenset(
     {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
@@ -163,6 +168,8 @@ class _Transformer:
         for key, child in node.items():
             if key in GAP_KEYS:
                 continue
+            if key == "required" and isinstance(child, list):
+                child = _still_required(child, node.get("properties"))
             action = self._action_of(child, _Place(path, key, False, required))
             if action == _DROP:
                 continue
@@ -170,6 +177,17 @@ class _Transformer:
             below = frozenset(node.get("required") or []) if key == "properties" else frozenset()
             result[out_key] = self._walk(_apply(action, child), (*path, key), below)
         return result
+
+
+def _still_required(required: list[Any], properties: Any) -> list[Any]:
+    """``required`` without the properties the seed does not promise (``x-seed-optional``)."""
+    if not isinstance(properties, dict):
+        return required
+    return [
+        name
+        for name in required
+        if not (isinstance(properties.get(name), dict) and properties[name].get(SEED_OPTIONAL))
+    ]
 
 
 class _Place:

@@ -207,6 +207,28 @@ def other_session_error_shape(call: Call, reply: Reply) -> None:
         reply.set_json(body)
 
 
+#: Fields whose presence the seed does not promise (GAP-NULL-1), by resource: a deployment may
+#: leave each out while it has no value instead of writing ``null``. A run's own fields and a run
+#: status's ``error`` are not here: the seed says those are always present.
+UNSET_OMITTED: dict[str, tuple[str, ...]] = {
+    "session": ("started_at", "first_frame_at", "error"),
+    "asset": ("deleted_at", "duration_ms", "height", "width", "schema_uri"),
+    "run.deletion": ("started_at", "completed_at", "error"),
+}
+
+
+def unset_fields_omitted(call: Call, reply: Reply) -> None:
+    body = reply.json()
+    changed = False
+    for item in list(objects(body)):
+        for name in UNSET_OMITTED.get(str(item.get("object")), ()):
+            if name in item and item[name] is None:
+                del item[name]
+                changed = True
+    if changed:
+        reply.set_json(body)
+
+
 def extra_fields(call: Call, reply: Reply) -> None:
     body = reply.json()
     if not isinstance(body, dict) or (isinstance(body.get("error"), dict) and len(body) == 1):
@@ -308,6 +330,10 @@ GAP_CHOICES: tuple[GapChoice, ...] = (
               Edits(config={"billing.plans.enterprise.max_session_duration_seconds": 1800,
                             "sessions.default_quality": "lite",
                             "limits.rate.run_creates_per_window": 30})),
+    GapChoice("unset fields omitted instead of null",
+              "§2 Session: started_at, first_frame_at and error are set by events or on failure, "
+              "never said to be always present; §2 Asset and Run deletion list fields without "
+              "promising their presence", Edits(response=(unset_fields_omitted,))),
     GapChoice("other ordering", "§4 GET /v1/models and JSON objects: no order is stated",
               Edits(response=(other_order,))),
 )  # fmt: skip

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from harness.conformance.checks import CHECKS
@@ -282,6 +283,35 @@ def quota_server_error(call: Call, reply: Reply) -> None:
                                   "param": None, "request_id": request_id}})  # fmt: skip
 
 
+def _epoch(value: str) -> int:
+    return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp())
+
+
+def _when_set(name: str, change: Callable[[Any], Any]) -> Callable[[dict[str, Any]], None]:
+    """Rewrite ``name`` of a resource with ``change`` once it has a value."""
+
+    def edit(item: dict[str, Any]) -> None:
+        if item.get(name) is not None:
+            item[name] = change(item[name])
+
+    return edit
+
+
+def _when_unset(
+    name: str, value: Any = None, drop: bool = False
+) -> Callable[[dict[str, Any]], None]:
+    """Leave out (``drop``) or replace with ``value`` a field that has no value yet."""
+
+    def edit(item: dict[str, Any]) -> None:
+        if name in item and item[name] is None:
+            if drop:
+                del item[name]
+            else:
+                item[name] = value
+
+    return edit
+
+
 def alias(keys: Keys) -> str:
     """A key of another form than sk_live_ that the mutant accepts for the unrestricted one."""
     return "tok_" + keys["unrestricted"].removeprefix("sk_live_")
@@ -364,6 +394,28 @@ MUTATIONS: tuple[Mutation, ...] = (
              Edits(response=(_body(lambda b: {**b, "relay": _drop("media_url")(b["relay"])},
                                    _on("POST", "/v1/pipecat/sessions")),)),
              drive=("pipecat_session",)),
+    # -- fields a deployment may leave out while unset keep their types when present (GAP-NULL-1),
+    # -- and those the seed says are always present stay required
+    Mutation("started_at_as_epoch", "timestamps_utc",
+             Edits(response=(_each("session", _when_set("started_at", _epoch), _ANY),)),
+             drive=("session_lifecycle_clock",)),
+    Mutation("first_frame_at_local_time", "timestamps_utc",
+             Edits(response=(_each("session", _when_set("first_frame_at",
+                                                        lambda v: v.replace("Z", "+02:00")),
+                                   _ANY),)),
+             drive=("session_lifecycle_clock",)),
+    Mutation("unset_session_error_as_text", "session_shape",
+             Edits(response=(_each("session", _when_unset("error", ""), _ANY),)),
+             drive=("session_lifecycle",)),
+    Mutation("unset_asset_height_as_text", "asset_shape",
+             Edits(response=(_each("asset", _when_unset("height", ""), _ANY),)),
+             drive=("asset_content",)),
+    Mutation("run_omits_unset_completed_at", "run_shape",
+             Edits(response=(_each("run", _when_unset("completed_at", drop=True), _ANY),)),
+             drive=("run_lifecycle",)),
+    Mutation("run_status_omits_unset_error", "run_status_shape",
+             Edits(response=(_each("run.status", _when_unset("error", drop=True), _ANY),)),
+             drive=("run_lifecycle",)),
     # -- authentication and scopes ----------------------------------------------------------------
     Mutation("status_needs_a_key", "public_endpoints",
              Edits(response=(_status(401, lambda c: c.path == "/v1/status"

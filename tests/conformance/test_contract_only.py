@@ -152,6 +152,15 @@ def configured_choices(sim: Simulated) -> None:
     assert created["max_duration_seconds"] == 1800 and created["quality"] == "lite"
 
 
+def unset_fields_omitted(sim: Simulated) -> None:
+    created = _create(sim).json()
+    assert created["status"] == "queued"
+    assert {"started_at", "first_frame_at", "error"}.isdisjoint(created)
+    asset = sim.target.request("GET", "/v1/assets").json()["data"][0]
+    assert asset["media_type"].startswith("audio/")
+    assert {"deleted_at", "height", "width", "schema_uri"}.isdisjoint(asset)
+
+
 def other_order(sim: Simulated) -> None:
     models = [m["id"] for m in sim.target.request("GET", "/v1/models").json()["data"]]
     assert models[-1] == "sim/echo-text"
@@ -178,6 +187,7 @@ WITNESSES: dict[str, Callable[[Simulated], None]] = {
     "run cancel at /cancellation": cancel_elsewhere,
     "pipecat fields named idle_timeout and max_duration": pipecat_names,
     "plan clamp of 1800 s, default quality lite, 30 run creates per minute": configured_choices,
+    "unset fields omitted instead of null": unset_fields_omitted,
     "other ordering": other_order,
 }  # fmt: skip
 

@@ -11,11 +11,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.conformance.checks import CheckFailed
-from harness.conformance.lifecycle import END_RULES, TERMINAL, check_history, judge_end
+from harness.conformance.lifecycle import (
+    END_RULES,
+    TERMINAL,
+    check_history,
+    judge_end,
+    timestamps_in_order,
+)
+from harness.conformance.runner import RunOptions, run
 from harness.conformance.target import Exchange
+from tests.conformance.edits import Call, Edits, Reply, objects
+from tests.conformance.support import simulated
 
 pytestmark = pytest.mark.req("HAR-3")
 
+TS = "2026-01-01T00:00:00.000Z"
 STATES = ["created", "queued", "starting", "running", "ending", "ended", "failed", "canceled"]
 
 
@@ -65,3 +75,71 @@ def test_terminal_states_are_final_in_any_history(history: list[str]) -> None:
             check_history(history)
     else:
         check_history(history)
+
+
+@pytest.mark.req("SES-ST-3", "SES-ST-4", "RES-SESS-4")
+@pytest.mark.parametrize("status", ["queued", "canceled", "ending"])
+def test_a_session_without_first_frame_at_is_judged_not_started(status: str) -> None:
+    """A deployment may leave ``first_frame_at`` out until it is set (GAP-NULL-1): absent reads
+    as null, never as a crash or as a session that ran."""
+    session = {"status": status}
+    if status == "canceled":
+        judge_end(None, session, _exchange())
+    else:
+        with pytest.raises(CheckFailed, match="not yet started"):
+            judge_end(None, session, _exchange())
+
+
+def _running_before_first_frame(call: Call, reply: Reply) -> None:
+    """Sessions still booting are called running, without first_frame_at until it is set."""
+    body = reply.json()
+    sessions = [s for s in objects(body) if s.get("object") == "session"]
+    for session in sessions:
+        if session.get("status") == "starting":
+            session["status"] = "running"
+            session.pop("first_frame_at", None)
+    if sessions:
+        reply.set_json(body)
+
+
+@pytest.mark.req("RES-SESS-4", "HAR-5")
+def test_a_session_called_running_before_its_first_frame_is_waited_for() -> None:
+    """The seed does not say ``running`` and ``first_frame_at`` come at the same instant, so the
+    clocked lifecycle waits for the stamp instead of failing the first running answer."""
+    edits = Edits(response=(_running_before_first_frame,))
+    only = frozenset({"session_lifecycle_clock"})
+    report = run(simulated(edits=edits).target, RunOptions(max_examples=0, seed=3, only=only))
+    assert report.failed_names() == [], report.summary()
+    assert report.result("session_lifecycle_clock").outcome == "passed"
+
+
+@pytest.mark.req("RES-SESS-4", "CONV-2")
+@pytest.mark.parametrize(
+    ("created", "started", "first", "in_order"),
+    [
+        ("2026-01-01T00:01:00Z", "2026-01-01T00:01:00.000Z", "2026-01-01T00:01:03Z", True),
+        ("2026-01-01T00:01:00.5Z", "2026-01-01T00:01:01+00:00", "2026-01-01T00:01:03.25Z", True),
+        ("2026-01-01T00:01:02Z", "2026-01-01T00:01:01.000Z", "2026-01-01T00:01:03.000Z", False),
+        ("2026-01-01T00:01:00Z", "2026-01-01T00:01:04.000Z", "2026-01-01T00:01:03.999Z", False),
+    ],
+)
+def test_stamps_are_ordered_as_instants_not_strings(
+    created: str, started: str, first: str, in_order: bool
+) -> None:
+    """The seed fixes ISO-8601 UTC, not one spelling: ``…:00Z`` and ``…:00.000Z`` are the same
+    instant although they do not sort as strings."""
+    session = {"created_at": created, "started_at": started, "first_frame_at": first}
+    if in_order:
+        timestamps_in_order(session)
+    else:
+        with pytest.raises(CheckFailed, match="out of order"):
+            timestamps_in_order(session)
+
+
+@pytest.mark.req("RES-SESS-4")
+@pytest.mark.parametrize("missing", ["started_at", "first_frame_at"])
+def test_a_running_session_must_show_both_stamps(missing: str) -> None:
+    session = {"created_at": TS, "started_at": TS, "first_frame_at": TS}
+    del session[missing]
+    with pytest.raises(CheckFailed, match=f"{missing} absent"):
+        timestamps_in_order(session)

@@ -11,11 +11,10 @@ import pytest
 
 from harness.contract import load_spec
 from sim.config import LimitsConfig
+from tests.spec.samples import ASSET, ASSET_BODY, TS
 
-TS = "2026-01-05T10:00:00.000Z"
 SESS = "sess_01KABCDEFGHJKMNPQRSTVWXYZ0"
 RUN = "run_01KABCDEFGHJKMNPQRSTVWXYZ0"
-ASSET = "asset_01KABCDEFGHJKMNPQRSTVWXYZ0"
 
 LIVEKIT = {
     "type": "livekit",
@@ -86,22 +85,6 @@ RUN_EVENT = {
     "part_id": "run",
     "data": {},
     "created_at": TS,
-}
-ASSET_BODY: dict[str, Any] = {
-    "id": ASSET,
-    "object": "asset",
-    "byte_size": 10,
-    "created_at": TS,
-    "deleted_at": None,
-    "download_url": "http://127.0.0.1:8080/v1/assets/x/content",
-    "duration_ms": 1500,
-    "height": None,
-    "width": None,
-    "media_type": "audio/wav",
-    "modality": "audio",
-    "schema_uri": None,
-    "scope": "run_output",
-    "status": "ready",
 }
 MODEL: dict[str, Any] = {
     "id": "sim/echo-text",

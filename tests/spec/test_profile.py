@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from harness.contract import derive_profile, gap_ids
+from harness.contract.profile import SEED_OPTIONAL as OPTIONAL_MARK
+from tests.spec.samples import ASSET_BODY, TS
 
-TS = "2026-01-05T10:00:00.000Z"
 SESSION: dict[str, Any] = {
     "id": "sess_01KABCDEFGHJKMNPQRSTVWXYZ0",
     "object": "session",
@@ -42,6 +43,19 @@ RUN: dict[str, Any] = {
     "credits": {"charged": 0, "reserved": 1, "pricing_version": "v"},
     "error": None,
     "outputs": [],
+}
+
+RUN_STATUS: dict[str, Any] = {"id": "run_x", "status": "running", "progress": 0.5, "error": None}
+#: Fields whose presence the seed does not promise (GAP-NULL-1): the simulator writes null, a
+#: deployment may leave them out while they have no value.
+SEED_OPTIONAL: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
+    "Session": (SESSION, ("started_at", "first_frame_at", "error")),
+    "Asset": (ASSET_BODY, ("deleted_at", "duration_ms", "height", "width", "schema_uri")),
+}
+#: Fields the seed says are always present, and which must therefore be there even when null.
+ALWAYS_PRESENT: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
+    "Run": (RUN, ("started_at", "completed_at", "external_id", "error")),
+    "RunStatus": (RUN_STATUS, ("error",)),
 }
 
 #: (component, change) pairs: each is a gap choice of the simulator that a deployment may make
@@ -227,3 +241,98 @@ def test_profile_derivation_is_deterministic(spec_document: dict[str, Any]) -> N
     twice = derive_profile(once)
     twice["info"] = once["info"] = {}
     assert twice == once
+
+
+@pytest.mark.req("HAR-5", "RES-SESS-1", "RES-SESS-4", "RES-ASSET-1")
+@pytest.mark.parametrize("name", sorted(SEED_OPTIONAL))
+def test_profile_lets_unset_fields_be_left_out(
+    name: str, sim_schema: Any, profile_schema: Any
+) -> None:
+    base, fields = SEED_OPTIONAL[name]
+    assert sim_schema(name).is_valid(base) and profile_schema(name).is_valid(base)
+    for field in fields:
+        without = {k: v for k, v in base.items() if k != field}
+        assert not sim_schema(name).is_valid(without), field  # the simulator writes null
+        assert profile_schema(name).is_valid(without), field
+    bare = {k: v for k, v in base.items() if k not in fields}
+    assert profile_schema(name).is_valid(bare)
+
+
+@pytest.mark.req("HAR-5", "RES-SESS-1", "RES-SESS-4", "RES-ASSET-1", "CONV-2")
+def test_profile_still_types_the_fields_it_no_longer_requires(profile_schema: Any) -> None:
+    session, asset = profile_schema("Session"), profile_schema("Asset")
+    assert session.is_valid({**SESSION, "started_at": TS, "first_frame_at": TS})
+    assert session.is_valid({**SESSION, "error": {"code": "no_capacity"}})
+    assert not session.is_valid({**SESSION, "started_at": 1767225600})  # an integer epoch
+    assert not session.is_valid({**SESSION, "first_frame_at": "yesterday"})
+    assert not session.is_valid({**SESSION, "error": "none"})
+    assert asset.is_valid({**ASSET_BODY, "height": 720, "width": 1280, "deleted_at": TS})
+    assert not asset.is_valid({**ASSET_BODY, "height": "720"})
+    assert not asset.is_valid({**ASSET_BODY, "duration_ms": -1})
+    assert not asset.is_valid({**ASSET_BODY, "deleted_at": 0})
+    assert not asset.is_valid({**ASSET_BODY, "schema_uri": 5})
+
+
+@pytest.mark.req("HAR-5", "RES-RUN-1", "RES-RUN-5", "ERR-1")
+def test_profile_requires_what_the_seed_says_is_always_present(
+    profile_schema: Any, profile_document: dict[str, Any]
+) -> None:
+    for name, (base, fields) in ALWAYS_PRESENT.items():
+        assert profile_schema(name).is_valid(base), name
+        for field in fields:
+            without = {k: v for k, v in base.items() if k != field}
+            assert not profile_schema(name).is_valid(without), (name, field)
+    envelope = {
+        "type": "not_found",
+        "code": "x",
+        "message": "m",
+        "param": None,
+        "request_id": "req_1",
+    }
+    assert profile_schema("ErrorBody").is_valid(envelope)
+    assert not profile_schema("ErrorBody").is_valid(
+        {k: v for k, v in envelope.items() if k != "param"}
+    )
+    deletion = {"id": "rdel_1", "run_id": "run_1", "status": "pending", "requested_at": TS}
+    assert profile_schema("RunDeletion").is_valid(deletion)  # "timestamp or null", not required
+    assert OPTIONAL_MARK not in str(profile_document)
+
+
+@pytest.mark.req("HAR-5")
+def test_seed_optional_mark_leaves_required_but_keeps_the_schema() -> None:
+    answer = {
+        "type": "array",
+        "prefixItems": [
+            {"$ref": "#/components/schemas/Thing"},
+            {"$ref": "#/components/schemas/Other"},
+        ],
+    }
+    ok = {"200": {"description": "ok", "content": {"application/json": {"schema": answer}}}}
+    spec = {
+        "openapi": "3.1.0",
+        "paths": {"/things": {"get": {"operationId": "listThings", "responses": ok}}},
+        "components": {
+            "schemas": {
+                "Thing": {
+                    "type": "object",
+                    "required": ["id", "set_at"],
+                    "properties": {
+                        "id": {"type": "string"},
+                        "set_at": {"type": ["string", "null"], "format": "date-time",
+                                   OPTIONAL_MARK: True},
+                    },
+                },
+                "Other": {
+                    "type": "object",
+                    "required": ["set_at"],
+                    "properties": {"set_at": {"type": "string"}},
+                },
+            }
+        },
+    }  # fmt: skip
+    schemas = derive_profile(spec)["components"]["schemas"]
+    assert schemas["Thing"]["required"] == ["id"]
+    assert schemas["Thing"]["properties"]["set_at"] == {
+        "type": ["string", "null"], "format": "date-time"
+    }  # fmt: skip
+    assert schemas["Other"]["required"] == ["set_at"]  # the mark is per property
