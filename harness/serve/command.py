@@ -32,26 +32,24 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def _seconds(text: str) -> int:
+def _whole_number(text: str, unit: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number of seconds: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not a whole number of {unit}: {text!r}") from None
     if value < 0:
         raise argparse.ArgumentTypeError("must be 0 or more")
     return value
 
 
+def _seconds(text: str) -> int:
+    return _whole_number(text, "seconds")
+
+
 def _log_size(text: str) -> int | Literal["all"]:
     if text.strip().lower() == "all":
         return "all"
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number of calls: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError("must be 0 or more, or 'all'")
-    return value
+    return _whole_number(text, "calls (or 'all')")
 
 
 def _port(text: str) -> int:
