@@ -89,7 +89,7 @@ class IdFactory:
 
     def new(self, kind: str) -> str:
         """A fresh id for resource ``kind`` (a key of ``PREFIXES``)."""
-        return PREFIXES[kind] + self.ulid()
+        return PREFIXES[kind] + _encode(self.value())  # ``ulid()``, one call fewer per id
 
     def token(self, prefix: str, length: int = 32) -> str:
         """A random base62 secret such as an API key (``sk_live_``) or webhook secret."""
