@@ -23,7 +23,6 @@ from __future__ import annotations
 import builtins
 import copy
 import random
-from collections.abc import Callable
 from typing import Any, Literal
 
 from sim.accounts import AccountRegistry, Caller
@@ -147,22 +146,23 @@ class SessionService:
         transport = request.transport
 
         def commit() -> dict[str, Any]:
-            state = self._open(
-                caller,
-                avatar_id=request.avatar_id,
-                quality=request.quality,
-                idle_timeout=request.idle_timeout_seconds,
-                max_duration=request.max_duration_seconds,
-                transport=transport.rendered(),
-                worker_token=transport.worker_token,
-                metadata=request.metadata,
-                billing_surface=billing_surface,
-                embed_id=embed_id,
-                resets_on_silence=transport.audio_source == "track",
-            )
-            return self._render(state)
+            with self._kernel.journal.atomic():  # a unit: undone if it fails half-way
+                state = self._open(
+                    caller,
+                    avatar_id=request.avatar_id,
+                    quality=request.quality,
+                    idle_timeout=request.idle_timeout_seconds,
+                    max_duration=request.max_duration_seconds,
+                    transport=transport.rendered(),
+                    worker_token=transport.worker_token,
+                    metadata=request.metadata,
+                    billing_surface=billing_surface,
+                    embed_id=embed_id,
+                    resets_on_silence=transport.audio_source == "track",
+                )
+                return self._render(state)
 
-        return Prepared(self._atomic(commit))
+        return Prepared(commit)
 
     def create_pipecat(self, caller: Caller, body: Any) -> dict[str, Any]:
         """``POST /v1/pipecat/sessions``: a session plus short-lived relay credentials."""
@@ -175,30 +175,31 @@ class SessionService:
         self._admissible(caller, request.avatar_id)
 
         def commit() -> dict[str, Any]:
-            # The relay streams continuous audio frames, silence included, like a published track.
-            state = self._open(
-                caller,
-                avatar_id=request.avatar_id,
-                quality=request.quality,
-                idle_timeout=request.idle_timeout_seconds,
-                max_duration=request.max_duration_seconds,
-                transport={"type": "pipecat"},
-                worker_token=None,
-                metadata={},
-                billing_surface="pipecat",
-                embed_id=None,
-                resets_on_silence=True,
-            )
-            relay = issue_relay(state.id, self._clock, self._kernel.ids, self._config.sessions)
-            self._kernel.journal.on_undo(lambda: self._relays.pop(state.id, None))
-            self._relays[state.id] = relay
-            return {
-                "object": "pipecat.session",
-                "relay": relay.to_resource(self._clock),
-                "session": self._render(state),
-            }
+            with self._kernel.journal.atomic():  # a unit: undone if it fails half-way
+                # The relay streams continuous audio frames, silence included, like a track.
+                state = self._open(
+                    caller,
+                    avatar_id=request.avatar_id,
+                    quality=request.quality,
+                    idle_timeout=request.idle_timeout_seconds,
+                    max_duration=request.max_duration_seconds,
+                    transport={"type": "pipecat"},
+                    worker_token=None,
+                    metadata={},
+                    billing_surface="pipecat",
+                    embed_id=None,
+                    resets_on_silence=True,
+                )
+                relay = issue_relay(state.id, self._clock, self._kernel.ids, self._config.sessions)
+                self._kernel.journal.on_undo(lambda: self._relays.pop(state.id, None))
+                self._relays[state.id] = relay
+                return {
+                    "object": "pipecat.session",
+                    "relay": relay.to_resource(self._clock),
+                    "session": self._render(state),
+                }
 
-        return Prepared(self._atomic(commit))
+        return Prepared(commit)
 
     def retrieve(self, caller: Caller, session_id: str) -> dict[str, Any]:
         caller.require_unrestricted()
@@ -373,15 +374,6 @@ class SessionService:
         self._caps.check(caller.key.secret, org_id, self._accounts.concurrency_limit(org_id))
         self._billing.ensure_can_start_session(org_id)
         self._scheduler.admit()
-
-    def _atomic(self, commit: Callable[[], dict[str, Any]]) -> Callable[[], dict[str, Any]]:
-        """``commit`` as one unit of work: if it fails half-way, what it stored is undone."""
-
-        def run() -> dict[str, Any]:
-            with self._kernel.journal.atomic():
-                return commit()
-
-        return run
 
     def _open(
         self,
