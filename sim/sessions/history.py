@@ -45,11 +45,11 @@ class TransitionLog:
             grow = max(_GROW, row + 1 - len(self._first))
             self._first.extend(array("I", bytes(4 * grow)))
             self._count.extend(bytes(grow))
-        moves = state.moves
         self._first[row] = len(self.times)
-        self._count[row] = len(moves)
-        self.times.extend([at for at, _move in moves])
-        self.moves.extend([move for _at, move in moves])
+        self._count[row] = len(state.moves)
+        for at, move in state.moves:
+            self.times.append(at)
+            self.moves.append(move)
         state.moves = []
 
     def of(self, state: SessionState) -> tuple[Transition, ...]:
