@@ -78,25 +78,21 @@ def _fine_container(value: Any, depth_left: int, frames_left: int) -> bool:
     depth_left -= 1
     frames_left -= 1
     if type(value) is dict:
-        for key, item in value.items():
+        for key in value:
             if type(key) is not str or not (key.isascii() or _encodable(key)):
                 return False
-            kind = type(item)
-            if kind is str:  # the commonest members are checked here, without a call
-                if not (item.isascii() or _encodable(item)):
-                    return False
-            elif kind is int:
-                if not -LARGEST_NUMBER <= item <= LARGEST_NUMBER:
-                    return False
-            elif kind is dict or kind is list:
-                if not _fine_container(item, depth_left, frames_left):
-                    return False
-            elif not _fine_scalar(item, kind):
-                return False
-        return True
-    for item in value:
+        members = value.values()
+    else:
+        members = value
+    for item in members:
         kind = type(item)
-        if kind is dict or kind is list:
+        if kind is str:  # the commonest members are checked here, without a call
+            if not (item.isascii() or _encodable(item)):
+                return False
+        elif kind is int:
+            if not -LARGEST_NUMBER <= item <= LARGEST_NUMBER:
+                return False
+        elif kind is dict or kind is list:
             if not _fine_container(item, depth_left, frames_left):
                 return False
         elif not _fine_scalar(item, kind):
