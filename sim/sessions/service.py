@@ -49,7 +49,12 @@ from sim.sessions.records import (
 )
 from sim.sessions.scheduler import PoolStatus, Scheduler, Worker
 from sim.sessions.store import SessionStore
-from sim.sessions.validation import parse_pipecat_request, parse_session_request
+from sim.sessions.validation import (
+    PipecatRequest,
+    SessionRequest,
+    parse_pipecat_request,
+    parse_session_request,
+)
 from sim.sessions.worker import SessionRuntime
 
 __all__ = ["BILLING_SURFACES", "SessionService"]
@@ -149,10 +154,7 @@ class SessionService:
             with self._kernel.journal.atomic():  # a unit: undone if it fails half-way
                 state = self._open(
                     caller,
-                    avatar_id=request.avatar_id,
-                    quality=request.quality,
-                    idle_timeout=request.idle_timeout_seconds,
-                    max_duration=request.max_duration_seconds,
+                    request,
                     transport=transport.rendered(),
                     worker_token=transport.worker_token,
                     metadata=request.metadata,
@@ -179,10 +181,7 @@ class SessionService:
                 # The relay streams continuous audio frames, silence included, like a track.
                 state = self._open(
                     caller,
-                    avatar_id=request.avatar_id,
-                    quality=request.quality,
-                    idle_timeout=request.idle_timeout_seconds,
-                    max_duration=request.max_duration_seconds,
+                    request,
                     transport={"type": "pipecat"},
                     worker_token=None,
                     metadata={},
@@ -378,11 +377,8 @@ class SessionService:
     def _open(
         self,
         caller: Caller,
+        request: SessionRequest | PipecatRequest,
         *,
-        avatar_id: str,
-        quality: str,
-        idle_timeout: int,
-        max_duration: int,
         transport: dict[str, Any],
         worker_token: str | None,
         metadata: dict[str, Any],
@@ -390,7 +386,10 @@ class SessionService:
         embed_id: str | None,
         resets_on_silence: bool,
     ) -> SessionState:
-        """Store an admitted session and queue it; each change registers its undo."""
+        """Store an admitted session and queue it; each change registers its undo.
+
+        ``request`` gives what both kinds of create ask alike (avatar, quality, timeouts; the
+        maximum duration is clamped to the plan here); the rest is by keyword."""
         org_id = caller.org_id
         journal = self._kernel.journal
         plan = self._config.billing.plan(self._accounts.organization(org_id).plan_key)
@@ -401,13 +400,15 @@ class SessionService:
             org_id=org_id,
             key_id=caller.key_id,
             key_secret=caller.key.secret,
-            avatar_id=avatar_id,
-            quality=quality,
+            avatar_id=request.avatar_id,
+            quality=request.quality,
             billing_surface=billing_surface,
             transport=transport,
             worker_token=worker_token,
-            idle_timeout_seconds=idle_timeout,
-            max_duration_seconds=min(max_duration, plan.max_session_duration_seconds),
+            idle_timeout_seconds=request.idle_timeout_seconds,
+            max_duration_seconds=min(
+                request.max_duration_seconds, plan.max_session_duration_seconds
+            ),
             metadata=copy.deepcopy(metadata) if metadata else {},
             embed_id=embed_id,
             resets_on_silence=resets_on_silence,
