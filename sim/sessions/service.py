@@ -59,6 +59,9 @@ from sim.sessions.worker import SessionRuntime
 
 __all__ = ["BILLING_SURFACES", "SessionService"]
 
+#: The status a session is created in: the table's row for ``create``, read once.
+_CREATED = transition(None, "create").target
+
 
 class SessionService:
     def __init__(
@@ -290,7 +293,7 @@ class SessionService:
         now = self._clock.now
         dropped = state.audio.clear(now)
         state.barge_ins += 1
-        self.events.publish("session.barge_in", state, now, usage_of(state, now), dropped)
+        self.events.publish("session.barge_in", state, now, dropped)
         self._runtime.check(state)  # cutting the timeline can bring the idle deadline forward
 
     def rpc(self, session_id: str, method: str) -> None:
@@ -414,7 +417,7 @@ class SessionService:
             resets_on_silence=resets_on_silence,
             created_at=now,
         )
-        self._history.append(state, now, "create", transition(None, "create").target)
+        self._history.append(state, now, "create", _CREATED)
         # Each undo is registered before its change and is safe to run whether or not the change
         # happened, so a change that fails half-way is undone too. The state's own history and
         # status go with the state; its event is held back by the journal until the unit ends.
@@ -445,13 +448,7 @@ class SessionService:
     ) -> None:
         """Publish the event of the transition ``row`` just taken (if it names one)."""
         if row.event is not None:
-            self._publish(row.event, state, now, extra)
-
-    def _publish(self, type_: str, state: SessionState, now: float, extra: Any = None) -> None:
-        seconds = state.final_billable_seconds
-        if seconds is None:
-            seconds = 0 if state.heartbeats is None else state.heartbeats.usage_seconds(now)
-        self.events.publish(type_, state, now, seconds, extra)
+            self.events.publish(row.event, state, now, extra)
 
     def _worker_free_by(self, state: SessionState, moment: float) -> None:
         if state.worker_id is None:
@@ -516,7 +513,7 @@ class SessionService:
     def _charge(self, state: SessionState, now: float) -> None:
         state.charged = True
         seconds = usage_of(state, now)
-        self._publish("session.usage", state, now)
+        self.events.publish("session.usage", state, now)
         self._billing.charge_session(
             SessionUsage(
                 session_id=state.id,
