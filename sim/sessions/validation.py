@@ -37,26 +37,20 @@ __all__ = [
 AUDIO_SOURCES: Final[tuple[str, ...]] = ("track", "data_stream")
 RELAY_TYPES: Final[tuple[str, ...]] = ("websocket",)
 
-_SESSION_FIELDS: Final = (
-    "avatar_id",
-    "transport",
-    "idle_timeout_seconds",
-    "max_duration_seconds",
-    "metadata",
-    "quality",
+_SESSION_FIELDS: Final = frozenset(
+    {
+        "avatar_id",
+        "transport",
+        "idle_timeout_seconds",
+        "max_duration_seconds",
+        "metadata",
+        "quality",
+    }
 )
-_PIPECAT_FIELDS: Final = (
-    "avatar_id",
-    "idle_timeout_seconds",
-    "max_duration_seconds",
-    "quality",
-    "relay_type",
+_PIPECAT_FIELDS: Final = frozenset(
+    {"avatar_id", "idle_timeout_seconds", "max_duration_seconds", "quality", "relay_type"}
 )
-_LIVEKIT_FIELDS: Final = ("type", "url", "room_name", "worker_token", "audio_source")
-#: The same names as sets, for the common case where every field is known (see _unknown_fields).
-_KNOWN: Final[dict[tuple[str, ...], frozenset[str]]] = {
-    fields: frozenset(fields) for fields in (_SESSION_FIELDS, _PIPECAT_FIELDS, _LIVEKIT_FIELDS)
-}
+_LIVEKIT_FIELDS: Final = frozenset({"type", "url", "room_name", "worker_token", "audio_source"})
 _LIVEKIT: Final = "livekit"
 #: ``wss://`` and at least one more character on the same line (the spec's pattern).
 _WSS: Final = re.compile(r"wss://.")
@@ -100,8 +94,8 @@ class PipecatRequest(NamedTuple):
     relay_type: str
 
 
-def _unknown_fields(body: Mapping[str, Any], allowed: tuple[str, ...], prefix: str = "") -> None:
-    if _KNOWN[allowed].issuperset(body):  # every field known: nothing to sort and report
+def _unknown_fields(body: Mapping[str, Any], allowed: frozenset[str], prefix: str = "") -> None:
+    if allowed.issuperset(body):  # every field known (the common case): nothing to sort
         return
     for name in sorted(body):
         if name not in allowed:
