@@ -41,6 +41,9 @@ class ApiLog:
         self.org_codes = array("I")
         self.outcome_codes = array("H")
         self.error_type_codes = array("B")
+        # The codes of each (operation, organization, outcome, error type) seen: a call repeats
+        # one of a few such combinations, and one lookup replaces four interner calls.
+        self._codes: dict[tuple[str, str | None, str, str | None], tuple[int, int, int, int]] = {}
 
     def append(
         self,
@@ -53,11 +56,20 @@ class ApiLog:
         if self.size == 0:
             self._trimmed += 1
             return
+        key = (operation_id, org_id, outcome, error_type)
+        codes = self._codes.get(key)
+        if codes is None:
+            codes = self._codes[key] = (
+                self.operations.code(operation_id),
+                self.orgs.code(org_id or ""),
+                self.outcomes.code(outcome),
+                self.error_types.code(error_type or ""),
+            )
         self.times.append(at)
-        self.operation_codes.append(self.operations.code(operation_id))
-        self.org_codes.append(self.orgs.code(org_id or ""))
-        self.outcome_codes.append(self.outcomes.code(outcome))
-        self.error_type_codes.append(self.error_types.code(error_type or ""))
+        self.operation_codes.append(codes[0])
+        self.org_codes.append(codes[1])
+        self.outcome_codes.append(codes[2])
+        self.error_type_codes.append(codes[3])
         if self.size is not None and len(self.times) >= 2 * self.size:
             self._trim(len(self.times) - self.size)
 

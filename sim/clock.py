@@ -29,7 +29,8 @@ LAST_INSTANT = datetime(9999, 11, 30, 23, 59, 59, 999_000, tzinfo=UTC)
 
 _UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
-_US_PER_DAY = 86_400_000_000
+_US_PER_MINUTE = 60_000_000
+_MINUTES_PER_DAY = 1440
 
 
 def format_timestamp(moment: datetime) -> str:
@@ -58,6 +59,7 @@ class Clock:
         # Microseconds of the epoch since the Unix epoch, exactly (datetime arithmetic is exact).
         self._epoch_us = (epoch - _UNIX_EPOCH) // _MICROSECOND
         self._days: dict[int, str] = {}  # "YYYY-MM-DDT" of a day since the Unix epoch
+        self._minutes: dict[int, str] = {}  # "YYYY-MM-DDTHH:MM:" of a minute since then
         # A session's instants are rendered again and again (every answer about it): keep the
         # text of the recent ones, bounded.
         self._formatted: dict[float, str] = {}
@@ -96,18 +98,27 @@ class Clock:
         return text
 
     def _format(self, seconds: float) -> str:
-        us = self._unix_us(seconds)
-        day, within = divmod(us, _US_PER_DAY)
+        # The text up to the minute ("YYYY-MM-DDTHH:MM:") is kept per minute, bounded: instants
+        # formatted one after another share it, and only seconds and milliseconds remain to
+        # write (every session's creation time is formatted once, on a fresh instant).
+        minute, within = divmod(self._unix_us(seconds), _US_PER_MINUTE)
+        prefix = self._minutes.get(minute)
+        if prefix is None:
+            if len(self._minutes) >= 4096:
+                self._minutes.clear()
+            prefix = self._minutes[minute] = self._minute_prefix(minute)
+        ms = within // 1000
+        return f"{prefix}{ms // 1000:02d}.{ms % 1000:03d}Z"
+
+    def _minute_prefix(self, minute: int) -> str:
+        day, minute_of_day = divmod(minute, _MINUTES_PER_DAY)
         prefix = self._days.get(day)
         if prefix is None:
             moment = _UNIX_EPOCH + timedelta(days=day)
             # Not strftime("%Y"): it does not pad years before 1000 everywhere (GAP-USAGE-4).
             prefix = self._days[day] = f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T"
-        ms, _ = divmod(within, 1000)
-        seconds_of_day, ms = divmod(ms, 1000)
-        minutes, second = divmod(seconds_of_day, 60)
-        hour, minute = divmod(minutes, 60)
-        return f"{prefix}{hour:02d}:{minute:02d}:{second:02d}.{ms:03d}Z"
+        hour, minute_of_hour = divmod(minute_of_day, 60)
+        return f"{prefix}{hour:02d}:{minute_of_hour:02d}:"
 
     def epoch_ms(self, seconds: float | None = None) -> int:
         """Unix milliseconds of ``seconds`` (default: now); the time part of ULIDs.
@@ -139,9 +150,11 @@ class Clock:
         # *before* events at exactly t and leave its own marker event in the queue), then move
         # the clock to the target. Nothing else is due in between, so moving ``now`` directly is
         # exactly what run(until=...) would do, minus the marker.
+        # simpy's calendar is a heap of (time, priority, id, event): reading its head directly
+        # instead of calling ``peek`` saves a call for every event of the run.
         env = self.env
-        step, peek = env.step, env.peek
-        while peek() <= target:
+        step, calendar = env.step, env._queue
+        while calendar and calendar[0][0] <= target:
             step()
         if target > env.now:
             env._now = target  # simpy exposes no public setter

@@ -128,9 +128,11 @@ class EventLog:
         now = self.clock.now
         event = Event(self, type_, org_id, now, subject, bits, payload)
         if self._journal.active:  # inside an operation: published once it succeeds
-            self._journal.defer(lambda: self._publish(event, subject, bits, payload))
+            self._journal.defer(
+                lambda: self._deliver(type_, org_id, now, subject, bits, payload, event)
+            )
         else:
-            self._publish(event, subject, bits, payload)
+            self._deliver(type_, org_id, now, subject, bits, payload, event)
         return event
 
     def emit_values(
@@ -149,26 +151,11 @@ class EventLog:
         bits = self._ids.draw()
         payload = (renderer, *values)
         if self._journal.active:  # inside an operation: published once it succeeds
-            event = Event(self, type_, org_id, now, subject, bits, payload)
-            self._journal.defer(lambda: self._publish(event, subject, bits, payload))
-            return
-        subscribers = self._append(type_, org_id, now, subject, bits, payload)
-        if subscribers:
-            event = Event(self, type_, org_id, now, subject, bits, payload)
-            for subscriber in subscribers:
-                subscriber(event)
+            self._journal.defer(lambda: self._deliver(type_, org_id, now, subject, bits, payload))
+        else:
+            self._deliver(type_, org_id, now, subject, bits, payload)
 
-    def _publish(
-        self,
-        event: Event,
-        subject: str | None,
-        bits: int,
-        payload: dict[str, Any] | tuple[Any, ...],
-    ) -> None:
-        for subscriber in self._append(event.type, event.org_id, event.at, subject, bits, payload):
-            subscriber(event)
-
-    def _append(
+    def _deliver(
         self,
         type_: str,
         org_id: str,
@@ -176,8 +163,10 @@ class EventLog:
         subject: str | None,
         bits: int,
         payload: dict[str, Any] | tuple[Any, ...],
-    ) -> tuple[Subscriber, ...]:
-        """Store the event (if the log keeps events); returns who wants it."""
+        event: Event | None = None,
+    ) -> None:
+        """Store the event (if the log keeps events) and call who wants it. The ``Event`` a
+        subscriber receives is built only when one wants it (``emit`` passes its own)."""
         key = (type_, org_id)
         code = self._kind_code.get(key)
         if code is None:
@@ -190,11 +179,14 @@ class EventLog:
             self.subjects.append(subject)
             self.payloads.append(payload)
         routes = self._routes
-        if code < len(routes):
-            route = routes[code]
-            if route is not None:
-                return route
-        return self._route(code, type_, org_id)
+        route = routes[code] if code < len(routes) else None
+        if route is None:
+            route = self._route(code, type_, org_id)
+        if route:
+            if event is None:
+                event = Event(self, type_, org_id, now, subject, bits, payload)
+            for subscriber in route:
+                subscriber(event)
 
     def render(self, payload: dict[str, Any] | tuple[Any, ...]) -> dict[str, Any]:
         """The ``data`` of a stored payload."""

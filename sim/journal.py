@@ -20,10 +20,10 @@ streams moved on, which changes no record.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from types import TracebackType
+from typing import Any, Literal
 
 __all__ = ["Journal", "Prepared", "discard"]
 
@@ -43,38 +43,58 @@ class Prepared:
 
 
 class Journal:
+    """The undo list and held-back actions of the operation in progress.
+
+    ``atomic()`` returns the journal itself as the context manager, and nested blocks keep their
+    savepoints on a stack: a generator-based ``contextmanager`` cost about 1.5 µs per block, and
+    every create opens two (the platform's door and the service's commit), a tenth of what a
+    session costs on top of bare SimPy.
+    """
+
     def __init__(self) -> None:
         self._undo: list[Action] | None = None
         self._deferred: list[Action] = []
+        #: Savepoints of the open blocks, innermost last: (undo length, deferred length).
+        self._marks: list[tuple[int, int]] = []
         #: Whether an ``atomic`` block is open. A plain attribute, not a property: the event log
         #: reads it for every event, so outside an operation it must cost next to nothing.
         self.active = False
 
-    @contextmanager
-    def atomic(self) -> Iterator[None]:
-        """Undo the changes registered inside the block if it raises; a nested block is a
-        savepoint of the enclosing one (its changes are undone if it raises, and stay part of
-        the outer unit otherwise)."""
-        outermost = self._undo is None
+    def atomic(self) -> Journal:
+        """``with journal.atomic():`` undo the changes registered inside the block if it raises;
+        a nested block is a savepoint of the enclosing one (its changes are undone if it raises,
+        and stay part of the outer unit otherwise)."""
+        return self
+
+    def __enter__(self) -> None:
         if self._undo is None:
             self._undo, self._deferred = [], []
             self.active = True
+        self._marks.append((len(self._undo), len(self._deferred)))
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> Literal[False]:
+        mark, deferred_mark = self._marks.pop()
+        outermost = not self._marks
         undo = self._undo
-        mark, deferred_mark = len(undo), len(self._deferred)
-        try:
-            yield
-        except BaseException as error:
+        assert undo is not None  # set by the matching __enter__
+        if error is not None:
             steps = undo[mark:]
             del undo[mark:]
             del self._deferred[deferred_mark:]
             if outermost:
                 self._undo, self.active = None, False
             _undo_all(steps, error)
-            raise
+            return False  # the error propagates
         if outermost:
             deferred, self._undo, self._deferred = self._deferred, None, []
             self.active = False
             _run_all(deferred)
+        return False
 
     def on_undo(self, step: Action) -> None:
         """Register how to reverse a change just made (nothing to do outside a block)."""

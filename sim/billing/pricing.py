@@ -57,23 +57,25 @@ def session_charge_lines(config: BillingConfig, usage: SessionUsage) -> list[Ses
         multiplier = config.quality_multipliers[usage.quality]
     except KeyError:
         raise ValueError(f"no quality multiplier for {usage.quality!r}") from None
+    # Positional (operation, credits, model, internal, billable_seconds): a NamedTuple built by
+    # keyword costs several times more, and every finished session builds one or two.
     lines = [
         SessionChargeLine(
-            operation=SESSION_REALTIME_OPERATION,
-            credits=seconds * config.session_credits_per_second * multiplier,
-            model=None,
-            internal=False,
-            billable_seconds=seconds,
+            SESSION_REALTIME_OPERATION,
+            seconds * config.session_credits_per_second * multiplier,
+            None,
+            False,
+            seconds,
         )
     ]
     if speech_billing_mode(config, usage.billing_surface) == "platform_managed":
         lines.append(
             SessionChargeLine(
-                operation=SESSION_SPEECH_OPERATION,
-                credits=seconds * config.platform_speech_credits_per_second,
-                model=config.platform_speech_model,
-                internal=True,
-                billable_seconds=0,
+                SESSION_SPEECH_OPERATION,
+                seconds * config.platform_speech_credits_per_second,
+                config.platform_speech_model,
+                True,
+                0,
             )
         )
     return lines

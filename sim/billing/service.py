@@ -92,8 +92,10 @@ class Billing:
         before = sum(totals(org_id)[:3])
         for line in lines:
             rollover, included, granted, held = totals(org_id)
-            pools = (rollover, included, granted)
-            deltas = split_debit(pools, line.credits, coverable=sum(pools) - held)
+            balance = rollover + included + granted
+            deltas = split_debit(
+                (rollover, included, granted), line.credits, coverable=balance - held
+            )
             self.ledger.append(
                 "charge",
                 org_id,

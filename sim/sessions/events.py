@@ -77,10 +77,12 @@ class SessionEvents:
         self.types: dict[int, str] = {handle: type_ for type_, handle in self.handles.items()}
         self._fragments: dict[int, tuple[str, ...]] = {}
 
-    def publish(
-        self, type_: str, state: SessionState, now: float, seconds: int, value: Any = None
-    ) -> None:
-        """Publish ``type_`` about ``state`` now, with its usage ``seconds`` and own value."""
+    def publish(self, type_: str, state: SessionState, now: float, value: Any = None) -> None:
+        """Publish ``type_`` about ``state`` now, with its own ``value`` and the usage it shows
+        now (``usage_of``, inlined: every session event pays for it, five times a session)."""
+        seconds = state.final_billable_seconds
+        if seconds is None:
+            seconds = 0 if state.heartbeats is None else state.heartbeats.usage_seconds(now)
         self._log.emit_values(
             type_,
             state.org_id,

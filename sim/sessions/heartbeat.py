@@ -42,8 +42,9 @@ class HeartbeatTrack:
         return self.first_frame_at + max(k, 0) * self.interval
 
     def _lost(self, boundary: float) -> bool:
-        # The first frame itself always proves the worker alive.
-        if boundary <= self.first_frame_at + EPSILON:
+        # The first frame itself always proves the worker alive; without a loss window nothing
+        # is lost (the common case, answered before building the scan below).
+        if not self.losses or boundary <= self.first_frame_at + EPSILON:
             return False
         return any(start - EPSILON <= boundary < end - EPSILON for start, end in self.losses)
 

@@ -34,7 +34,8 @@ class TransitionLog:
         self, state: SessionState, at: float, trigger: Trigger, target: SessionStatus
     ) -> None:
         if self.keep:
-            state.moves.append((at, _TRIGGER_CODE[trigger] * _STATUS_COUNT + _STATUS_CODE[target]))
+            state.move_times.append(at)
+            state.move_codes.append(_TRIGGER_CODE[trigger] * _STATUS_COUNT + _STATUS_CODE[target])
 
     def close(self, state: SessionState) -> None:
         """Write a finished session's transitions to the columns."""
@@ -46,17 +47,17 @@ class TransitionLog:
             self._first.extend(array("I", bytes(4 * grow)))
             self._count.extend(bytes(grow))
         self._first[row] = len(self.times)
-        self._count[row] = len(state.moves)
-        for at, move in state.moves:
-            self.times.append(at)
-            self.moves.append(move)
-        state.moves = []
+        self._count[row] = len(state.move_codes)
+        self.times.extend(state.move_times)
+        self.moves.extend(state.move_codes)
+        state.move_times, state.move_codes = [], []
 
     def of(self, state: SessionState) -> tuple[Transition, ...]:
         """The session's transitions, oldest first."""
         row = state.number
-        if state.moves or row >= len(self._count):
-            steps = state.moves
+        steps: list[tuple[float, int]]
+        if state.move_codes or row >= len(self._count):
+            steps = list(zip(state.move_times, state.move_codes, strict=True))
         else:
             first = self._first[row]
             steps = list(

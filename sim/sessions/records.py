@@ -82,7 +82,10 @@ class SessionState:
     final_billable_seconds: int | None = None
     charged: bool = False
     barge_ins: int = 0
-    moves: list[tuple[float, int]] = field(default_factory=list)  # transitions while it lives
+    # Its transitions while it lives, as two parallel lists (moment; trigger and target packed
+    # in one code, ``sim.sessions.history``): written to the columns in two extends at its end.
+    move_times: list[float] = field(default_factory=list)
+    move_codes: list[int] = field(default_factory=list)
     generation: int = 0  # bumped on every transition; timers of older generations are stale
     armed_at: float | None = None  # the earliest pending deadline timer, if any
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import builtins
 import copy
 import random
-from collections.abc import Callable
 from typing import Any, Literal
 
 from sim.accounts import AccountRegistry, Caller
@@ -50,10 +49,18 @@ from sim.sessions.records import (
 )
 from sim.sessions.scheduler import PoolStatus, Scheduler, Worker
 from sim.sessions.store import SessionStore
-from sim.sessions.validation import parse_pipecat_request, parse_session_request
+from sim.sessions.validation import (
+    PipecatRequest,
+    SessionRequest,
+    parse_pipecat_request,
+    parse_session_request,
+)
 from sim.sessions.worker import SessionRuntime
 
 __all__ = ["BILLING_SURFACES", "SessionService"]
+
+#: The status a session is created in: the table's row for ``create``, read once.
+_CREATED = transition(None, "create").target
 
 
 class SessionService:
@@ -147,22 +154,20 @@ class SessionService:
         transport = request.transport
 
         def commit() -> dict[str, Any]:
-            state = self._open(
-                caller,
-                avatar_id=request.avatar_id,
-                quality=request.quality,
-                idle_timeout=request.idle_timeout_seconds,
-                max_duration=request.max_duration_seconds,
-                transport=transport.rendered(),
-                worker_token=transport.worker_token,
-                metadata=request.metadata,
-                billing_surface=billing_surface,
-                embed_id=embed_id,
-                resets_on_silence=transport.audio_source == "track",
-            )
-            return self._render(state)
+            with self._kernel.journal.atomic():  # a unit: undone if it fails half-way
+                state = self._open(
+                    caller,
+                    request,
+                    transport=transport.rendered(),
+                    worker_token=transport.worker_token,
+                    metadata=request.metadata,
+                    billing_surface=billing_surface,
+                    embed_id=embed_id,
+                    resets_on_silence=transport.audio_source == "track",
+                )
+                return self._render(state)
 
-        return Prepared(self._atomic(commit))
+        return Prepared(commit)
 
     def create_pipecat(self, caller: Caller, body: Any) -> dict[str, Any]:
         """``POST /v1/pipecat/sessions``: a session plus short-lived relay credentials."""
@@ -175,30 +180,28 @@ class SessionService:
         self._admissible(caller, request.avatar_id)
 
         def commit() -> dict[str, Any]:
-            # The relay streams continuous audio frames, silence included, like a published track.
-            state = self._open(
-                caller,
-                avatar_id=request.avatar_id,
-                quality=request.quality,
-                idle_timeout=request.idle_timeout_seconds,
-                max_duration=request.max_duration_seconds,
-                transport={"type": "pipecat"},
-                worker_token=None,
-                metadata={},
-                billing_surface="pipecat",
-                embed_id=None,
-                resets_on_silence=True,
-            )
-            relay = issue_relay(state.id, self._clock, self._kernel.ids, self._config.sessions)
-            self._kernel.journal.on_undo(lambda: self._relays.pop(state.id, None))
-            self._relays[state.id] = relay
-            return {
-                "object": "pipecat.session",
-                "relay": relay.to_resource(self._clock),
-                "session": self._render(state),
-            }
+            with self._kernel.journal.atomic():  # a unit: undone if it fails half-way
+                # The relay streams continuous audio frames, silence included, like a track.
+                state = self._open(
+                    caller,
+                    request,
+                    transport={"type": "pipecat"},
+                    worker_token=None,
+                    metadata={},
+                    billing_surface="pipecat",
+                    embed_id=None,
+                    resets_on_silence=True,
+                )
+                relay = issue_relay(state.id, self._clock, self._kernel.ids, self._config.sessions)
+                self._kernel.journal.on_undo(lambda: self._relays.pop(state.id, None))
+                self._relays[state.id] = relay
+                return {
+                    "object": "pipecat.session",
+                    "relay": relay.to_resource(self._clock),
+                    "session": self._render(state),
+                }
 
-        return Prepared(self._atomic(commit))
+        return Prepared(commit)
 
     def retrieve(self, caller: Caller, session_id: str) -> dict[str, Any]:
         caller.require_unrestricted()
@@ -290,7 +293,7 @@ class SessionService:
         now = self._clock.now
         dropped = state.audio.clear(now)
         state.barge_ins += 1
-        self.events.publish("session.barge_in", state, now, usage_of(state, now), dropped)
+        self.events.publish("session.barge_in", state, now, dropped)
         self._runtime.check(state)  # cutting the timeline can bring the idle deadline forward
 
     def rpc(self, session_id: str, method: str) -> None:
@@ -374,23 +377,11 @@ class SessionService:
         self._billing.ensure_can_start_session(org_id)
         self._scheduler.admit()
 
-    def _atomic(self, commit: Callable[[], dict[str, Any]]) -> Callable[[], dict[str, Any]]:
-        """``commit`` as one unit of work: if it fails half-way, what it stored is undone."""
-
-        def run() -> dict[str, Any]:
-            with self._kernel.journal.atomic():
-                return commit()
-
-        return run
-
     def _open(
         self,
         caller: Caller,
+        request: SessionRequest | PipecatRequest,
         *,
-        avatar_id: str,
-        quality: str,
-        idle_timeout: int,
-        max_duration: int,
         transport: dict[str, Any],
         worker_token: str | None,
         metadata: dict[str, Any],
@@ -398,7 +389,10 @@ class SessionService:
         embed_id: str | None,
         resets_on_silence: bool,
     ) -> SessionState:
-        """Store an admitted session and queue it; each change registers its undo."""
+        """Store an admitted session and queue it; each change registers its undo.
+
+        ``request`` gives what both kinds of create ask alike (avatar, quality, timeouts; the
+        maximum duration is clamped to the plan here); the rest is by keyword."""
         org_id = caller.org_id
         journal = self._kernel.journal
         plan = self._config.billing.plan(self._accounts.organization(org_id).plan_key)
@@ -409,19 +403,21 @@ class SessionService:
             org_id=org_id,
             key_id=caller.key_id,
             key_secret=caller.key.secret,
-            avatar_id=avatar_id,
-            quality=quality,
+            avatar_id=request.avatar_id,
+            quality=request.quality,
             billing_surface=billing_surface,
             transport=transport,
             worker_token=worker_token,
-            idle_timeout_seconds=idle_timeout,
-            max_duration_seconds=min(max_duration, plan.max_session_duration_seconds),
+            idle_timeout_seconds=request.idle_timeout_seconds,
+            max_duration_seconds=min(
+                request.max_duration_seconds, plan.max_session_duration_seconds
+            ),
             metadata=copy.deepcopy(metadata) if metadata else {},
             embed_id=embed_id,
             resets_on_silence=resets_on_silence,
             created_at=now,
         )
-        self._history.append(state, now, "create", transition(None, "create").target)
+        self._history.append(state, now, "create", _CREATED)
         # Each undo is registered before its change and is safe to run whether or not the change
         # happened, so a change that fails half-way is undone too. The state's own history and
         # status go with the state; its event is held back by the journal until the unit ends.
@@ -452,13 +448,7 @@ class SessionService:
     ) -> None:
         """Publish the event of the transition ``row`` just taken (if it names one)."""
         if row.event is not None:
-            self._publish(row.event, state, now, extra)
-
-    def _publish(self, type_: str, state: SessionState, now: float, extra: Any = None) -> None:
-        seconds = state.final_billable_seconds
-        if seconds is None:
-            seconds = 0 if state.heartbeats is None else state.heartbeats.usage_seconds(now)
-        self.events.publish(type_, state, now, seconds, extra)
+            self.events.publish(row.event, state, now, extra)
 
     def _worker_free_by(self, state: SessionState, moment: float) -> None:
         if state.worker_id is None:
@@ -523,7 +513,7 @@ class SessionService:
     def _charge(self, state: SessionState, now: float) -> None:
         state.charged = True
         seconds = usage_of(state, now)
-        self._publish("session.usage", state, now)
+        self.events.publish("session.usage", state, now)
         self._billing.charge_session(
             SessionUsage(
                 session_id=state.id,

@@ -32,15 +32,6 @@ __all__ = ["Fire", "SessionRuntime"]
 Fire = Callable[[SessionState, Trigger], None]
 
 
-def _earliest(deadlines: list[tuple[float, Trigger]]) -> tuple[float, Trigger]:
-    """The earliest deadline; on a tie the one listed first."""
-    best = deadlines[0]
-    for deadline in deadlines[1:]:
-        if deadline[0] < best[0]:
-            best = deadline
-    return best
-
-
 class SessionRuntime:
     def __init__(
         self,
@@ -95,12 +86,31 @@ class SessionRuntime:
             found.append((state.heartbeat_lost_at, "heartbeat_lost"))
         return found
 
+    def earliest(self, state: SessionState, now: float) -> tuple[float, Trigger]:
+        """The earliest of ``deadlines``; on a tie the one listed first.
+
+        Compared in place rather than by building the list: every running session asks at its
+        first frame and at each wake-up. A test holds the two to the same answer.
+        """
+        assert state.first_frame_at is not None
+        moment = state.first_frame_at + state.max_duration_seconds
+        trigger: Trigger = "max_duration"
+        audio = state.audio
+        if audio is not None:
+            idle = audio.idle_deadline(state.idle_timeout_seconds, now)
+            if idle < moment:
+                moment, trigger = idle, "idle_timeout"
+        lost = state.heartbeat_lost_at
+        if lost is not None and lost < moment:
+            moment, trigger = lost, "heartbeat_lost"
+        return moment, trigger
+
     def check(self, state: SessionState) -> None:
         """Fire the earliest deadline if it is due; otherwise make sure a timer wakes for it."""
         if state.status != "running":
             return
-        now = self.now
-        moment, trigger = _earliest(self.deadlines(state, now))
+        now = float(self._env._now)
+        moment, trigger = self.earliest(state, now)
         if moment <= now + EPSILON:
             self._fire(state, trigger)
             return

@@ -5,9 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sim.config import SimConfig
 from sim.errors import Conflict, DomainError, InvalidRequest, NotFound, Unprocessable
+from sim.sessions import validation
 from sim.sessions.validation import parse_session_request
 
 if TYPE_CHECKING:
@@ -158,3 +161,24 @@ def test_pipecat_body(world: World) -> None:
             caller, {"avatar_id": "av_stock_anna", "max_duration_seconds": 4000}
         )
     assert info.value.code == "validation.range"
+
+
+@pytest.mark.req("EP-SESS-1")
+@settings(max_examples=200, deadline=None)
+@given(
+    names=st.lists(
+        st.sampled_from(["avatar_id", "transport", "quality", "metadata"]) | st.text(max_size=5),
+        max_size=6,
+    )
+)
+def test_unknown_fields_names_the_first_unknown_in_sorted_order(names: list[str]) -> None:
+    """A body whose fields are all known skips the sorted scan; the answer is still the scan's:
+    nothing when every field is known, else the first unknown field in sorted order."""
+    fields = validation._SESSION_FIELDS
+    unknown = sorted(set(names) - set(fields))
+    try:
+        validation._unknown_fields(dict.fromkeys(names), fields)
+    except Unprocessable as error:
+        assert unknown and error.param == unknown[0]
+    else:
+        assert not unknown
