@@ -32,8 +32,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
-from harness.columns import codes, epoch_ms, floats, strings, text_chunks, times, ulids
+from harness.columns import (
+    arrow_strings,
+    codes,
+    epoch_ms,
+    floats,
+    lookup,
+    strings,
+    text_column,
+    times,
+    ulids,
+)
 from sim.billing.ledger import ATTRIBUTION, ENTRY_KINDS, KIND_RULES
 from sim.lifecycle import STATUSES
 from sim.sessions.records import usage_of
@@ -131,6 +142,22 @@ def _organization(raw: RawRun, org_ids: np.ndarray[Any, Any]) -> np.ndarray[Any,
     names = _names(raw)
     unique, inverse = np.unique(org_ids.astype(str), return_inverse=True)
     return _lookup([names.get(o, o) for o in unique], inverse)
+
+
+def _org_columns(
+    raw: RawRun, org_ids: list[str], picked: np.ndarray[Any, Any]
+) -> tuple[pd.Series, pd.Series]:
+    """The ``organization`` and ``org_id`` columns of rows whose org ids are interned codes."""
+    names = _names(raw)
+    return lookup([names.get(o, o) for o in org_ids], picked), lookup(org_ids, picked)
+
+
+def _optional_strings(
+    values: list[str | None], order: np.ndarray[Any, Any] | None = None
+) -> pd.Series:
+    """A string column of a list of strings (``None``: missing), taken in ``order`` if given."""
+    text = pa.array(values, type=pa.large_string())
+    return arrow_strings(text if order is None else text.take(pa.array(order)))
 
 
 def _ints(values: Any) -> pd.Series:
@@ -253,9 +280,9 @@ def _clients(raw: RawRun) -> pd.DataFrame:
     log = raw.pool.clients
     if log is None or not len(log):
         kinds: list[tuple[Any, ...]] = []
-        picked = np.zeros(0, dtype=np.int64)
-        client, at, length = np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)
-        attempts, resource = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=object)
+        order = picked = client = attempts = np.zeros(0, dtype=np.int64)
+        at, length = np.zeros(0), np.zeros(0)
+        resource: list[str | None] = []
     else:
         order = np.argsort(codes(log.client), kind="stable")
         kinds = log.kinds
@@ -264,11 +291,8 @@ def _clients(raw: RawRun) -> pd.DataFrame:
         at = floats(log.at)[order]
         length = floats(log.planned_length)[order]
         attempts = codes(log.attempts)[order]
-        resource = np.array(log.resource_id, dtype=object)[order]
-    by_kind = {
-        name: strings(_lookup([k[i] for k in kinds], picked))
-        for i, name in enumerate(_CLIENT_KINDS)
-    }
+        resource = log.resource_id
+    by_kind = {name: lookup([k[i] for k in kinds], picked) for i, name in enumerate(_CLIENT_KINDS)}
     return pd.DataFrame(
         {
             "client": _ints(client),
@@ -281,7 +305,7 @@ def _clients(raw: RawRun) -> pd.DataFrame:
             "model": by_kind["model"],
             "planned_length": length,
             "attempts": _ints(attempts),
-            "resource_id": strings(resource),
+            "resource_id": _optional_strings(resource, order),
             "final_outcome": by_kind["final_outcome"],
         }
     )
@@ -295,10 +319,10 @@ def _api_calls(raw: RawRun) -> pd.DataFrame:
     log = raw.pool.calls
     if log is None or not len(log):
         kinds: list[tuple[Any, ...]] = []
-        picked = np.zeros(0, dtype=np.int64)
-        at, client, key, attempt = np.zeros(0), *(np.zeros(0, dtype=np.int64) for _ in range(3))
-        retry_after, delay = np.zeros(0), np.zeros(0)
-        idempotency, resource = np.zeros(0, dtype=object), np.zeros(0, dtype=object)
+        picked = client = key = attempt = np.zeros(0, dtype=np.int64)
+        at, retry_after, delay = np.zeros(0), np.zeros(0), np.zeros(0)
+        idempotency: list[str | None] = []
+        resource: list[str | None] = []
     else:
         kinds, picked = log.kinds, codes(log.kind)
         at, client, key, attempt = (
@@ -308,11 +332,8 @@ def _api_calls(raw: RawRun) -> pd.DataFrame:
             codes(log.attempt),
         )
         retry_after, delay = floats(log.retry_after), floats(log.delay)
-        idempotency = np.array(log.idempotency_key, dtype=object)
-        resource = np.array(log.resource_id, dtype=object)
-    by_kind = {
-        name: strings(_lookup([k[i] for k in kinds], picked)) for i, name in enumerate(_CALL_KINDS)
-    }
+        idempotency, resource = log.idempotency_key, log.resource_id
+    by_kind = {name: lookup([k[i] for k in kinds], picked) for i, name in enumerate(_CALL_KINDS)}
     return pd.DataFrame(
         {
             "at": times(clock, at),
@@ -328,14 +349,11 @@ def _api_calls(raw: RawRun) -> pd.DataFrame:
             "error_type": by_kind["error_type"],
             "retry_after": retry_after,
             "delay": delay,
-            "idempotency_key": strings(idempotency),
-            "resource_id": strings(resource),
+            "idempotency_key": _optional_strings(idempotency),
+            "resource_id": _optional_strings(resource),
             "retried": attempt > 1,
         }
     )
-
-
-_CHUNK = 65_536  # events whose JSON text is alive at once while the table is built
 
 
 def _events(raw: RawRun) -> pd.DataFrame:
@@ -344,51 +362,48 @@ def _events(raw: RawRun) -> pd.DataFrame:
     count = len(log)
     at = floats(log.times)
     picked = codes(log.kind_codes)
-    types = _lookup([k[0] for k in log.kinds.values], picked)
-    org_ids = _lookup([k[1] for k in log.kinds.values], picked)
+    kinds = log.kinds.values
+    organization, org_id = _org_columns(raw, [k[1] for k in kinds], picked)
+    # An id's 80 random bits are a Python int each; split them one at a time (no list of halves).
     bits = log.bits
-    high = (epoch_ms(clock, at).astype(np.uint64) << np.uint64(16)) | np.array(
-        [b >> 64 for b in bits], dtype=np.uint64
+    high = (epoch_ms(clock, at).astype(np.uint64) << np.uint64(16)) | np.fromiter(
+        (b >> 64 for b in bits), dtype=np.uint64, count=count
     )
-    low = np.array([b & 0xFFFF_FFFF_FFFF_FFFF for b in bits], dtype=np.uint64)
+    low = np.fromiter((b & 0xFFFF_FFFF_FFFF_FFFF for b in bits), dtype=np.uint64, count=count)
     object_types: list[str | None] = []
     reasons: list[str | None] = []
     session_events = raw.platform.sessions.events
     session_types = session_events.types
     text = session_events.text
 
-    def data_chunks() -> Iterator[list[str]]:
-        payloads = log.payloads
-        for start in range(0, count, _CHUNK):
-            chunk: list[str] = []
-            for payload in payloads[start : start + _CHUNK]:
-                if isinstance(payload, tuple) and payload[0] in session_types:
-                    # A session event: its JSON is written from the session's fragments.
-                    object_types.append("session")
-                    ended = session_types[payload[0]] == "session.ended"
-                    reasons.append(payload[4] if ended else None)
-                    chunk.append(text(payload))
-                    continue
-                rendered = log.render(payload)
-                obj = rendered.get("object")
-                object_types.append(obj.get("object") if isinstance(obj, dict) else None)
-                reasons.append(rendered.get("reason"))
-                chunk.append(json.dumps(rendered, sort_keys=True, separators=(",", ":")))
-            yield chunk
+    def data() -> Iterator[str]:
+        for payload in log.payloads:
+            if isinstance(payload, tuple) and payload[0] in session_types:
+                # A session event: its JSON is written from the session's fragments.
+                object_types.append("session")
+                ended = session_types[payload[0]] == "session.ended"
+                reasons.append(payload[4] if ended else None)
+                yield text(payload)
+                continue
+            rendered = log.render(payload)
+            obj = rendered.get("object")
+            object_types.append(obj.get("object") if isinstance(obj, dict) else None)
+            reasons.append(rendered.get("reason"))
+            yield json.dumps(rendered, sort_keys=True, separators=(",", ":"))
 
-    data = text_chunks(data_chunks())
+    payloads = text_column(data())
     return pd.DataFrame(
         {
-            "event_id": strings(ulids(high, low, "evt_") if count else []),
+            "event_id": ulids(high, low, "evt_"),
             "at": times(clock, at),
             "t": at,
-            "type": strings(types),
-            "organization": strings(_organization(raw, org_ids)),
-            "org_id": strings(org_ids),
-            "object_type": strings(object_types),
-            "object_id": strings(np.array(log.subjects, dtype=object)),
-            "reason": strings(reasons),
-            "data": data,
+            "type": lookup([k[0] for k in kinds], picked),
+            "organization": organization,
+            "org_id": org_id,
+            "object_type": _optional_strings(object_types),
+            "object_id": _optional_strings(log.subjects),
+            "reason": _optional_strings(reasons),
+            "data": payloads,
         }
     )
 
@@ -398,45 +413,40 @@ def _ledger(raw: RawRun) -> pd.DataFrame:
     ledger = raw.platform.billing.ledger
     count = 0 if raw.records == "summary" else len(ledger)
     t = floats(ledger.times)[:count]
-    org_ids = _lookup(ledger.orgs.values, codes(ledger.org_codes)[:count])
-    kinds = _lookup(list(ENTRY_KINDS), codes(ledger.kinds)[:count])
+    organization, org_id = _org_columns(raw, ledger.orgs.values, codes(ledger.org_codes)[:count])
+    kinds = codes(ledger.kinds)[:count]
     attribution = codes(ledger.attribution_codes)[:count]
     credits = codes(ledger.credits)[:count]
     deltas = {
         name: codes(getattr(ledger, f"{name}s"))[:count]
         for name in ("rollover_delta", "included_delta", "granted_delta")
     }
-    debit = np.isin(kinds.astype(str), [k for k in ENTRY_KINDS if KIND_RULES[k].effect == "debit"])
+    debits = [code for code, kind in enumerate(ENTRY_KINDS) if KIND_RULES[kind].effect == "debit"]
+    debit = np.isin(kinds, debits)
     change = deltas["rollover_delta"] + deltas["included_delta"] + deltas["granted_delta"]
     values = ledger.attributions.values
     by_field = {
-        name: strings(_lookup([v[i] for v in values], attribution))
-        for i, name in enumerate(ATTRIBUTION)
+        name: lookup([v[i] for v in values], attribution) for i, name in enumerate(ATTRIBUTION)
     }
-    ids: Any = (
-        ulids(
-            np.frombuffer(ledger.ulids.high, dtype=np.uint64)[:count],
-            np.frombuffer(ledger.ulids.low, dtype=np.uint64)[:count],
-            "le_",
-        )
-        if count
-        else []
-    )
     return pd.DataFrame(
         {
-            "id": strings(ids),
+            "id": ulids(
+                np.frombuffer(ledger.ulids.high, dtype=np.uint64)[:count],
+                np.frombuffer(ledger.ulids.low, dtype=np.uint64)[:count],
+                "le_",
+            ),
             "at": times(clock, t),
             "seq": _ints(np.arange(count)),
-            "kind": strings(kinds),
-            "organization": strings(_organization(raw, org_ids)),
-            "org_id": strings(org_ids),
+            "kind": lookup(ENTRY_KINDS, kinds),
+            "organization": organization,
+            "org_id": org_id,
             "t": t,
             "credits": _ints(credits),
             "rollover_delta": _ints(deltas["rollover_delta"]),
             "included_delta": _ints(deltas["included_delta"]),
             "granted_delta": _ints(deltas["granted_delta"]),
-            "session_id": strings(np.array(ledger.session_ids[:count], dtype=object)),
-            "run_id": strings(np.array(ledger.run_ids[:count], dtype=object)),
+            "session_id": _optional_strings(ledger.session_ids[:count]),
+            "run_id": _optional_strings(ledger.run_ids[:count]),
             "model": by_field["model"],
             "internal": pd.Series(codes(ledger.internal)[:count].astype(bool)),
             "billing_surface": by_field["billing_surface"],

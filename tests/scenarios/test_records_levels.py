@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from harness.collect import AGGREGATES, TABLES, WAIT_EDGES, collect
-from harness.columns import epoch_ms, times, ulids
+from harness.columns import epoch_ms, lookup, strings, text_column, times, ulids
 from harness.runner import run_scenario, simulate
 from harness.scenarios import parse_scenario
 from sim.clock import Clock
@@ -166,3 +166,16 @@ def test_bulk_conversions_use_the_domains_arithmetic() -> None:
     low = np.array([b & (2**64 - 1) for b in bits], dtype=np.uint64)
     text = ulids(high, low, "evt_")
     assert list(text) == ["evt_" + format_ulid(int(m), b) for m, b in zip(stamp, bits, strict=True)]
+
+
+@pytest.mark.req("NB-2", "PERF-2")
+def test_columns_built_in_arrow_equal_the_general_conversion() -> None:
+    """The Arrow-built string columns (repeated values taken by code, texts written into one
+    buffer) are the column ``strings`` makes of the same Python values: dtype, values, missing."""
+    values = ["ok", None, "at_capacity", "żółw ☃", ""]
+    picked = np.array([0, 1, 2, 3, 4, 4, 0, 1], dtype=np.int64)
+    pd.testing.assert_series_equal(lookup(values, picked), strings([values[c] for c in picked]))
+    pd.testing.assert_series_equal(lookup(values, picked[:0]), strings([]))
+    texts = ['{"a":1}', "", "żółw ☃", '{"b":[null,2.5]}'] * 3
+    pd.testing.assert_series_equal(text_column(iter(texts)), strings(texts))
+    pd.testing.assert_series_equal(text_column(iter([])), strings([]))
