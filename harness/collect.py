@@ -52,7 +52,7 @@ from sim.sessions.records import usage_of
 if TYPE_CHECKING:
     from harness.runner.engine import RawRun
 
-__all__ = ["AGGREGATES", "TABLES", "WAIT_EDGES", "RunResult", "collect"]
+__all__ = ["AGGREGATES", "TABLES", "USAGE_KINDS", "WAIT_EDGES", "RunResult", "collect"]
 
 #: The tables of a run, in the order they are written.
 TABLES: tuple[str, ...] = (
@@ -82,7 +82,8 @@ WAIT_EDGES: tuple[float, ...] = (
     45.0, 60.0, 90.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, math.inf,
 )  # fmt: skip
 
-_USAGE_KINDS = [kind for kind in ENTRY_KINDS if KIND_RULES[kind].usage]
+#: Ledger kinds that are customer usage (what ``GET /v1/usage`` sums).
+USAGE_KINDS: tuple[str, ...] = tuple(k for k in ENTRY_KINDS if KIND_RULES[k].usage)
 
 
 @dataclass(frozen=True)
