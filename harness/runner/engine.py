@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
-from itertools import accumulate
 from typing import Any
 
 import simpy
@@ -27,6 +26,7 @@ from harness.runner.arrivals import arrival_instants, merged, poisson_instants
 from harness.runner.clients import ClientPool, OrgHandle
 from harness.runner.door import Door
 from harness.runner.faults import start_faults
+from harness.runner.picks import WeightedPick
 from harness.scenarios.model import Scenario
 from sim.config import HistoryConfig, SimConfig
 from sim.platform import Platform
@@ -105,16 +105,12 @@ def _dispatch(
     env: simpy.Environment,
     pool: ClientPool,
     plan: Iterator[tuple[float, OrgHandle | None]],
-    orgs: tuple[OrgHandle, ...],
-    weights: list[float],
+    pick: WeightedPick[OrgHandle],
 ) -> Generator[simpy.Event, Any, None]:
-    pick = pool.streams.mix
-    cumulative = list(accumulate(weights))
     for at, org in plan:
         if at > env.now:
             yield env.timeout(at - env.now)
-        chosen = org if org is not None else pick.choices(orgs, cum_weights=cumulative)[0]
-        pool.start_session_client(chosen)
+        pool.start_session_client(org if org is not None else pick())
 
 
 def _runs(
@@ -197,8 +193,8 @@ def install(
         interval=scenario.sample_every,
     )
     start_faults(platform, scenario.faults)
-    weights = [o.weight for o in scenario.organizations]
-    env.process(_dispatch(env, pool, _schedule(scenario, platform, orgs), orgs, weights))
+    pick = WeightedPick(orgs, [o.weight for o in scenario.organizations], pool.streams.mix)
+    env.process(_dispatch(env, pool, _schedule(scenario, platform, orgs), pick))
     if scenario.runs:
         env.process(_runs(env, pool, scenario, orgs))
     return Installed(orgs, accounts, pool)
