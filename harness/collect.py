@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import json
 import math
+from array import array
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -139,12 +140,6 @@ def _names(raw: RawRun) -> dict[str, str]:
     return {o.id: o.name for o in raw.organizations}
 
 
-def _organization(raw: RawRun, org_ids: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    names = _names(raw)
-    unique, inverse = np.unique(org_ids.astype(str), return_inverse=True)
-    return _lookup([names.get(o, o) for o in unique], inverse)
-
-
 def _org_columns(
     raw: RawRun, org_ids: list[str], picked: np.ndarray[Any, Any]
 ) -> tuple[pd.Series, pd.Series]:
@@ -154,7 +149,7 @@ def _org_columns(
 
 
 def _optional_strings(
-    values: list[str | None], order: np.ndarray[Any, Any] | None = None
+    values: Sequence[str | None], order: np.ndarray[Any, Any] | None = None
 ) -> pd.Series:
     """A string column of a list of strings (``None``: missing), taken in ``order`` if given."""
     text = pa.array(values, type=pa.large_string())
@@ -179,48 +174,45 @@ _SESSION_COLUMNS = [
 ]  # fmt: skip
 
 
-def _session_columns(raw: RawRun) -> dict[str, np.ndarray[Any, Any]]:
-    """Every session's fields as arrays, live sessions read from their working state."""
+def _session_numbers(raw: RawRun) -> dict[str, np.ndarray[Any, Any]]:
+    """What every table needs of every session, as numbers: status and error codes (into
+    ``STATUSES`` and the store's reasons), billable seconds and times; live sessions read from
+    their working state.
+
+    Why numbers: the aggregates are all a summary run builds, and for a million sessions the
+    object arrays of ids and names cost about 200 MB of transient memory they never use.
+    """
     platform = raw.platform
     store = platform.sessions.store
     rows = len(store)
-    profiles = codes(store.profile_codes)
-    profile_values = store.profiles.values
-    columns: dict[str, np.ndarray[Any, Any]] = {
-        "session_id": np.array(store.ids, dtype=object),
-        "org_id": _lookup([p[0] for p in profile_values], profiles),
-        "quality": _lookup([p[3] for p in profile_values], profiles),
-        "surface": _lookup([p[4] for p in profile_values], profiles),
-        "transport": np.array([t[1] for t in store.transports], dtype=object),
-        "status": _lookup(list(STATUSES), codes(store.status_codes, rows)),
-        "billable_seconds": codes(store.billable_seconds, rows).copy(),
-        "error_code": _lookup(store.reasons.values, codes(store.error_codes, rows)),
-        "end_reason": _lookup(store.reasons.values, codes(store.end_reason_codes, rows)),
-        "worker_id": _lookup(store.workers.values, codes(store.worker_codes, rows)),
+    numbers = {
+        "status": codes(store.status_codes, rows),  # converted, so a copy
+        "error": codes(store.error_codes, rows),
+        "billable_seconds": codes(store.billable_seconds, rows),
         "created_at": floats(store.created_at),
         "started_at": floats(store.started_at)[:rows],
         "first_frame_at": floats(store.first_frame_at)[:rows],
         "ended_at": floats(store.ended_at)[:rows],
     }
-    for name in ("error_code", "end_reason", "worker_id"):
-        column = columns[name]
-        column[column == ""] = None
     now = platform.clock.now
+    status_code = {status: code for code, status in enumerate(STATUSES)}
     for state in store.live_states():  # not terminal yet: their rows are not written
         row = state.number
-        columns["status"][row] = state.status
-        columns["billable_seconds"][row] = usage_of(state, now)
-        columns["worker_id"][row] = state.worker_id
+        numbers["status"][row] = status_code[state.status]
+        numbers["billable_seconds"][row] = usage_of(state, now)
         for name in ("started_at", "first_frame_at", "ended_at"):
             value = getattr(state, name)
-            columns[name][row] = math.nan if value is None else value
-    return columns
+            numbers[name][row] = math.nan if value is None else value
+    return numbers
 
 
-def _sessions(raw: RawRun, columns: dict[str, np.ndarray[Any, Any]]) -> pd.DataFrame:
+def _sessions(raw: RawRun, numbers: dict[str, np.ndarray[Any, Any]]) -> pd.DataFrame:
     if raw.records == "summary":
         return _empty_sessions()
-    clock = raw.platform.clock
+    platform = raw.platform
+    clock = platform.clock
+    store = platform.sessions.store
+    rows = len(store)
     clients: dict[str, int] = {}
     planned: dict[str, float] = {}
     log = raw.pool.clients
@@ -232,33 +224,39 @@ def _sessions(raw: RawRun, columns: dict[str, np.ndarray[Any, Any]]) -> pd.DataF
             if code in session_kinds and resource:
                 clients[resource] = client
                 planned[resource] = length
-    ids = columns["session_id"]
-    fps = raw.platform.config.sessions.frames_per_second
-    billable = columns["billable_seconds"]
-    frame = pd.DataFrame(
+    ids = store.ids
+    profiles = codes(store.profile_codes)
+    profile_values = store.profiles.values
+    reasons = [reason or None for reason in store.reasons.values]  # "" is none
+    workers = _lookup([w or None for w in store.workers.values], codes(store.worker_codes, rows))
+    for state in store.live_states():
+        workers[state.number] = state.worker_id
+    organization, org_id = _org_columns(raw, [p[0] for p in profile_values], profiles)
+    fps = platform.config.sessions.frames_per_second
+    billable = numbers["billable_seconds"]
+    return pd.DataFrame(
         {
-            "session_id": strings(ids),
-            "organization": strings(_organization(raw, columns["org_id"])),
-            "org_id": strings(columns["org_id"]),
+            "session_id": _optional_strings(ids),
+            "organization": organization,
+            "org_id": org_id,
             "client": pd.array([clients.get(i) for i in ids], dtype="Int64"),
-            "quality": strings(columns["quality"]),
-            "surface": strings(columns["surface"]),
-            "transport": strings(columns["transport"]),
-            "status": strings(columns["status"]),
+            "quality": lookup([p[3] for p in profile_values], profiles),
+            "surface": lookup([p[4] for p in profile_values], profiles),
+            "transport": _optional_strings([t[1] for t in store.transports]),
+            "status": lookup(STATUSES, numbers["status"]),
             "billable_seconds": _ints(billable),
             "frames": _ints(billable * fps),
-            "error_code": strings(columns["error_code"]),
-            "end_reason": strings(columns["end_reason"]),
-            "worker_id": strings(columns["worker_id"]),
-            "created_at": times(clock, columns["created_at"]),
-            "started_at": times(clock, columns["started_at"]),
-            "first_frame_at": times(clock, columns["first_frame_at"]),
-            "ended_at": times(clock, columns["ended_at"]),
-            "wait_seconds": columns["started_at"] - columns["created_at"],
+            "error_code": lookup(reasons, numbers["error"]),
+            "end_reason": lookup(reasons, codes(store.end_reason_codes, rows)),
+            "worker_id": strings(workers),
+            "created_at": times(clock, numbers["created_at"]),
+            "started_at": times(clock, numbers["started_at"]),
+            "first_frame_at": times(clock, numbers["first_frame_at"]),
+            "ended_at": times(clock, numbers["ended_at"]),
+            "wait_seconds": numbers["started_at"] - numbers["created_at"],
             "planned_length": np.array([planned.get(i, math.nan) for i in ids], dtype=float),
         }
     )
-    return frame
 
 
 def _empty_sessions() -> pd.DataFrame:
@@ -567,8 +565,8 @@ def _intervals(raw: RawRun, columns: dict[str, np.ndarray[Any, Any]]) -> pd.Data
     final status (with their billable seconds)."""
     interval = raw.scenario.sample_every
     count = math.floor(raw.end / interval + 1e-9) + 1
-    status = columns["status"].astype(str)
-    error = columns["error_code"]
+    status = columns["status"]
+    no_capacity_code = raw.platform.sessions.store.reasons.find("no_capacity")
     created = _intervals_of(columns["created_at"], interval)
     placed_mask = ~np.isnan(columns["started_at"])
     placed = _intervals_of(columns["started_at"][placed_mask], interval)
@@ -601,9 +599,9 @@ def _intervals(raw: RawRun, columns: dict[str, np.ndarray[Any, Any]]) -> pd.Data
         }
     )
     for name in ("ended", "failed", "canceled"):
-        mask = finished & (status == name)
+        mask = finished & (status == STATUSES.index(name))
         frame[f"sessions_{name}"] = _ints(per(ended_at[mask]))
-    no_capacity = finished & (error == "no_capacity")
+    no_capacity = finished & (columns["error"] == no_capacity_code)
     frame["no_capacity"] = _ints(per(ended_at[no_capacity]))
     frame["billable_seconds"] = _ints(
         per(ended_at[finished], columns["billable_seconds"][finished].astype(float)).round()
@@ -665,49 +663,52 @@ def _arrivals(raw: RawRun) -> pd.DataFrame:
 
 
 def _ledger_daily(raw: RawRun) -> pd.DataFrame:
-    """Ledger rows per organization, UTC day, kind and billing surface (sums)."""
+    """Ledger rows per organization, UTC day, kind and billing surface (sums), sorted by those
+    (surfaces by name, none first).
+
+    Grouped on one integer key per row rather than a DataFrame of the rows: a pandas group-by
+    of a month's ledger (1.25 million rows at 1M sessions) held about 230 MB at once, a fifth of
+    the month's peak, to make a table of a few thousand rows.
+    """
     clock = raw.platform.clock
     ledger = raw.platform.billing.ledger
     count = len(ledger)
-    t = floats(ledger.times)
     day_start = clock.epoch.replace(hour=0, minute=0, second=0, microsecond=0)
     offset = (clock.epoch - day_start).total_seconds()
-    day = np.floor_divide(t + offset, 86_400).astype(np.int64)
+    day = np.floor_divide(floats(ledger.times) + offset, 86_400).astype(np.int64)
     surface_index = ATTRIBUTION.index("billing_surface")
-    surfaces = np.array([v[surface_index] or "" for v in ledger.attributions.values], dtype=object)
-    frame = pd.DataFrame(
-        {
-            "org": codes(ledger.org_codes),
-            "day": day,
-            "kind": codes(ledger.kinds),
-            "surface": surfaces[codes(ledger.attribution_codes)] if count else [],
-            "credits": codes(ledger.credits),
-            "billable_seconds": codes(ledger.billable_seconds),
-        }
-    )
-    grouped = (
-        frame.groupby(["org", "day", "kind", "surface"], sort=True)
-        .agg(
-            rows=("credits", "size"),
-            credits=("credits", "sum"),
-            billable_seconds=("billable_seconds", "sum"),
-        )
-        .reset_index()
-    )
-    org_ids = _lookup(ledger.orgs.values, grouped["org"].to_numpy())
-    days = pd.to_datetime(day_start) + pd.to_timedelta(grouped["day"].to_numpy(), unit="D")
-    surface = grouped["surface"].to_numpy(dtype=object)
-    surface[surface == ""] = None
+    attributions = ledger.attributions.values
+    names = sorted({v[surface_index] or "" for v in attributions} | {""})
+    rank = {name: i for i, name in enumerate(names)}
+    by_attribution = np.array([rank[v[surface_index] or ""] for v in attributions], dtype=np.int64)
+    surface = by_attribution[codes(ledger.attribution_codes)] if count else day
+    # One key per row, ordered as (organization, day, kind, surface) are.
+    sizes = (int(day.max()) + 1 if count else 1, len(ENTRY_KINDS), len(names))
+    key = codes(ledger.org_codes) * sizes[0] + day
+    key = (key * sizes[1] + codes(ledger.kinds)) * sizes[2] + surface
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    starts = np.flatnonzero(np.concatenate(([count > 0], key[1:] != key[:-1])))
+
+    def sums(column: array[int]) -> np.ndarray[Any, Any]:
+        return np.add.reduceat(codes(column)[order], starts) if count else codes(column)
+
+    first = key[starts]
+    first, surfaces = np.divmod(first, sizes[2])
+    first, kinds = np.divmod(first, sizes[1])
+    orgs, days = np.divmod(first, sizes[0])
+    dates = np.datetime64(day_start.date()) + days.astype("timedelta64[D]")
+    organization, org_id = _org_columns(raw, ledger.orgs.values, orgs)
     return pd.DataFrame(
         {
-            "organization": strings(_organization(raw, org_ids)),
-            "org_id": strings(org_ids),
-            "day": strings([d.strftime("%Y-%m-%d") for d in days]),
-            "kind": strings(_lookup(list(ENTRY_KINDS), grouped["kind"].to_numpy())),
-            "billing_surface": strings(surface),
-            "rows": _ints(grouped["rows"]),
-            "credits": _ints(grouped["credits"]),
-            "billable_seconds": _ints(grouped["billable_seconds"]),
+            "organization": organization,
+            "org_id": org_id,
+            "day": strings(np.datetime_as_string(dates, unit="D")),
+            "kind": lookup(ENTRY_KINDS, kinds),
+            "billing_surface": lookup([name or None for name in names], surfaces),
+            "rows": _ints(np.diff(np.append(starts, count))),
+            "credits": _ints(sums(ledger.credits)),
+            "billable_seconds": _ints(sums(ledger.billable_seconds)),
         }
     )
 
@@ -715,7 +716,7 @@ def _ledger_daily(raw: RawRun) -> pd.DataFrame:
 def collect(raw: RawRun) -> RunResult:
     """The tables of one raw run."""
     usage, usage_daily = _usage(raw)
-    columns = _session_columns(raw)
+    columns = _session_numbers(raw)
     return RunResult(
         scenario=raw.scenario.name,
         seed=raw.seed,

@@ -179,3 +179,27 @@ def test_columns_built_in_arrow_equal_the_general_conversion() -> None:
     texts = ['{"a":1}', "", "żółw ☃", '{"b":[null,2.5]}'] * 3
     pd.testing.assert_series_equal(text_column(iter(texts)), strings(texts))
     pd.testing.assert_series_equal(text_column(iter([])), strings([]))
+
+
+@pytest.mark.req("NB-2", "PERF-3")
+def test_ledger_daily_grouped_on_integer_keys_equals_a_group_by_of_the_rows(
+    results: dict[str, Any],
+) -> None:
+    """``ledger_daily`` (grouped on one integer key per row) is the pandas group-by of the
+    ledger table by organization, UTC day, kind and billing surface."""
+    full = results["full"]
+    keys = ["org_id", "day", "kind", "billing_surface"]
+    rows = full.ledger.assign(day=full.ledger["at"].dt.strftime("%Y-%m-%d"))
+    general = (
+        rows.groupby(keys, dropna=False)
+        .agg(
+            rows=("credits", "size"),
+            credits=("credits", "sum"),
+            billable_seconds=("billable_seconds", "sum"),
+        )
+        .reset_index()
+        .sort_values(keys, ignore_index=True)
+    )
+    daily = full.ledger_daily.drop(columns="organization").sort_values(keys, ignore_index=True)
+    assert len(daily) > 1 and daily["billing_surface"].isna().any()
+    pd.testing.assert_frame_equal(daily, general[daily.columns], check_dtype=False)
