@@ -6,7 +6,8 @@ them into tables is a pure function of those records. Notebooks and sweeps read 
 tables, never live simulator objects.
 
 The records are columns of raw values, and the tables are built from them in bulk (NumPy arrays,
-interned codes mapped once, ids and times converted vectorized), never row by row.
+interned codes mapped once, ids and times converted vectorized, string columns written straight
+into Arrow without a Python object per row), never row by row.
 
 What a run keeps depends on its records level (``harness.runner.engine.RECORDS``): at ``full``
 every table has its rows; at ``sessions`` the event log is not kept (``events`` is empty); at
@@ -186,9 +187,9 @@ def _session_numbers(raw: RawRun) -> dict[str, np.ndarray[Any, Any]]:
     store = platform.sessions.store
     rows = len(store)
     numbers = {
-        "status": codes(store.status_codes, rows),  # converted, so a copy
+        "status": codes(store.status_codes, rows).copy(),  # patched below: never the store's
         "error": codes(store.error_codes, rows),
-        "billable_seconds": codes(store.billable_seconds, rows),
+        "billable_seconds": codes(store.billable_seconds, rows).copy(),
         "created_at": floats(store.created_at),
         "started_at": floats(store.started_at)[:rows],
         "first_frame_at": floats(store.first_frame_at)[:rows],
