@@ -2,9 +2,10 @@
 
 Why through the facade: the demo is the project's showcase, so its traffic takes the road a
 customer's takes, every create, end and run an HTTP request to the in-process app
-(``harness.runner.door.HttpDoor``), while the records and tables are the runner's own, the same
-``RunResult`` a sweep gets. The report is Markdown that embeds PNG figures (``harness.figures``)
-and links the Parquet file of every table; the same scenario and seed give the same bytes.
+(``harness.runner.http_door.HttpDoor``), while the records and tables are the runner's own, the
+same ``RunResult`` a sweep gets. The report is Markdown that embeds PNG figures
+(``harness.figures``) and links the Parquet file of every table; the same scenario and seed give
+the same bytes.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from harness.figures import (
     startup_waits,
 )
 from harness.runner import simulate
-from harness.runner.door import HttpDoor
+from harness.runner.http_door import HttpDoor
 from harness.runner.metrics import METRICS, format_value, summarize
 from harness.scenarios import Scenario
 from sim.platform import Platform

@@ -1,62 +1,94 @@
-"""Arrival instants of a scenario's processes, drawn up front from seeded streams.
+"""Arrival instants of a scenario's processes, drawn lazily from seeded streams.
 
-Why up front: an arrival process is independent of what the service answers, so its instants can
-be drawn before the simulation runs. One dispatcher then walks the merged list, which costs one
-event per arrival and nothing per idle hour, and the draws of one process never depend on how
-the others interleave.
+Why from a stream of their own: an arrival process is independent of what the service answers,
+so its instants depend only on its stream; one dispatcher walks the sources merged in time
+order, which costs one event per arrival and nothing per idle hour, and the draws of one process
+never depend on how the others interleave.
+
+Why lazily: drawing a month's instants up front kept a tuple per arrival (about 150 MB for a
+million); a generator per source keeps one pending instant each and draws exactly the same
+values, since nothing else draws from its stream. ``arrival_times`` and ``poisson_times`` give
+the same instants as lists.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 import random
+from collections.abc import Iterable, Iterator
 from datetime import datetime
+from itertools import repeat
+from operator import itemgetter
+from typing import TypeVar
 
 from harness.scenarios.model import Arrival, Burst, Diurnal, Poisson
 
-__all__ = ["arrival_times", "poisson_times"]
+__all__ = ["arrival_instants", "arrival_times", "merged", "poisson_instants", "poisson_times"]
 
 HOUR = 3600.0
+T = TypeVar("T")
+
+
+def poisson_instants(
+    rate_per_hour: float, start: float, end: float, rng: random.Random
+) -> Iterator[float]:
+    """Instants of a Poisson process of ``rate_per_hour`` in ``[start, end)``, in order."""
+    if rate_per_hour <= 0:
+        return
+    rate = rate_per_hour / HOUR
+    t = start + rng.expovariate(rate)
+    while t < end:
+        yield t
+        t += rng.expovariate(rate)
+
+
+def _diurnal(
+    arrival: Diurnal, duration: float, epoch: datetime, rng: random.Random
+) -> Iterator[float]:
+    # A Poisson process is memoryless, so a piecewise-constant rate is exactly a restart at each
+    # hour boundary with the new rate.
+    offset = epoch.hour * HOUR + epoch.minute * 60 + epoch.second
+    for hour in range(math.ceil(duration / HOUR)):
+        start = hour * HOUR
+        factor = arrival.profile[int((offset + start) // HOUR) % 24]
+        rate = arrival.base_rate_per_hour * factor
+        yield from poisson_instants(rate, start, min(start + HOUR, duration), rng)
+
+
+def arrival_instants(
+    arrival: Arrival, duration: float, epoch: datetime, rng: random.Random
+) -> Iterator[float]:
+    """The instants in ``[0, duration)`` at which ``arrival`` brings a client, in order."""
+    if isinstance(arrival, Poisson):
+        end = duration if arrival.end is None else min(arrival.end, duration)
+        return poisson_instants(arrival.rate_per_hour, arrival.start, end, rng)
+    if isinstance(arrival, Diurnal):
+        return _diurnal(arrival, duration, epoch, rng)
+    if isinstance(arrival, Burst):  # a flash crowd is drawn whole: its instants come unsorted
+        times = sorted(arrival.at + rng.uniform(0.0, arrival.within) for _ in range(arrival.count))
+        return iter([t for t in times if t < duration])
+    raise TypeError(f"unknown arrival {arrival!r}")  # pragma: no cover
 
 
 def poisson_times(
     rate_per_hour: float, start: float, end: float, rng: random.Random
 ) -> list[float]:
-    """Instants of a Poisson process of ``rate_per_hour`` in ``[start, end)``."""
-    times: list[float] = []
-    if rate_per_hour <= 0:
-        return times
-    rate = rate_per_hour / HOUR
-    t = start + rng.expovariate(rate)
-    while t < end:
-        times.append(t)
-        t += rng.expovariate(rate)
-    return times
-
-
-def _diurnal(arrival: Diurnal, duration: float, epoch: datetime, rng: random.Random) -> list[float]:
-    # A Poisson process is memoryless, so a piecewise-constant rate is exactly a restart at each
-    # hour boundary with the new rate.
-    offset = epoch.hour * HOUR + epoch.minute * 60 + epoch.second
-    times: list[float] = []
-    for hour in range(math.ceil(duration / HOUR)):
-        start = hour * HOUR
-        factor = arrival.profile[int((offset + start) // HOUR) % 24]
-        rate = arrival.base_rate_per_hour * factor
-        times += poisson_times(rate, start, min(start + HOUR, duration), rng)
-    return times
+    """``poisson_instants`` as a list."""
+    return list(poisson_instants(rate_per_hour, start, end, rng))
 
 
 def arrival_times(
     arrival: Arrival, duration: float, epoch: datetime, rng: random.Random
 ) -> list[float]:
-    """The sorted instants in ``[0, duration)`` at which ``arrival`` brings a client."""
-    if isinstance(arrival, Poisson):
-        end = duration if arrival.end is None else min(arrival.end, duration)
-        return poisson_times(arrival.rate_per_hour, arrival.start, end, rng)
-    if isinstance(arrival, Diurnal):
-        return _diurnal(arrival, duration, epoch, rng)
-    if isinstance(arrival, Burst):
-        times = sorted(arrival.at + rng.uniform(0.0, arrival.within) for _ in range(arrival.count))
-        return [t for t in times if t < duration]
-    raise TypeError(f"unknown arrival {arrival!r}")  # pragma: no cover
+    """``arrival_instants`` as a list."""
+    return list(arrival_instants(arrival, duration, epoch, rng))
+
+
+def merged(sources: Iterable[tuple[Iterator[float], T]]) -> Iterator[tuple[float, T]]:
+    """Every instant of every source as ``(instant, tag)``, in time order, ties in source order.
+
+    This is the order of sorting every arrival by (instant, source, sequence): each source is
+    already in time order and ``heapq.merge`` is stable.
+    """
+    return heapq.merge(*(zip(times, repeat(tag)) for times, tag in sources), key=itemgetter(0))

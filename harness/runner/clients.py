@@ -19,12 +19,12 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from itertools import accumulate
 from typing import Any
 
 import simpy
 
 from harness.runner.door import Door
+from harness.runner.picks import WeightedPick
 from harness.runner.records import CallLog, ClientLog, Tallies
 from harness.scenarios.model import RUN_MODELS, ClientBehaviour, RunMix, SessionProfile
 from sim.accounts import Caller
@@ -45,11 +45,6 @@ def _json(body: object) -> dict[str, Any]:
 
 _WATCHED = ("session.first_frame", "session.failed", "session.canceled", "session.ended")
 _HANG_UP = "hang_up"  # what wakes a client whose planned length has passed
-
-
-def _cumulative(weights: dict[str, float]) -> tuple[list[str], list[float]]:
-    """Choices and cumulative weights for ``Random.choices`` (the draws of ``weights=``)."""
-    return list(weights), list(accumulate(weights.values()))
 
 
 @dataclass(slots=True)
@@ -90,8 +85,10 @@ class ClientPool:
     calls: CallLog | None = None
     clients: ClientLog | None = None
     talk: TalkSpurts | None = None
-    # Bound once: (choices, cumulative weights) of qualities and surfaces, the length sampler.
-    mixes: tuple[tuple[list[str], list[float]], ...] = field(init=False)
+    # Bound once: the clock's environment, the quality and surface picks, the length sampler.
+    env: simpy.Environment = field(init=False)
+    quality: WeightedPick[str] = field(init=False)
+    surface: WeightedPick[str] = field(init=False)
     length: Sampler = field(init=False)
     _waiters: dict[str, simpy.Event] = field(default_factory=dict)
     _count: int = 0
@@ -132,12 +129,11 @@ class ClientPool:
         return pool
 
     def __post_init__(self) -> None:
-        self.mixes = (_cumulative(self.profile.quality), _cumulative(self.profile.surface))
-        self.length = sampler(self.profile.length, self.streams.length)
-
-    @property
-    def env(self) -> simpy.Environment:
-        return self.platform.clock.env
+        self.env = self.platform.clock.env
+        mix, profile = self.streams.mix, self.profile
+        self.quality = WeightedPick(list(profile.quality), list(profile.quality.values()), mix)
+        self.surface = WeightedPick(list(profile.surface), list(profile.surface.values()), mix)
+        self.length = sampler(profile.length, self.streams.length)
 
     # -- events: the webhook a real client would receive ------------------------------------
 
@@ -154,10 +150,8 @@ class ClientPool:
         return self._count
 
     def start_session_client(self, org: OrgHandle) -> None:
-        rng = self.streams.mix
-        qualities, surfaces = self.mixes
-        quality = rng.choices(qualities[0], cum_weights=qualities[1])[0]
-        surface = rng.choices(surfaces[0], cum_weights=surfaces[1])[0]
+        quality = self.quality()
+        surface = self.surface()
         length = self.length()
         self.env.process(self._session_client(self._next_client(), org, quality, surface, length))
 

@@ -16,17 +16,17 @@ gives the same simulation at every level.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
-from itertools import accumulate
 from typing import Any
 
 import simpy
 
-from harness.runner.arrivals import arrival_times, poisson_times
+from harness.runner.arrivals import arrival_instants, merged, poisson_instants
 from harness.runner.clients import ClientPool, OrgHandle
 from harness.runner.door import Door
 from harness.runner.faults import start_faults
+from harness.runner.picks import WeightedPick
 from harness.scenarios.model import Scenario
 from sim.config import HistoryConfig, SimConfig
 from sim.platform import Platform
@@ -85,36 +85,32 @@ def _organizations(
 
 def _schedule(
     scenario: Scenario, platform: Platform, orgs: tuple[OrgHandle, ...]
-) -> list[tuple[float, int, int, OrgHandle | None]]:
-    """Every arrival as (time, source index, sequence, fixed organization or None)."""
+) -> Iterator[tuple[float, OrgHandle | None]]:
+    """Every arrival as (time, fixed organization or None), in time order, drawn as it comes."""
     by_name = {o.name: o for o in orgs}
     epoch = platform.config.epoch
     stream = platform.kernel.streams.stream
-    plan: list[tuple[float, int, int, OrgHandle | None]] = []
-    for index, arrival in enumerate(scenario.arrivals):
-        times = arrival_times(
-            arrival, scenario.duration, epoch, stream(f"scenario.arrivals.{index}")
+    return merged(
+        (
+            arrival_instants(
+                arrival, scenario.duration, epoch, stream(f"scenario.arrivals.{index}")
+            ),
+            None if arrival.organization is None else by_name[arrival.organization],
         )
-        org = None if arrival.organization is None else by_name[arrival.organization]
-        plan += [(t, index, seq, org) for seq, t in enumerate(times)]
-    plan.sort(key=lambda item: (item[0], item[1], item[2]))
-    return plan
+        for index, arrival in enumerate(scenario.arrivals)
+    )
 
 
 def _dispatch(
     env: simpy.Environment,
     pool: ClientPool,
-    plan: list[tuple[float, int, int, OrgHandle | None]],
-    orgs: tuple[OrgHandle, ...],
-    weights: list[float],
+    plan: Iterator[tuple[float, OrgHandle | None]],
+    pick: WeightedPick[OrgHandle],
 ) -> Generator[simpy.Event, Any, None]:
-    pick = pool.streams.mix
-    cumulative = list(accumulate(weights))
-    for at, _index, _seq, org in plan:
+    for at, org in plan:
         if at > env.now:
             yield env.timeout(at - env.now)
-        chosen = org if org is not None else pick.choices(orgs, cum_weights=cumulative)[0]
-        pool.start_session_client(chosen)
+        pool.start_session_client(org if org is not None else pick())
 
 
 def _runs(
@@ -123,15 +119,17 @@ def _runs(
     stream = pool.platform.kernel.streams.stream
     weights = [o.weight for o in scenario.organizations]
     pick = stream("scenario.runs.mix")
-    plan: list[tuple[float, int, int]] = []
-    for index, mix in enumerate(scenario.runs):
-        times = poisson_times(
-            mix.rate_per_hour, 0.0, scenario.duration, stream(f"scenario.runs.{index}")
+    plan = merged(
+        (
+            poisson_instants(
+                mix.rate_per_hour, 0.0, scenario.duration, stream(f"scenario.runs.{i}")
+            ),
+            i,
         )
-        plan += [(t, index, seq) for seq, t in enumerate(times)]
-    plan.sort()
+        for i, mix in enumerate(scenario.runs)
+    )
     by_name = {o.name: o for o in orgs}
-    for at, index, _seq in plan:
+    for at, index in plan:
         if at > env.now:
             yield env.timeout(at - env.now)
         mix = scenario.runs[index]
@@ -195,8 +193,8 @@ def install(
         interval=scenario.sample_every,
     )
     start_faults(platform, scenario.faults)
-    weights = [o.weight for o in scenario.organizations]
-    env.process(_dispatch(env, pool, _schedule(scenario, platform, orgs), orgs, weights))
+    pick = WeightedPick(orgs, [o.weight for o in scenario.organizations], pool.streams.mix)
+    env.process(_dispatch(env, pool, _schedule(scenario, platform, orgs), pick))
     if scenario.runs:
         env.process(_runs(env, pool, scenario, orgs))
     return Installed(orgs, accounts, pool)

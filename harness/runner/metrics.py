@@ -21,8 +21,8 @@ from typing import Literal
 
 import pandas as pd
 
-from harness.collect import RunResult
-from sim.billing.ledger import ENTRY_KINDS, KIND_RULES
+from harness.collect import USAGE_KINDS, RunResult
+from harness.runner.aggregate_metrics import summarize_aggregates
 
 __all__ = [
     "METRICS",
@@ -32,9 +32,6 @@ __all__ = [
     "summarize",
     "summary_markdown",
 ]
-
-#: Ledger kinds that are customer usage (what ``GET /v1/usage`` sums).
-USAGE_KINDS: tuple[str, ...] = tuple(k for k in ENTRY_KINDS if KIND_RULES[k].usage)
 
 Kind = Literal["count", "proportion", "fraction", "seconds", "credits"]
 
@@ -116,7 +113,13 @@ def _within(times: pd.Series, window: tuple[float, float] | None) -> pd.Series:
 def summarize(result: RunResult, window: tuple[float, float] | None = None) -> dict[str, float]:
     """Every metric of ``METRICS`` for one run (NaN when undefined, e.g. no sessions), counting
     the clients that arrived within ``window`` (simulated seconds ``[start, end)``; default:
-    every client) and the samples and ledger rows of that window."""
+    every client) and the samples and ledger rows of that window.
+
+    A ``records: summary`` run has no per-row tables: its metrics come from the aggregates,
+    NaN where those do not determine them (``harness.runner.aggregate_metrics``)."""
+    if result.records == "summary":
+        values = summarize_aggregates(result, window)
+        return {name: values[name] for name in METRICS}
     clients = result.clients
     arrived = clients[_within(clients["t"], window)]
     members = set(arrived["client"].tolist())
@@ -184,11 +187,24 @@ def summary_markdown(result: RunResult, window: tuple[float, float] | None = Non
     for name, value in metrics.items():
         lines.append(f"| {name} | {format_value(name, value)} | {METRICS[name].unit} |")
     lines += ["", "## Sessions by final status", "", "| status | sessions |", "|---|---|"]
-    for status, count in result.sessions["status"].value_counts().sort_index().items():
+    for status, count in _statuses(result).items():
         lines.append(f"| {status} | {count:,} |")
-    refusals = result.api_calls[~result.api_calls["outcome"].isin(["ok", "replayed"])]
     lines += ["", "## Refused requests", "", "| operation | code | count |", "|---|---|---|"]
-    counts = refusals.groupby(["operation", "outcome"]).size().reset_index(name="count")
+    requests = result.requests[~result.requests["outcome"].isin(["ok", "replayed"])]
+    counts = requests.groupby(["operation", "outcome"])["requests"].sum().reset_index()
     for row in counts.itertuples(index=False):
-        lines.append(f"| {row.operation} | {row.outcome} | {row.count:,} |")
+        lines.append(f"| {row.operation} | {row.outcome} | {row.requests:,} |")
     return "\n".join(lines) + "\n"
+
+
+def _statuses(result: RunResult) -> dict[str, int]:
+    """Sessions by status at the end of the run; a summary run knows the finished ones by their
+    final status and counts the others together."""
+    if result.records != "summary":
+        counts = result.sessions["status"].value_counts().sort_index()
+        return {str(status): int(count) for status, count in counts.items()}
+    intervals = result.intervals
+    finished = {s: int(intervals[f"sessions_{s}"].sum()) for s in ("canceled", "ended", "failed")}
+    live = int(intervals["sessions_created"].sum()) - sum(finished.values())
+    statuses = {s: n for s, n in finished.items() if n}
+    return statuses | ({"not finished": live} if live else {})

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from harness.collect import AGGREGATES, TABLES, WAIT_EDGES, collect
-from harness.columns import epoch_ms, times, ulids
+from harness.columns import epoch_ms, lookup, strings, text_column, times, ulids
 from harness.runner import run_scenario, simulate
 from harness.scenarios import parse_scenario
 from sim.clock import Clock
@@ -166,3 +166,40 @@ def test_bulk_conversions_use_the_domains_arithmetic() -> None:
     low = np.array([b & (2**64 - 1) for b in bits], dtype=np.uint64)
     text = ulids(high, low, "evt_")
     assert list(text) == ["evt_" + format_ulid(int(m), b) for m, b in zip(stamp, bits, strict=True)]
+
+
+@pytest.mark.req("NB-2", "PERF-2")
+def test_columns_built_in_arrow_equal_the_general_conversion() -> None:
+    """The Arrow-built string columns (repeated values taken by code, texts written into one
+    buffer) are the column ``strings`` makes of the same Python values: dtype, values, missing."""
+    values = ["ok", None, "at_capacity", "żółw ☃", ""]
+    picked = np.array([0, 1, 2, 3, 4, 4, 0, 1], dtype=np.int64)
+    pd.testing.assert_series_equal(lookup(values, picked), strings([values[c] for c in picked]))
+    pd.testing.assert_series_equal(lookup(values, picked[:0]), strings([]))
+    texts = ['{"a":1}', "", "żółw ☃", '{"b":[null,2.5]}'] * 3
+    pd.testing.assert_series_equal(text_column(iter(texts)), strings(texts))
+    pd.testing.assert_series_equal(text_column(iter([])), strings([]))
+
+
+@pytest.mark.req("NB-2", "PERF-3")
+def test_ledger_daily_grouped_on_integer_keys_equals_a_group_by_of_the_rows(
+    results: dict[str, Any],
+) -> None:
+    """``ledger_daily`` (grouped on one integer key per row) is the pandas group-by of the
+    ledger table by organization, UTC day, kind and billing surface."""
+    full = results["full"]
+    keys = ["org_id", "day", "kind", "billing_surface"]
+    rows = full.ledger.assign(day=full.ledger["at"].dt.strftime("%Y-%m-%d"))
+    general = (
+        rows.groupby(keys, dropna=False)
+        .agg(
+            rows=("credits", "size"),
+            credits=("credits", "sum"),
+            billable_seconds=("billable_seconds", "sum"),
+        )
+        .reset_index()
+        .sort_values(keys, ignore_index=True)
+    )
+    daily = full.ledger_daily.drop(columns="organization").sort_values(keys, ignore_index=True)
+    assert len(daily) > 1 and daily["billing_surface"].isna().any()
+    pd.testing.assert_frame_equal(daily, general[daily.columns], check_dtype=False)

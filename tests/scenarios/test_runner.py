@@ -11,7 +11,7 @@ import pytest
 
 from harness.collect import TABLES, RunResult
 from harness.runner import run_scenario
-from harness.runner.arrivals import arrival_times
+from harness.runner.arrivals import arrival_instants, arrival_times, merged
 from harness.runner.metrics import METRICS, USAGE_KINDS, summarize, summary_markdown
 from harness.scenarios import parse_scenario
 from tests.scenarios.helpers import scenario, small
@@ -197,6 +197,37 @@ def test_diurnal_arrivals_follow_the_profile() -> None:
                           random.Random(1))  # fmt: skip
     assert times and all(int(t // 3600) % 24 == 9 for t in times)
     assert 20 < len(times) < 110  # two hours at 30/h
+
+
+@pytest.mark.req("NB-1", "SIM-2")
+def test_sources_drawn_lazily_and_merged_give_the_sorted_arrivals() -> None:
+    """The dispatcher's lazy merge is the order of drawing every source whole and sorting all
+    arrivals by (time, source, sequence), ties included (two bursts of identical instants)."""
+    import random
+
+    loaded = parse_scenario(
+        small(
+            duration="3h",
+            arrivals=[
+                {"kind": "poisson", "rate_per_hour": 40},
+                {"kind": "burst", "at": "1h", "count": 5, "within": 0},
+                {"kind": "diurnal", "base_rate_per_hour": 20, "profile": [1.0] * 24},
+                {"kind": "burst", "at": "1h", "count": 3, "within": 0},
+            ],
+        )
+    )  # fmt: skip
+    epoch, duration = loaded.sim_config().epoch, loaded.duration
+    whole = sorted(
+        (t, index, seq)
+        for index, arrival in enumerate(loaded.arrivals)
+        for seq, t in enumerate(arrival_times(arrival, duration, epoch, random.Random(index)))
+    )
+    lazy = merged(
+        (arrival_instants(arrival, duration, epoch, random.Random(index)), index)
+        for index, arrival in enumerate(loaded.arrivals)
+    )
+    assert [(t, index) for t, index, _seq in whole] == list(lazy)
+    assert len(whole) > 100 and sum(1 for t, _i, _s in whole if t == 3600.0) == 8
 
 
 @pytest.mark.req("NB-2")
