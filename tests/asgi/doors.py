@@ -20,6 +20,7 @@ from urllib.parse import quote, urlencode
 import httpx
 
 from harness.conformance.target import SyncASGITransport
+from sim.accounts import Caller
 from sim.asgi import create_app
 from sim.asgi.routes import Route
 from sim.config import SimConfig
@@ -76,6 +77,18 @@ def refusal_of(error: DomainError) -> Answer:
     return {"error": [error.type, error.code, error.param, error.message]}
 
 
+def call_answer(
+    platform: Platform, operation_id: str, caller: Caller | None, params: dict[str, Any]
+) -> Answer:
+    """What ``Platform.call`` answers: the body of a success, or the refusal as ``refusal_of``."""
+    try:
+        outcome = platform.call(operation_id, caller, params)
+    except DomainError as error:
+        return refusal_of(error)
+    assert isinstance(outcome.body, dict)
+    return outcome.body
+
+
 def answer_of(response: httpx.Response) -> Answer:
     """The body of a success, or the refusal in the same form as ``refusal_of``."""
     body = response.json()
@@ -115,12 +128,7 @@ class Doors:
             params["body"] = request.body
         if request.idempotency_key is not None:
             params["idempotency_key"] = request.idempotency_key
-        try:
-            outcome = platform.call(request.operation_id, caller, params)
-        except DomainError as error:
-            return refusal_of(error)
-        assert isinstance(outcome.body, dict)
-        return outcome.body
+        return call_answer(platform, request.operation_id, caller, params)
 
     def by_http(self, request: Request, org: int = 0) -> Answer:
         return answer_of(self.send(request, org))

@@ -30,9 +30,8 @@ from harness.conformance.target import SyncASGITransport
 from sim.asgi import create_app
 from sim.asgi.routes import Route
 from sim.config import LimitsConfig, SimConfig
-from sim.errors import DomainError
 from sim.platform import Platform
-from tests.asgi.doors import answer_of, refusal_of, url_of
+from tests.asgi.doors import answer_of, call_answer, url_of
 from tests.asgi.support import LIVEKIT
 
 
@@ -179,12 +178,7 @@ def _direct(platform: Platform, keys: list[str]) -> Driver:
             arguments["idempotency_key"] = call.idempotency_key
         if call.upload is not None:
             arguments.update(call.upload)
-        try:
-            outcome = platform.call(call.operation_id, caller, arguments)
-        except DomainError as error:
-            return refusal_of(error)
-        assert isinstance(outcome.body, dict)
-        return outcome.body
+        return call_answer(platform, call.operation_id, caller, arguments)
 
     return drive
 
