@@ -19,6 +19,8 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from sim.columns import Interner
+
 __all__ = ["CallLog", "CallRecord", "ClientLog", "ClientRecord", "Tallies"]
 
 _NAN = math.nan
@@ -76,8 +78,8 @@ class CallLog:
         self.retry_after = array("d")  # NaN: none
         self.delay = array("d")  # NaN: none
         # (operation, surface, organization, org_id, outcome, error_type): few combinations
-        self.kinds: list[tuple[str, str | None, str, str, str, str | None]] = []
-        self._kind_codes: dict[tuple[str, str | None, str, str, str, str | None], int] = {}
+        self._kinds: Interner[tuple[str, str | None, str, str, str, str | None]] = Interner()
+        self.kinds = self._kinds.values
         self.kind = array("I")
         self.idempotency_key: list[str | None] = []
         self.resource_id: list[str | None] = []
@@ -108,11 +110,7 @@ class CallLog:
         self.retry_after.append(_NAN if retry_after is None else retry_after)
         self.delay.append(_NAN if delay is None else delay)
         kind = (operation, surface, organization, org_id, outcome, error_type)
-        code = self._kind_codes.get(kind)
-        if code is None:
-            code = self._kind_codes[kind] = len(self.kinds)
-            self.kinds.append(kind)
-        self.kind.append(code)
+        self.kind.append(self._kinds.code(kind))
         self.idempotency_key.append(idempotency_key)
         self.resource_id.append(resource_id)
 
@@ -151,8 +149,8 @@ class ClientLog:
         self.planned_length = array("d")  # NaN: none
         self.attempts = array("I")
         # (kind, organization, surface, quality, model, final outcome): few combinations
-        self.kinds: list[tuple[str, str, str | None, str | None, str | None, str]] = []
-        self._kind_codes: dict[tuple[str, str, str | None, str | None, str | None, str], int] = {}
+        self._kinds: Interner[tuple[str, str, str | None, str | None, str | None, str]] = Interner()
+        self.kinds = self._kinds.values
         self.kind = array("I")
         self.resource_id: list[str | None] = []
 
@@ -177,11 +175,7 @@ class ClientLog:
         self.planned_length.append(_NAN if planned_length is None else planned_length)
         self.attempts.append(attempts)
         kinds = (kind, organization, surface, quality, model, final_outcome)
-        code = self._kind_codes.get(kinds)
-        if code is None:
-            code = self._kind_codes[kinds] = len(self.kinds)
-            self.kinds.append(kinds)
-        self.kind.append(code)
+        self.kind.append(self._kinds.code(kinds))
         self.resource_id.append(resource_id)
 
     def __getitem__(self, index: int) -> ClientRecord:
