@@ -51,7 +51,9 @@ class Clock:
 
     def __init__(self, epoch: datetime, env: simpy.Environment | None = None) -> None:
         self.epoch = epoch
-        self.env = env if env is not None else simpy.Environment()
+        # Started at 0.0, not SimPy's default 0: SimPy only ever adds delays to it, so ``env._now``
+        # stays a float and hot paths may read it without ``float(...)`` (``now`` is the API).
+        self.env = env if env is not None else simpy.Environment(initial_time=0.0)
         #: Simulated seconds of ``LAST_INSTANT``: every timestamp and id (ULIDs end in 10889)
         #: stays writable up to here, so the clock refuses to go further.
         self.horizon = (LAST_INSTANT - epoch).total_seconds()
@@ -126,6 +128,12 @@ class Clock:
         The value ``int(datetime.timestamp() * 1000)`` gives, computed without the datetime.
         """
         return int(self._unix_us(self.now if seconds is None else seconds) / 1_000_000 * 1000)
+
+    @property
+    def epoch_us(self) -> int:
+        """Microseconds of the epoch since the Unix epoch (for callers that inline ``epoch_ms``:
+        ``int((epoch_us + round(seconds * 1_000_000)) / 1_000_000 * 1000)``)."""
+        return self._epoch_us
 
     def unix_seconds(self, seconds: float | None = None) -> float:
         return self._unix_us(self.now if seconds is None else seconds) / 1_000_000

@@ -95,10 +95,10 @@ class EventLog:
     ) -> None:
         self.clock = clock
         self._ids = ids
+        self._draw = ids.draw
         self._journal = journal if journal is not None else Journal()
         self.keep = keep
         self.kinds: Interner[tuple[str, str]] = Interner()  # (type, organization) pairs
-        self._kind_code: dict[tuple[str, str], int] = {}
         # One value per event, in append order.
         self.kind_codes = array("I")
         self.times = array("d")
@@ -107,7 +107,9 @@ class EventLog:
         self.payloads: list[dict[str, Any] | tuple[Any, ...]] = []
         self._renderers: list[Renderer] = []
         self._subscribers: list[tuple[Subscriber, frozenset[str] | None, str | None]] = []
-        self._routes: list[tuple[Subscriber, ...] | None] = []  # by kind code
+        #: By (type, organization): its code in ``kinds`` and the subscribers that want it, found
+        #: with one lookup per event (forgotten when someone subscribes).
+        self._lanes: dict[tuple[str, str], tuple[int, tuple[Subscriber, ...]]] = {}
 
     # -- producers -------------------------------------------------------------------------
 
@@ -124,7 +126,7 @@ class EventLog:
         if subject is None:
             obj = payload.get("object")
             subject = obj.get("id") if isinstance(obj, dict) else None
-        bits = self._ids.draw()
+        bits = self._draw()
         now = self.clock.now
         event = Event(self, type_, org_id, now, subject, bits, payload)
         if self._journal.active:  # inside an operation: published once it succeeds
@@ -148,8 +150,14 @@ class EventLog:
 
         The renderer must depend only on ``values`` and on what never changes afterwards.
         """
-        bits = self._ids.draw()
-        payload = (renderer, *values)
+        self.emit_payload(type_, org_id, subject, (renderer, *values), now)
+
+    def emit_payload(
+        self, type_: str, org_id: str, subject: str, payload: tuple[Any, ...], now: float
+    ) -> None:
+        """``emit_values`` with the stored payload ``(renderer, *values)`` built by the caller
+        (the session events, five a session, build it in one step)."""
+        bits = self._draw()
         if self._journal.active:  # inside an operation: published once it succeeds
             self._journal.defer(lambda: self._deliver(type_, org_id, now, subject, bits, payload))
         else:
@@ -167,21 +175,16 @@ class EventLog:
     ) -> None:
         """Store the event (if the log keeps events) and call who wants it. The ``Event`` a
         subscriber receives is built only when one wants it (``emit`` passes its own)."""
-        key = (type_, org_id)
-        code = self._kind_code.get(key)
-        if code is None:
-            code = self.kinds.code(key)
-            self._kind_code[key] = code
+        lane = self._lanes.get((type_, org_id))
+        if lane is None:
+            lane = self._lane(type_, org_id)
+        code, route = lane
         if self.keep:
             self.kind_codes.append(code)
             self.times.append(now)
             self.bits.append(bits)
             self.subjects.append(subject)
             self.payloads.append(payload)
-        routes = self._routes
-        route = routes[code] if code < len(routes) else None
-        if route is None:
-            route = self._route(code, type_, org_id)
         if route:
             if event is None:
                 event = Event(self, type_, org_id, now, subject, bits, payload)
@@ -208,19 +211,16 @@ class EventLog:
         ``org_id`` (every organization when ``None``)."""
         wanted = None if types is None else frozenset(types)
         self._subscribers.append((subscriber, wanted, org_id))
-        self._routes = []
+        self._lanes = {}
 
-    def _route(self, code: int, type_: str, org_id: str) -> tuple[Subscriber, ...]:
+    def _lane(self, type_: str, org_id: str) -> tuple[int, tuple[Subscriber, ...]]:
         route = tuple(
             subscriber
             for subscriber, types, org in self._subscribers
             if (types is None or type_ in types) and (org is None or org == org_id)
         )
-        routes = self._routes
-        while len(routes) <= code:
-            routes.append(None)
-        routes[code] = route
-        return route
+        lane = self._lanes[(type_, org_id)] = (self.kinds.code((type_, org_id)), route)
+        return lane
 
     # -- reading ---------------------------------------------------------------------------
 

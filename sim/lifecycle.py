@@ -15,7 +15,7 @@ transition (the session is returned unchanged), so it has no row.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final, Literal
 
@@ -36,6 +36,7 @@ __all__ = [
     "Trigger",
     "allows",
     "is_terminal",
+    "move_code",
     "next_status",
     "transition",
 ]
@@ -75,6 +76,15 @@ NOT_STARTED: Final[frozenset[SessionStatus]] = frozenset({"created", "queued", "
 #: Non-terminal: what the concurrency caps count (GAP-LIM-4).
 ACTIVE: Final[frozenset[SessionStatus]] = frozenset(set(STATUSES) - TERMINAL)
 
+_STATUS_INDEX = {status: index for index, status in enumerate(STATUSES)}
+_TRIGGER_INDEX = {trigger: index for index, trigger in enumerate(TRIGGERS)}
+
+
+def move_code(trigger: Trigger, target: SessionStatus) -> int:
+    """A move (trigger and target status) packed in one small integer, as session histories
+    store it: ``divmod(code, len(STATUSES))`` gives back the two positions."""
+    return _TRIGGER_INDEX[trigger] * len(STATUSES) + _STATUS_INDEX[target]
+
 
 @dataclass(frozen=True, slots=True)
 class SessionTransition:
@@ -91,6 +101,14 @@ class SessionTransition:
     event: str | None  # the event the service emits when it takes the row
     end_reason: str | None = None
     error_code: str | None = None
+    #: Derived once, read on every move: the move as a session's history stores it
+    #: (``move_code``), and whether the row ends the session.
+    code: int = field(init=False, repr=False, compare=False)
+    terminal: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "code", move_code(self.trigger, self.target))
+        object.__setattr__(self, "terminal", self.target in TERMINAL)
 
 
 _NO_CAPACITY, _WORKER_LOST, _CLIENT = "no_capacity", "worker_lost", "client_request"

@@ -8,14 +8,17 @@ final ``session.usage`` event); runs reserve, settle and release through ``RunCh
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 __all__ = ["AvatarLookup", "BillingPort", "RunCharge", "SessionUsage"]
 
 
-@dataclass(frozen=True, slots=True)
-class SessionUsage:
-    """The final, canonical usage of one session; charged exactly once per ``session_id``."""
+class SessionUsage(NamedTuple):
+    """The final, canonical usage of one session; charged exactly once per ``session_id``.
+
+    A named tuple, immutable like the frozen dataclass it was, but built for a fraction of the
+    cost (a frozen dataclass sets each field through ``object.__setattr__``): every session that
+    ran builds one when it ends. Build it positionally on hot paths."""
 
     session_id: str
     org_id: str

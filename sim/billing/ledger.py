@@ -39,6 +39,7 @@ __all__ = [
     "Ledger",
     "LedgerEntry",
     "Pool",
+    "TariffLine",
     "attribute",
     "check_row",
 ]
@@ -189,6 +190,7 @@ ATTRIBUTION: tuple[str, ...] = (
 )
 _KIND_CODE = {kind: code for code, kind in enumerate(ENTRY_KINDS)}
 _HOLD, _UNHOLD = _KIND_CODE["reservation"], (_KIND_CODE["settlement"], _KIND_CODE["release"])
+_CHARGE = _KIND_CODE["charge"]
 
 Attribution = tuple[str | None, ...]
 NO_ATTRIBUTION: Attribution = (None,) * len(ATTRIBUTION)
@@ -221,28 +223,26 @@ def attribute(
 
 
 class _Org:
-    """One organization's rows (append order and time order) and its running totals."""
+    """One organization's rows (append order and time order), its code in the ledger's ``orgs``
+    and its running totals."""
 
-    __slots__ = ("by_time", "granted", "held", "included", "rollover", "rows", "times")
+    __slots__ = ("by_time", "code", "granted", "held", "included", "rollover", "rows", "times")
 
-    def __init__(self) -> None:
+    def __init__(self, code: int) -> None:
+        self.code = code
         self.rows = array("I")  # append order
         self.times = array("d")  # sorted
         self.by_time = array("I")  # rows in time order; ties keep append order
         self.rollover = self.included = self.granted = self.held = 0
 
-    def add(self, row: int, at: float) -> None:
-        self.rows.append(row)
-        if not self.times or at >= self.times[-1]:
-            self.times.append(at)
-            self.by_time.append(row)
-            return
+    def insert(self, row: int, at: float) -> None:
+        """File ``row`` (already in ``rows``) in time order when it is dated before the newest."""
         position = bisect_right(self.times, at)
         self.times.insert(position, at)
         self.by_time.insert(position, row)
 
     def remove_last(self, row: int, at: float) -> None:
-        """Undo ``add(row, at)`` of the newest row (it sits after every row of its time)."""
+        """Undo the filing of the newest row (it sits after every row of its time)."""
         self.rows.pop()
         position = bisect_right(self.times, at) - 1
         while self.by_time[position] != row:  # rows of the same time, newest last
@@ -251,9 +251,17 @@ class _Org:
         del self.by_time[position]
 
 
+#: One row of a session's tariff: (credits per billable second, internal, whether the row carries
+#: the session's billable seconds, attribution). ``Ledger.charge_session`` writes one row each.
+TariffLine = tuple[int, bool, bool, Attribution]
+
+_LOW_64 = 0xFFFF_FFFF_FFFF_FFFF
+
+
 class Ledger:
     """The append-only store; ``append`` (or ``record``) is the only way in, nothing is ever
-    changed, and only a failed operation's own last row is ever removed (``retract``)."""
+    changed, and only a failed operation's own last row is ever removed (``retract``).
+    ``charge_session`` is ``append`` for the rows of one finished session, in one call."""
 
     def __init__(self, ids: IdFactory) -> None:
         self._ids = ids
@@ -298,11 +306,88 @@ class Ledger:
         """Append one row; returns its position. ``attribution`` is in ``ATTRIBUTION`` order
         (``attribute(...)`` builds it by name)."""
         check_row(kind, credits, (rollover_delta, included_delta, granted_delta), billable_seconds)
+        return self._write(
+            _KIND_CODE[kind],
+            self._org(org_id),
+            at,
+            credits,
+            rollover_delta,
+            included_delta,
+            granted_delta,
+            session_id,
+            run_id,
+            internal,
+            billable_seconds,
+            attribution,
+        )
+
+    def charge_session(
+        self, org_id: str, at: float, session_id: str, seconds: int, tariff: Sequence[TariffLine]
+    ) -> tuple[int, int]:
+        """Append the ``charge`` rows of one finished session of ``seconds`` billable seconds,
+        one per ``tariff`` line; returns the organization's balance before and after them.
+
+        Each row takes what the pools can cover, rollover first, then included, then granted,
+        and never credits held for runs: the deltas ``split_debit`` gives for the running totals
+        (``sim.billing.balances``), computed here in place, and without ``check_row``, which such
+        rows meet by construction. A test holds this to ``append`` of those deltas, row for row.
+        Every session that ran is charged, so this is one call for all its rows instead of a
+        totals read, a split and a keyword-heavy append for each.
+        """
+        org = self._org(org_id)
+        before = org.rollover + org.included + org.granted
+        for per_second, internal, carries, attribution in tariff:
+            credits = seconds * per_second
+            rollover, included, granted = org.rollover, org.included, org.granted
+            remaining = max(0, min(credits, rollover + included + granted - org.held))
+            from_rollover = min(remaining, max(0, rollover))
+            remaining -= from_rollover
+            from_included = min(remaining, max(0, included))
+            from_granted = min(remaining - from_included, max(0, granted))
+            self._write(
+                _CHARGE,
+                org,
+                at,
+                credits,
+                -from_rollover,
+                -from_included,
+                -from_granted,
+                session_id,
+                None,
+                internal,
+                seconds if carries else 0,
+                attribution,
+            )
+        return before, org.rollover + org.included + org.granted
+
+    def _org(self, org_id: str) -> _Org:
+        org = self._by_org.get(org_id)
+        if org is None:
+            org = self._by_org[org_id] = _Org(self.orgs.code(org_id))
+        return org
+
+    def _write(
+        self,
+        code: int,
+        org: _Org,
+        at: float,
+        credits: int,
+        rollover_delta: int,
+        included_delta: int,
+        granted_delta: int,
+        session_id: str | None,
+        run_id: str | None,
+        internal: bool,
+        billable_seconds: int,
+        attribution: Attribution,
+    ) -> int:
+        """Write one checked row to the columns, the indexes and the running totals."""
         row = len(self.times)
-        self.ulids.append(self._ids.value())
-        code = _KIND_CODE[kind]
+        ulid = self._ids.value()
+        self.ulids.high.append(ulid >> 64)  # ``Ulids.append``, inlined
+        self.ulids.low.append(ulid & _LOW_64)
         self.kinds.append(code)
-        self.org_codes.append(self.orgs.code(org_id))
+        self.org_codes.append(org.code)
         self.times.append(at)
         self.credits.append(credits)
         self.rollover_deltas.append(rollover_delta)
@@ -313,10 +398,13 @@ class Ledger:
         self.internal.append(internal)
         self.billable_seconds.append(billable_seconds)
         self.attribution_codes.append(self.attributions.code(attribution))
-        org = self._by_org.get(org_id)
-        if org is None:
-            org = self._by_org[org_id] = _Org()
-        org.add(row, at)
+        org.rows.append(row)
+        times = org.times
+        if not times or at >= times[-1]:
+            times.append(at)
+            org.by_time.append(row)
+        else:
+            org.insert(row, at)
         org.rollover += rollover_delta
         org.included += included_delta
         org.granted += granted_delta

@@ -1,26 +1,23 @@
 """Metering: what a finished session costs, and how charges are named (GAP-BILL-1, GAP-USAGE-1).
 
 Why pure functions over the config: the price of a session is a function of its canonical usage
-(``SessionUsage``) and of ``BillingConfig`` alone, so a scenario that changes a price or a
-multiplier changes the bill and nothing else has to know. A session becomes one or two charge
-lines: the realtime avatar (``session.realtime``, attributed to no model) and, for surfaces where
-the platform manages speech, the internal speech model (``session.speech``). Internal models are
-excluded from ``by_model`` but counted everywhere else.
+(``SessionUsage``: its kind and billable seconds) and of ``BillingConfig`` alone, so a scenario
+that changes a price or a multiplier changes the bill and nothing else has to know. A session
+becomes one or two charge lines: the realtime avatar (``session.realtime``, attributed to no
+model) and, for surfaces where the platform manages speech, the internal speech model
+(``session.speech``). Internal models are excluded from ``by_model`` but counted everywhere else.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
+from sim.billing.ledger import TariffLine, attribute
 from sim.config import BillingConfig
-from sim.ports import SessionUsage
 
 __all__ = [
     "SESSION_REALTIME_OPERATION",
     "SESSION_SPEECH_OPERATION",
-    "SessionChargeLine",
     "run_operation",
-    "session_charge_lines",
+    "session_tariff",
     "speech_billing_mode",
 ]
 
@@ -40,42 +37,53 @@ def run_operation(model: str, operation: str) -> str:
     return f"run.{model}.{operation}"
 
 
-class SessionChargeLine(NamedTuple):
-    operation: str
-    credits: int
-    model: str | None
-    internal: bool
-    billable_seconds: int  # only the realtime line carries the session's seconds
+def session_tariff(
+    config: BillingConfig, quality: str, billing_surface: str, embed_id: str | None, avatar_id: str
+) -> tuple[TariffLine, ...]:
+    """The charge lines of a session of this kind, per billable second, each with its
+    attribution: the realtime line (carrying the session's seconds) and, where the platform
+    manages speech, the internal speech line. ``Ledger.charge_session`` writes one row each.
 
-
-def session_charge_lines(config: BillingConfig, usage: SessionUsage) -> list[SessionChargeLine]:
-    """The charge lines of one finished session; empty when nothing was billable."""
-    seconds = usage.billable_seconds
-    if seconds <= 0:
-        return []
+    Sessions of the same kind share it, so ``Billing`` keeps it per kind instead of pricing and
+    attributing every finished session again."""
     try:
-        multiplier = config.quality_multipliers[usage.quality]
+        multiplier = config.quality_multipliers[quality]
     except KeyError:
-        raise ValueError(f"no quality multiplier for {usage.quality!r}") from None
-    # Positional (operation, credits, model, internal, billable_seconds): a NamedTuple built by
-    # keyword costs several times more, and every finished session builds one or two.
-    lines = [
-        SessionChargeLine(
-            SESSION_REALTIME_OPERATION,
-            seconds * config.session_credits_per_second * multiplier,
-            None,
+        raise ValueError(f"no quality multiplier for {quality!r}") from None
+    mode = speech_billing_mode(config, billing_surface)
+    version = config.session_pricing_version
+    lines: list[TariffLine] = [
+        (
+            config.session_credits_per_second * multiplier,
             False,
-            seconds,
+            True,
+            attribute(
+                billing_surface=billing_surface,
+                quality=quality,
+                speech_billing_mode=mode,
+                embed_id=embed_id,
+                avatar_id=avatar_id,
+                operation=SESSION_REALTIME_OPERATION,
+                pricing_version=version,
+            ),
         )
     ]
-    if speech_billing_mode(config, usage.billing_surface) == "platform_managed":
+    if mode == "platform_managed":
         lines.append(
-            SessionChargeLine(
-                SESSION_SPEECH_OPERATION,
-                seconds * config.platform_speech_credits_per_second,
-                config.platform_speech_model,
+            (
+                config.platform_speech_credits_per_second,
                 True,
-                0,
+                False,
+                attribute(
+                    model=config.platform_speech_model,
+                    billing_surface=billing_surface,
+                    quality=quality,
+                    speech_billing_mode=mode,
+                    embed_id=embed_id,
+                    avatar_id=avatar_id,
+                    operation=SESSION_SPEECH_OPERATION,
+                    pricing_version=version,
+                ),
             )
         )
-    return lines
+    return tuple(lines)

@@ -21,10 +21,10 @@ from typing import Any
 import simpy
 
 from sim.accounts import AccountRegistry
-from sim.billing.balances import Balances, debit_split, split_debit
-from sim.billing.ledger import Ledger, LedgerEntry, attribute
+from sim.billing.balances import Balances, debit_split
+from sim.billing.ledger import Ledger, LedgerEntry, TariffLine, attribute
 from sim.billing.periods import Month
-from sim.billing.pricing import run_operation, session_charge_lines, speech_billing_mode
+from sim.billing.pricing import run_operation, session_tariff, speech_billing_mode
 from sim.billing.quota import Quota, is_low
 from sim.billing.usage import parse_window, summarize
 from sim.config import PlanConfig
@@ -40,6 +40,7 @@ LOW_BALANCE_EVENT = "billing.low_balance"
 SIGNUP_NOTE = "signup_grant"
 INCLUDED_NOTE = "included_credits"
 _SIGNUP, _INCLUDED = attribute(note=SIGNUP_NOTE), attribute(note=INCLUDED_NOTE)
+_TARIFFS_KEPT = 4096
 
 
 class Billing:
@@ -56,6 +57,13 @@ class Billing:
         self._included: dict[str, int] = {}  # included credits granted for the open period
         self._opened_plan: dict[str, str] = {}
         self._process: simpy.Process | None = None
+        self._env = kernel.clock.env
+        # Session tariffs by (quality, surface, embed, avatar): a bounded cache of pure values.
+        self._tariffs: dict[tuple[str, str, str | None, str], tuple[TariffLine, ...]] = {}
+        #: No plan calls a balance at or above this low (``_after_debit`` need not look).
+        self._highest_low_balance = max(
+            plan.low_balance_threshold_credits for plan in self._config.plans
+        )
 
     # -- BillingPort ---------------------------------------------------------------------------
 
@@ -77,48 +85,35 @@ class Billing:
             )
 
     def charge_session(self, usage: SessionUsage) -> None:
-        """Charge a finished session once, from its canonical usage (GAP-SES-3, GAP-BILL-1)."""
+        """Charge a finished session once, from its canonical usage (GAP-SES-3, GAP-BILL-1).
+
+        Its rows come from the tariff of its kind (kept per kind: ``session_tariff``) and are
+        written by one ``Ledger.charge_session``; the low-balance check looks at the plan only
+        when the balance fell below the highest threshold any plan has."""
         org_id = usage.org_id
-        self._account(org_id)
-        if self.ledger.has_session(usage.session_id):
+        now = self._env._now
+        end = self._period_end.get(org_id)
+        if end is None or end <= now:  # ``_account``'s question, asked in place
+            self._account(org_id)
+        ledger = self.ledger
+        if ledger.has_session(usage.session_id):
             return  # a replayed usage event: already charged
-        if usage.ended_at > self._clock.now:
+        if usage.ended_at > now:
             raise ValueError("a session is charged when it ends, not before")
-        lines = session_charge_lines(self._config, usage)
-        if not lines:
+        seconds = usage.billable_seconds
+        if seconds <= 0:
             return
-        mode = speech_billing_mode(self._config, usage.billing_surface)
-        totals = self.ledger.totals
-        before = sum(totals(org_id)[:3])
-        for line in lines:
-            rollover, included, granted, held = totals(org_id)
-            balance = rollover + included + granted
-            deltas = split_debit(
-                (rollover, included, granted), line.credits, coverable=balance - held
-            )
-            self.ledger.append(
-                "charge",
-                org_id,
-                usage.ended_at,
-                line.credits,
-                rollover_delta=deltas[0],
-                included_delta=deltas[1],
-                granted_delta=deltas[2],
-                session_id=usage.session_id,
-                internal=line.internal,
-                billable_seconds=line.billable_seconds,
-                attribution=attribute(
-                    model=line.model,
-                    billing_surface=usage.billing_surface,
-                    quality=usage.quality,
-                    speech_billing_mode=mode,
-                    embed_id=usage.embed_id,
-                    avatar_id=usage.avatar_id,
-                    operation=line.operation,
-                    pricing_version=self._config.session_pricing_version,
-                ),
-            )
-        self._after_debit(org_id, before)
+        kind = (usage.quality, usage.billing_surface, usage.embed_id, usage.avatar_id)
+        tariff = self._tariffs.get(kind)
+        if tariff is None:
+            if len(self._tariffs) >= _TARIFFS_KEPT:
+                self._tariffs.clear()
+            tariff = self._tariffs[kind] = session_tariff(self._config, *kind)
+        before, after = ledger.charge_session(
+            org_id, usage.ended_at, usage.session_id, seconds, tariff
+        )
+        if after < self._highest_low_balance:
+            self._after_debit(org_id, before)
 
     def ensure_can_reserve(self, org_id: str, credits: int) -> None:
         """Refuse (402) a run whose ``credits`` the available balance cannot hold."""

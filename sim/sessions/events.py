@@ -66,6 +66,7 @@ class SessionEvents:
         rpc: str,
     ) -> None:
         self._log = log
+        self._emit = log.emit_payload
         self._store = store
         self._clock = clock
         self._fps = frames_per_second
@@ -83,12 +84,11 @@ class SessionEvents:
         seconds = state.final_billable_seconds
         if seconds is None:
             seconds = 0 if state.heartbeats is None else state.heartbeats.usage_seconds(now)
-        self._log.emit_values(
+        self._emit(
             type_,
             state.org_id,
             state.id,
-            self.handles[type_],
-            (state.number, state.status, seconds, value),
+            (self.handles[type_], state.number, state.status, seconds, value),
             now,
         )
 

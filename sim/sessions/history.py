@@ -11,13 +11,11 @@ from __future__ import annotations
 
 from array import array
 
-from sim.lifecycle import STATUSES, TRIGGERS, SessionStatus, Trigger
+from sim.lifecycle import STATUSES, TRIGGERS, SessionStatus, Trigger, move_code
 from sim.sessions.records import SessionState, Transition
 
 __all__ = ["TransitionLog"]
 
-_STATUS_CODE = {status: code for code, status in enumerate(STATUSES)}
-_TRIGGER_CODE = {trigger: code for code, trigger in enumerate(TRIGGERS)}
 _STATUS_COUNT = len(STATUSES)
 _GROW = 4096
 
@@ -26,16 +24,20 @@ class TransitionLog:
     def __init__(self, *, keep: bool = True) -> None:
         self.keep = keep
         self.times = array("d")
-        self.moves = array("B")  # trigger * len(STATUSES) + target
+        self.moves = array("B")  # ``move_code``: trigger * len(STATUSES) + target
         self._first = array("I")  # by session row: its first transition in the columns
         self._count = array("B")  # by session row: how many (0 until it is finished)
 
     def append(
         self, state: SessionState, at: float, trigger: Trigger, target: SessionStatus
     ) -> None:
+        self.record(state, at, move_code(trigger, target))
+
+    def record(self, state: SessionState, at: float, code: int) -> None:
+        """``append`` of a move already packed (``SessionTransition.code``)."""
         if self.keep:
             state.move_times.append(at)
-            state.move_codes.append(_TRIGGER_CODE[trigger] * _STATUS_COUNT + _STATUS_CODE[target])
+            state.move_codes.append(code)
 
     def close(self, state: SessionState) -> None:
         """Write a finished session's transitions to the columns."""

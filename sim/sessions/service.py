@@ -30,7 +30,7 @@ from sim.config import BILLING_SURFACES
 from sim.errors import NotFound, Unprocessable
 from sim.journal import Prepared
 from sim.kernel import Kernel
-from sim.lifecycle import ROWS, STATUSES, TERMINAL, SessionTransition, Trigger, transition
+from sim.lifecycle import ROWS, STATUSES, SessionTransition, Trigger, transition
 from sim.pagination import paginate
 from sim.ports import AvatarLookup, BillingPort, SessionUsage
 from sim.sessions.audio import AudioKind, AudioTrack, TalkSpurts
@@ -59,8 +59,8 @@ from sim.sessions.worker import SessionRuntime
 
 __all__ = ["BILLING_SURFACES", "SessionService"]
 
-#: The status a session is created in: the table's row for ``create``, read once.
-_CREATED = transition(None, "create").target
+#: The table's row for ``create`` (into the status a session is created in), read once.
+_CREATE = transition(None, "create")
 
 
 class SessionService:
@@ -74,12 +74,16 @@ class SessionService:
         self._kernel = kernel
         self._config = kernel.config
         self._clock = kernel.clock
+        # The simulated time, read where it is needed many times a session: ``env._now`` is what
+        # ``Clock.now`` returns, without the property (the clock keeps it a float).
+        self._env = kernel.clock.env
         self._fps = kernel.config.sessions.frames_per_second
         self._accounts = accounts
         self._billing = billing
         self._avatars = avatars
         self._store = SessionStore()
         self._history = TransitionLog(keep=kernel.config.history.transitions)
+        self._keep_moves = self._history.keep
         self._relays: dict[str, RelayCredentials] = {}
         self._caps = ConcurrencyCaps(self._config.limits.concurrent_sessions_per_key)
         fault_state = FaultState(kernel.streams.stream("faults"))
@@ -236,7 +240,7 @@ class SessionService:
         if state.status in ("queued", "starting"):
             if state.status == "queued":
                 self._scheduler.withdraw(state.id)
-            self._finish(state, "end")
+            self._finish(state, "end", self._env._now)
         elif state.status == "running":
             now = self._clock.now
             row = self._move(state, "end", now)
@@ -396,7 +400,7 @@ class SessionService:
         org_id = caller.org_id
         journal = self._kernel.journal
         plan = self._config.billing.plan(self._accounts.organization(org_id).plan_key)
-        now = self._clock.now
+        now = self._env._now
         state = SessionState(
             id=self._kernel.ids.new("session"),
             number=self._store.next_row(),
@@ -417,7 +421,7 @@ class SessionService:
             resets_on_silence=resets_on_silence,
             created_at=now,
         )
-        self._history.append(state, now, "create", _CREATED)
+        self._history.record(state, now, _CREATE.code)
         # Each undo is registered before its change and is safe to run whether or not the change
         # happened, so a change that fails half-way is undone too. The state's own history and
         # status go with the state; its event is held back by the journal until the unit ends.
@@ -435,11 +439,13 @@ class SessionService:
     def _move(self, state: SessionState, trigger: Trigger, now: float) -> SessionTransition:
         """The one place a status changes, and only along a row of the table."""
         row = ROWS.get((state.status, trigger)) or transition(state.status, trigger)
-        state.status = target = row.target
+        state.status = row.target
         state.generation += 1
         state.armed_at = None
-        self._history.append(state, now, trigger, target)
-        if target in TERMINAL:
+        if self._keep_moves:  # ``TransitionLog.record``, inlined: every move of every session
+            state.move_times.append(now)
+            state.move_codes.append(row.code)
+        if row.terminal:
             self._caps.remove(state.key_secret, state.org_id)
         return row
 
@@ -465,7 +471,7 @@ class SessionService:
 
     def _place(self, session_id: str, worker: Worker) -> None:
         state = self._live(session_id)
-        now = self._clock.now
+        now = self._env._now
         moved = self._move(state, "place", now)
         state.started_at = now
         state.worker_id = worker.id
@@ -473,12 +479,12 @@ class SessionService:
         self._runtime.boot(state, now)
 
     def _expire(self, session_id: str) -> None:
-        self._finish(self._live(session_id), "startup_timeout")
+        self._finish(self._live(session_id), "startup_timeout", self._env._now)
 
     def _fire(self, state: SessionState, trigger: Trigger) -> None:
         """Apply a worker-side trigger (first frame, deadlines, drain, crash, loss)."""
+        now = self._env._now
         if trigger == "first_frame":
-            now = self._clock.now
             row = self._move(state, "first_frame", now)
             state.first_frame_at = now
             state.audio = AudioTrack.start(now, resets_on_silence=state.resets_on_silence)
@@ -492,11 +498,10 @@ class SessionService:
         if trigger == "heartbeat_lost" and state.worker_id is not None:
             # A worker the platform declared lost is recycled like a crashed one.
             self._scheduler.crash(state.worker_id, self._config.scheduler.worker_restart_seconds)
-        self._finish(state, trigger)
+        self._finish(state, trigger, now)
 
-    def _finish(self, state: SessionState, trigger: Trigger) -> None:
+    def _finish(self, state: SessionState, trigger: Trigger, now: float) -> None:
         """Move to a terminal status and apply the end-of-session effects exactly once."""
-        now = self._clock.now
         row = self._move(state, trigger, now)
         state.ended_at = now
         state.final_billable_seconds = final_usage_seconds(state, now)
@@ -515,15 +520,15 @@ class SessionService:
         seconds = usage_of(state, now)
         self.events.publish("session.usage", state, now)
         self._billing.charge_session(
-            SessionUsage(
-                session_id=state.id,
-                org_id=state.org_id,
-                quality=state.quality,
-                billing_surface=state.billing_surface,
-                billable_seconds=seconds,
-                frames=seconds * self._fps,
-                ended_at=now,
-                avatar_id=state.avatar_id,
-                embed_id=state.embed_id,
+            SessionUsage(  # positionally: the fields in their declared order
+                state.id,
+                state.org_id,
+                state.quality,
+                state.billing_surface,
+                seconds,
+                seconds * self._fps,
+                now,
+                state.avatar_id,
+                state.embed_id,
             )
         )

@@ -9,6 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.billing import ENTRY_KINDS, KIND_RULES, Ledger, LedgerEntry
+from sim.billing.balances import split_debit
+from sim.billing.ledger import attribute
 from sim.kernel import Kernel
 
 
@@ -115,3 +117,69 @@ def test_index_window_equals_a_full_scan(
         )
         assert list(ledger.window(org, float(start), float(end))) == scanned
         assert list(ledger.appended(org)) == [e for e in ledger if e.org_id == org]
+
+
+def _pools(ledger: Ledger, org: str, pools: tuple[int, int, int], held: int) -> None:
+    rollover, included, granted = pools
+    ledger.append("grant", org, 0.0, included + rollover, included_delta=included + rollover)
+    if rollover:
+        ledger.append(
+            "rollover", org, 0.0, rollover, included_delta=-rollover, rollover_delta=rollover
+        )
+    ledger.append("grant", org, 0.0, granted, granted_delta=granted)
+    if held:
+        ledger.append("reservation", org, 0.0, held, run_id="run_1")
+
+
+@pytest.mark.req("SIM-5")
+@settings(max_examples=80, deadline=None)
+@given(
+    pools=st.tuples(st.integers(0, 500), st.integers(0, 500), st.integers(0, 500)),
+    held=st.integers(0, 600),
+    seconds=st.integers(1, 200),
+    rates=st.lists(st.tuples(st.integers(0, 9), st.booleans()), min_size=1, max_size=3),
+    at=st.sampled_from([0.0, 5.5]),
+)
+def test_charge_session_writes_the_rows_append_writes_from_split_debit(
+    pools: tuple[int, int, int],
+    held: int,
+    seconds: int,
+    rates: list[tuple[int, bool]],
+    at: float,
+) -> None:
+    """The one-call session charge against the general path: each line's deltas from
+    ``split_debit`` of the running totals (not counting what runs hold), then ``append``."""
+    tariff = [
+        (rate, internal, index == 0, attribute(operation=f"op{index}", quality="standard"))
+        for index, (rate, internal) in enumerate(rates)
+    ]
+    fast, general = _ledger(), _ledger()  # same seed: the same ids
+    for ledger in (fast, general):
+        _pools(ledger, "org_a", pools, held)
+    before, after = fast.charge_session("org_a", at, "sess_1", seconds, tariff)
+    expected_before = sum(general.totals("org_a")[:3])
+    for rate, internal, carries, attribution in tariff:
+        rollover, included, granted, holds = general.totals("org_a")
+        deltas = split_debit(
+            (rollover, included, granted),
+            seconds * rate,
+            coverable=rollover + included + granted - holds,
+        )
+        general.append(
+            "charge",
+            "org_a",
+            at,
+            seconds * rate,
+            rollover_delta=deltas[0],
+            included_delta=deltas[1],
+            granted_delta=deltas[2],
+            session_id="sess_1",
+            internal=internal,
+            billable_seconds=seconds if carries else 0,
+            attribution=attribution,
+        )
+    assert list(fast) == list(general)
+    assert fast.totals("org_a") == general.totals("org_a")
+    assert (before, after) == (expected_before, sum(general.totals("org_a")[:3]))
+    assert fast.session_rows("sess_1") == general.session_rows("sess_1")
+    assert list(fast.window("org_a", 0.0, 10.0)) == list(general.window("org_a", 0.0, 10.0))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -114,7 +113,7 @@ def test_a_charge_cannot_be_dated_in_the_future(kit: Any) -> None:
     org = world.org("free")
     usage = kit.usage(world, org, "sess_a", 5)
     with pytest.raises(ValueError, match="ends"):
-        world.billing.charge_session(replace(usage, ended_at=world.now + 1))
+        world.billing.charge_session(usage._replace(ended_at=world.now + 1))
 
 
 @pytest.mark.req("EP-RUN-4", "SIM-5")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given
@@ -52,3 +52,17 @@ def test_ids_are_prefixed_ulids_timed_by_the_virtual_clock() -> None:
     other_clock.advance(3600)
     assert again.new("session") == session_id
     assert ids.token("sk_live_").startswith("sk_live_")
+
+
+@pytest.mark.req("CONV-1", "SIM-2")
+@given(
+    epoch_us=st.integers(-(10**15), 10**15),
+    moments=st.lists(st.floats(0, 10**9, allow_nan=False), min_size=1, max_size=5),
+)
+def test_an_id_is_timed_at_the_clocks_epoch_ms(epoch_us: int, moments: list[float]) -> None:
+    """``IdFactory.value`` writes ``Clock.epoch_ms`` out in place: the same millisecond."""
+    clock = Clock(datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=epoch_us))
+    ids = IdFactory(clock, RandomStreams(1).stream("ids"))
+    for moment in sorted(moments):
+        clock.advance_to(moment)
+        assert ids.value() >> 80 == clock.epoch_ms()
