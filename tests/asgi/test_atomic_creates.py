@@ -206,7 +206,7 @@ STEPS: dict[str, tuple[str, ...]] = {
         "kernel.ids.new",
         "sessions._move",
         "sessions._emit",
-        "kernel.events.emit_values",
+        "kernel.events.emit_payload",
         "sessions._scheduler.enqueue",
         "sessions._render",
     ),
