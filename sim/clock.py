@@ -103,7 +103,8 @@ class Clock:
         # The text up to the minute ("YYYY-MM-DDTHH:MM:") is kept per minute, bounded: instants
         # formatted one after another share it, and only seconds and milliseconds remain to
         # write (every session's creation time is formatted once, on a fresh instant).
-        minute, within = divmod(self._unix_us(seconds), _US_PER_MINUTE)
+        # ``_unix_us``, inlined: every session's creation time is formatted.
+        minute, within = divmod(self._epoch_us + round(seconds * 1_000_000), _US_PER_MINUTE)
         prefix = self._minutes.get(minute)
         if prefix is None:
             if len(self._minutes) >= 4096:

@@ -129,12 +129,7 @@ class EventLog:
         bits = self._draw()
         now = self.clock.now
         event = Event(self, type_, org_id, now, subject, bits, payload)
-        if self._journal.active:  # inside an operation: published once it succeeds
-            self._journal.defer(
-                lambda: self._deliver(type_, org_id, now, subject, bits, payload, event)
-            )
-        else:
-            self._deliver(type_, org_id, now, subject, bits, payload, event)
+        self.emit_payload(type_, org_id, subject, payload, now, bits, event)
         return event
 
     def emit_values(
@@ -153,28 +148,29 @@ class EventLog:
         self.emit_payload(type_, org_id, subject, (renderer, *values), now)
 
     def emit_payload(
-        self, type_: str, org_id: str, subject: str, payload: tuple[Any, ...], now: float
-    ) -> None:
-        """``emit_values`` with the stored payload ``(renderer, *values)`` built by the caller
-        (the session events, five a session, build it in one step)."""
-        bits = self._draw()
-        if self._journal.active:  # inside an operation: published once it succeeds
-            self._journal.defer(lambda: self._deliver(type_, org_id, now, subject, bits, payload))
-        else:
-            self._deliver(type_, org_id, now, subject, bits, payload)
-
-    def _deliver(
         self,
         type_: str,
         org_id: str,
-        now: float,
         subject: str | None,
-        bits: int,
         payload: dict[str, Any] | tuple[Any, ...],
+        now: float,
+        bits: int | None = None,
         event: Event | None = None,
     ) -> None:
-        """Store the event (if the log keeps events) and call who wants it. The ``Event`` a
-        subscriber receives is built only when one wants it (``emit`` passes its own)."""
+        """Append an event with its stored payload as given: ``(renderer, *values)`` (the
+        session events, five a session, build it in one step) or a dictionary (``emit``).
+
+        The id's random bits are drawn now (``bits``: already drawn). Inside an operation the
+        rest waits until it succeeds (the journal calls this again then); otherwise the event is
+        stored, if the log keeps events, and handed to who wants it. The ``Event`` a subscriber
+        receives is built only when one wants it (``emit`` passes its own)."""
+        if bits is None:
+            bits = self._draw()
+        if self._journal.active:  # inside an operation: published once it succeeds
+            self._journal.defer(
+                lambda: self.emit_payload(type_, org_id, subject, payload, now, bits, event)
+            )
+            return
         lane = self._lanes.get((type_, org_id))
         if lane is None:
             lane = self._lane(type_, org_id)

@@ -75,7 +75,9 @@ class Billing:
         self._open(org_id, plan_key, self._clock.now)
 
     def ensure_can_start_session(self, org_id: str) -> None:
-        self._account(org_id)
+        end = self._period_end.get(org_id)
+        if end is None or end <= self._env._now:  # ``_account``'s question, asked in place
+            self._account(org_id)
         rollover, included, granted, held = self.ledger.totals(org_id)
         available = max(0, rollover + included + granted - held)  # Balances.available
         if available < self._config.min_session_start_credits:

@@ -61,8 +61,16 @@ class HeartbeatTrack:
         return boundary
 
     def usage_seconds(self, now: float) -> int:
-        """``usage.billable_seconds`` as the last received heartbeat reported it."""
-        return billable_seconds(self.first_frame_at, self.last_received(now))
+        """``usage.billable_seconds`` as the last received heartbeat reported it.
+
+        Without a loss window the last received heartbeat is the last boundary, computed in
+        place (a test holds this to ``last_received``): every session event of a running
+        session asks, and before the first boundary the answer is 0."""
+        first = self.first_frame_at
+        if self.losses:
+            return billable_seconds(first, self.last_received(now))
+        k = math.floor((now - first) / self.interval + EPSILON)
+        return 0 if k <= 0 else billable_seconds(first, first + k * self.interval)
 
     def lose(self, start: float, duration: float, loss_limit: float) -> float | None:
         """Drop heartbeats in ``[start, start + duration)``; returns when the worker is declared

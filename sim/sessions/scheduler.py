@@ -64,10 +64,8 @@ class PoolStatus:
     queued: int
 
 
-@dataclass(slots=True)
-class _Waiting:
-    session_id: str
-    deadline: float
+#: A queued job: (session id, start-up deadline). A plain tuple: one is made per create.
+_Waiting = tuple[str, float]
 
 
 class Scheduler:
@@ -114,7 +112,7 @@ class Scheduler:
         return self._workers.get(worker_id)
 
     def queued(self) -> list[str]:
-        return [w.session_id for w in self._queue]
+        return [session_id for session_id, _deadline in self._queue]
 
     def status(self) -> PoolStatus:
         counts = self._counts
@@ -147,7 +145,7 @@ class Scheduler:
         now = float(self._env.now)
         if len(self._queue) > skip:
             # The oldest job that is really waiting leaves the queue by its deadline.
-            moment = self._queue[skip].deadline
+            moment = self._queue[skip][1]
         else:
             known = [
                 w.free_by
@@ -163,7 +161,7 @@ class Scheduler:
         return max(1, math.ceil(moment - now - 1e-9))
 
     def enqueue(self, session_id: str, created_at: float) -> None:
-        self._queue.append(_Waiting(session_id, created_at + self._startup_timeout))
+        self._queue.append((session_id, created_at + self._startup_timeout))
         self._defer(self._wake)
 
     def _wake(self) -> None:
@@ -174,7 +172,7 @@ class Scheduler:
     def withdraw(self, session_id: str) -> bool:
         """Take a job out of the queue (it was canceled); ``False`` if it was not queued."""
         for waiting in self._queue:
-            if waiting.session_id == session_id:
+            if waiting[0] == session_id:
                 self._queue.remove(waiting)
                 return True
         return False
@@ -298,15 +296,15 @@ class Scheduler:
             worker = self._next_idle()
             if worker is None:
                 break
-            waiting = queue.popleft()
+            session_id = queue.popleft()[0]
             self._set(worker, "busy")
-            worker.session_id = waiting.session_id
-            self._place(waiting.session_id, worker)
+            worker.session_id = session_id
+            self._place(session_id, worker)
 
     def _arm_watch(self) -> None:
         if not self._queue:
             return
-        deadline = self._queue[0].deadline
+        deadline = self._queue[0][1]
         if self._watch_at is not None and self._watch_at <= deadline:
             return
         self._watch_at = deadline
@@ -317,8 +315,8 @@ class Scheduler:
         if self._watch_at == armed_for:
             self._watch_at = None
         now = float(self._env.now)
-        while self._queue and self._queue[0].deadline <= now + 1e-9:
-            self._expire(self._queue.popleft().session_id)
+        while self._queue and self._queue[0][1] <= now + 1e-9:
+            self._expire(self._queue.popleft()[0])
         self._arm_watch()
 
 

@@ -36,16 +36,14 @@ from sim.ports import AvatarLookup, BillingPort, SessionUsage
 from sim.sessions.audio import AudioKind, AudioTrack, TalkSpurts
 from sim.sessions.events import SessionEvents
 from sim.sessions.faults import FaultState, FleetFaults
-from sim.sessions.heartbeat import HeartbeatTrack
+from sim.sessions.heartbeat import HeartbeatTrack, billable_seconds
 from sim.sessions.history import TransitionLog
 from sim.sessions.limits import ConcurrencyCaps
 from sim.sessions.pipecat import RelayCredentials, issue_relay
 from sim.sessions.records import (
     Session,
     SessionState,
-    final_usage_seconds,
     snapshot,
-    usage_of,
 )
 from sim.sessions.scheduler import PoolStatus, Scheduler, Worker
 from sim.sessions.store import SessionStore
@@ -83,6 +81,8 @@ class SessionService:
         self._avatars = avatars
         self._store = SessionStore()
         self._history = TransitionLog(keep=kernel.config.history.transitions)
+        self._heartbeat_interval = self._config.sessions.heartbeat_interval_seconds
+        self._drain_max = self._config.sessions.drain_max_seconds
         self._keep_moves = self._history.keep
         self._relays: dict[str, RelayCredentials] = {}
         self._caps = ConcurrencyCaps(self._config.limits.concurrent_sessions_per_key)
@@ -464,18 +464,18 @@ class SessionService:
             worker.free_by = moment
 
     def _live(self, session_id: str) -> SessionState:
-        row = self._store.row(session_id)
-        state = None if row is None else self._store.live(row)
+        state = self._store.live_by_id(session_id)
         assert state is not None  # the scheduler only holds sessions that are not terminal
         return state
 
     def _place(self, session_id: str, worker: Worker) -> None:
         state = self._live(session_id)
         now = self._env._now
-        moved = self._move(state, "place", now)
+        row = self._move(state, "place", now)
         state.started_at = now
         state.worker_id = worker.id
-        self._emit(moved, state, now, worker.id)
+        if row.event is not None:  # ``_emit``, inlined here and below: once per move
+            self.events.publish(row.event, state, now, worker.id)
         self._runtime.boot(state, now)
 
     def _expire(self, session_id: str) -> None:
@@ -487,12 +487,12 @@ class SessionService:
         if trigger == "first_frame":
             row = self._move(state, "first_frame", now)
             state.first_frame_at = now
-            state.audio = AudioTrack.start(now, resets_on_silence=state.resets_on_silence)
-            state.heartbeats = HeartbeatTrack(now, self._config.sessions.heartbeat_interval_seconds)
-            self._worker_free_by(
-                state, now + state.max_duration_seconds + self._config.sessions.drain_max_seconds
-            )
-            self._emit(row, state, now)
+            # ``AudioTrack.start``, positionally: the idle timer counts from the first frame.
+            state.audio = AudioTrack(state.resets_on_silence, now, now, now, now)
+            state.heartbeats = HeartbeatTrack(now, self._heartbeat_interval)
+            self._worker_free_by(state, now + state.max_duration_seconds + self._drain_max)
+            if row.event is not None:
+                self.events.publish(row.event, state, now)
             self._runtime.check(state)
             return
         if trigger == "heartbeat_lost" and state.worker_id is not None:
@@ -504,12 +504,15 @@ class SessionService:
         """Move to a terminal status and apply the end-of-session effects exactly once."""
         row = self._move(state, trigger, now)
         state.ended_at = now
-        state.final_billable_seconds = final_usage_seconds(state, now)
+        first_frame = state.first_frame_at
+        seconds = 0 if first_frame is None else billable_seconds(first_frame, now)
+        state.final_billable_seconds = seconds  # ``final_usage_seconds``, inlined
         state.end_reason, state.error_code = row.end_reason, row.error_code
         if state.worker_id is not None:
             self._scheduler.release(state.worker_id, state.id)
-        self._emit(row, state, now, row.end_reason or row.error_code)
-        if state.first_frame_at is not None and not state.charged:
+        if row.event is not None:
+            self.events.publish(row.event, state, now, row.end_reason or row.error_code)
+        if first_frame is not None and not state.charged:
             self._charge(state, now)
         state.audio = state.heartbeats = None
         self._history.close(state)
@@ -517,7 +520,8 @@ class SessionService:
 
     def _charge(self, state: SessionState, now: float) -> None:
         state.charged = True
-        seconds = usage_of(state, now)
+        seconds = state.final_billable_seconds  # set by ``_finish``: ``usage_of`` from now on
+        assert seconds is not None
         self.events.publish("session.usage", state, now)
         self._billing.charge_session(
             SessionUsage(  # positionally: the fields in their declared order

@@ -148,9 +148,11 @@ class SessionStore:
         if ending is not None:
             self.ending_at[row] = ending
         self.ended_at[row] = _time(state.ended_at)
-        self.end_reason_codes[row] = self.reasons.code(state.end_reason or "")
-        self.error_codes[row] = self.reasons.code(state.error_code or "")
-        self.worker_codes[row] = self.workers.code(state.worker_id or "")
+        # "" (none) is code 0 of both vocabularies: a session has a reason or an error, not both.
+        reason, error, worker = state.end_reason, state.error_code, state.worker_id
+        self.end_reason_codes[row] = 0 if reason is None else self.reasons.code(reason)
+        self.error_codes[row] = 0 if error is None else self.reasons.code(error)
+        self.worker_codes[row] = 0 if worker is None else self.workers.code(worker)
         self.billable_seconds[row] = state.final_billable_seconds or 0
         self.charged[row] = state.charged
         self.barge_ins[row] = state.barge_ins
@@ -164,6 +166,11 @@ class SessionStore:
     def live(self, row: int) -> SessionState | None:
         """The working state of a session that is not terminal yet."""
         return self._live.get(row)
+
+    def live_by_id(self, session_id: str) -> SessionState | None:
+        """``live(row(session_id))`` in one call (the scheduler names sessions by id)."""
+        row = self._rows.get(session_id)
+        return None if row is None else self._live.get(row)
 
     def live_states(self) -> Iterator[SessionState]:
         return iter(self._live.values())

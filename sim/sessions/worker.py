@@ -54,12 +54,14 @@ class SessionRuntime:
     def now(self) -> float:
         return float(self._env._now)
 
-    def _after(self, delay: float, state: SessionState, action: Callable[[], None]) -> None:
+    def _after(self, delay: float, state: SessionState, trigger: Trigger) -> None:
+        """Fire ``trigger`` after ``delay`` unless the session has moved on by then."""
         generation = state.generation
+        fire = self._fire
 
         def run(_event: simpy.Event) -> None:
             if state.generation == generation:
-                action()
+                fire(state, trigger)
 
         self._env.timeout(max(0.0, delay)).callbacks.append(run)
 
@@ -68,7 +70,7 @@ class SessionRuntime:
     def boot(self, state: SessionState, now: float) -> float:
         """Schedule the first frame of a session just placed; returns the delay until it."""
         delay = self._boot() + self._faults.extra_boot(now) + self._first_frame()
-        self._after(delay, state, lambda: self._fire(state, "first_frame"))
+        self._after(delay, state, "first_frame")
         return delay
 
     # -- deadlines while running -------------------------------------------------------------
@@ -117,13 +119,15 @@ class SessionRuntime:
         if state.armed_at is not None and state.armed_at <= moment + EPSILON:
             return  # an earlier timer is pending and will re-check
         state.armed_at = moment
+        generation = state.generation
 
-        def wake() -> None:
-            if state.armed_at == moment:
-                state.armed_at = None
-            self.check(state)
+        def wake(_event: simpy.Event) -> None:
+            if state.generation == generation:
+                if state.armed_at == moment:
+                    state.armed_at = None
+                self.check(state)
 
-        self._after(moment - now, state, wake)
+        self._env.timeout(moment - now).callbacks.append(wake)  # later than now: see above
 
     # -- drain -----------------------------------------------------------------------------
 
@@ -141,7 +145,7 @@ class SessionRuntime:
         seconds = min(sessions.drain_base_seconds + buffered, sessions.drain_max_seconds)
         if state.heartbeat_lost_at is not None and state.heartbeat_lost_at < now + seconds:
             lost_in = state.heartbeat_lost_at - now
-            self._after(lost_in, state, lambda: self._fire(state, "heartbeat_lost"))
+            self._after(lost_in, state, "heartbeat_lost")
         else:
-            self._after(seconds, state, lambda: self._fire(state, "drain_complete"))
+            self._after(seconds, state, "drain_complete")
         return seconds

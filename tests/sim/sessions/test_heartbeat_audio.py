@@ -39,6 +39,22 @@ def test_usage_lags_less_than_one_interval(first: float, elapsed: float, interva
     assert track.usage_seconds(now) <= billable_seconds(first, now)
 
 
+@pytest.mark.req("RES-SESS-5", "SIM-4")
+@settings(max_examples=200, deadline=None)
+@given(
+    first=times,
+    elapsed=st.one_of(times, st.floats(-1.0, 1.0)),
+    interval=st.sampled_from([1.0, 2.5, 10.0, 30.0, 0.3]),
+)
+def test_usage_without_losses_is_that_of_the_last_received_heartbeat(
+    first: float, elapsed: float, interval: float
+) -> None:
+    """``usage_seconds`` computes the loss-free case in place; ``last_received`` is the rule."""
+    track = HeartbeatTrack(first, interval)
+    now = first + elapsed
+    assert track.usage_seconds(now) == billable_seconds(first, track.last_received(now))
+
+
 @pytest.mark.req("SIM-4", "SIM-9")
 @settings(max_examples=150, deadline=None)
 @given(start=st.floats(0, 200), duration=st.floats(0.1, 100), probe=st.floats(0, 400))
