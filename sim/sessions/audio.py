@@ -179,9 +179,11 @@ class AudioTrack:
         stops; in ``data_stream`` mode the deadline depends on when its last speech ended, known
         once it stops, so its planned end is when to look again.
         """
-        if now is not None:
-            self._settle(now)
         stream = self.stream
+        until = None if stream is None else stream.until
+        if until is not None and now is not None and until <= now:  # ``_settle``, inlined
+            self.cut(until)
+            stream = self.stream
         if stream is None:
             return self.idle_reset_at + idle_timeout
         if stream.until is None:

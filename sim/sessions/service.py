@@ -70,6 +70,8 @@ class SessionService:
         avatars: AvatarLookup,
     ) -> None:
         self._kernel = kernel
+        self._journal = kernel.journal
+        self._ids = kernel.ids
         self._config = kernel.config
         self._clock = kernel.clock
         # The simulated time, read where it is needed many times a session: ``env._now`` is what
@@ -158,7 +160,7 @@ class SessionService:
         transport = request.transport
 
         def commit() -> dict[str, Any]:
-            with self._kernel.journal.atomic():  # a unit: undone if it fails half-way
+            with self._journal.atomic():  # a unit: undone if it fails half-way
                 state = self._open(
                     caller,
                     request,
@@ -398,11 +400,11 @@ class SessionService:
         ``request`` gives what both kinds of create ask alike (avatar, quality, timeouts; the
         maximum duration is clamped to the plan here); the rest is by keyword."""
         org_id = caller.org_id
-        journal = self._kernel.journal
+        journal = self._journal
         plan = self._config.billing.plan(self._accounts.organization(org_id).plan_key)
         now = self._env._now
         state = SessionState(
-            id=self._kernel.ids.new("session"),
+            id=self._ids.new("session"),
             number=self._store.next_row(),
             org_id=org_id,
             key_id=caller.key_id,
@@ -428,11 +430,17 @@ class SessionService:
         journal.on_undo(lambda: self._store.remove(state))
         self._store.add(state)
         self._caps.add(state.key_secret, org_id)
-        journal.on_undo(lambda: self._caps.remove(state.key_secret, org_id))
+        # One undo for the slot and the queue entry: withdrawing a job that was never queued
+        # does nothing, so it is registered before the enqueue too.
+        journal.on_undo(lambda: self._unqueue(state, org_id))
         self._emit(self._move(state, "admit", now), state, now)
-        journal.on_undo(lambda: self._scheduler.withdraw(state.id))
         self._scheduler.enqueue(state.id, now)
         return state
+
+    def _unqueue(self, state: SessionState, org_id: str) -> None:
+        """Undo of a create's cap slot and queue entry (newest first: the entry, then the slot)."""
+        self._scheduler.withdraw(state.id)
+        self._caps.remove(state.key_secret, org_id)
 
     # -- internals: transitions and their effects --------------------------------------------
 
@@ -490,7 +498,10 @@ class SessionService:
             # ``AudioTrack.start``, positionally: the idle timer counts from the first frame.
             state.audio = AudioTrack(state.resets_on_silence, now, now, now, now)
             state.heartbeats = HeartbeatTrack(now, self._heartbeat_interval)
-            self._worker_free_by(state, now + state.max_duration_seconds + self._drain_max)
+            worker_id = state.worker_id  # ``_worker_free_by``, inlined
+            worker = None if worker_id is None else self._scheduler.find(worker_id)
+            if worker is not None and worker.session_id == state.id:
+                worker.free_by = now + state.max_duration_seconds + self._drain_max
             if row.event is not None:
                 self.events.publish(row.event, state, now)
             self._runtime.check(state)
