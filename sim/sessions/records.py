@@ -48,9 +48,11 @@ class Transition:
     to_status: SessionStatus
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class SessionState:
     # What the create decided: no defaults here, so the configured values are the only ones.
+    # Not keyword-only: the create builds one per session positionally, in this order, for
+    # half the cost of passing sixteen keywords (CPython packs them into a dictionary).
     id: str
     number: int  # position in creation order: the row of the store's columns
     org_id: str

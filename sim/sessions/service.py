@@ -403,25 +403,23 @@ class SessionService:
         journal = self._journal
         plan = self._config.billing.plan(self._accounts.organization(org_id).plan_key)
         now = self._env._now
-        state = SessionState(
-            id=self._ids.new("session"),
-            number=self._store.next_row(),
-            org_id=org_id,
-            key_id=caller.key_id,
-            key_secret=caller.key.secret,
-            avatar_id=request.avatar_id,
-            quality=request.quality,
-            billing_surface=billing_surface,
-            transport=transport,
-            worker_token=worker_token,
-            idle_timeout_seconds=request.idle_timeout_seconds,
-            max_duration_seconds=min(
-                request.max_duration_seconds, plan.max_session_duration_seconds
-            ),
-            metadata=copy.deepcopy(metadata) if metadata else {},
-            embed_id=embed_id,
-            resets_on_silence=resets_on_silence,
-            created_at=now,
+        state = SessionState(  # positionally, in the order of its fields (see the class)
+            self._ids.new("session"),  # id
+            self._store.next_row(),  # number
+            org_id,
+            caller.key_id,
+            caller.key.secret,
+            request.avatar_id,
+            request.quality,
+            billing_surface,
+            transport,
+            worker_token,
+            request.idle_timeout_seconds,
+            min(request.max_duration_seconds, plan.max_session_duration_seconds),
+            copy.deepcopy(metadata) if metadata else {},
+            embed_id,
+            resets_on_silence,
+            now,  # created_at
         )
         self._history.record(state, now, _CREATE.code)
         # Each undo is registered before its change and is safe to run whether or not the change

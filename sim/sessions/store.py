@@ -48,7 +48,7 @@ class SessionStore:
         # interned profile, the transport's values, metadata, creation time.
         self.profiles: Interner[_Profile] = Interner()
         self.profile_codes = array("I")
-        self._transport_shapes: Interner[str] = Interner()  # the keys of a transport, joined
+        self._transport_shapes: Interner[tuple[str, ...]] = Interner()  # a transport's keys
         self.transports: list[tuple[Any, ...]] = []  # (shape code, *values)
         self.metadata: list[dict[str, Any] | None] = []  # None: empty
         self.embeds: dict[int, str] = {}
@@ -96,8 +96,9 @@ class SessionStore:
             state.resets_on_silence,
         )
         self.profile_codes.append(self.profiles.code(profile))
-        shape = self._transport_shapes.code("\0".join(state.transport))
-        self.transports.append((shape, *state.transport.values()))
+        transport = state.transport
+        shape = self._transport_shapes.code(tuple(transport))
+        self.transports.append((shape, *transport.values()))
         self.metadata.append(state.metadata or None)
         if state.embed_id is not None:
             self.embeds[row] = state.embed_id
@@ -128,13 +129,14 @@ class SessionStore:
         self.created_at.pop()
 
     def _grow(self) -> None:
-        self.status_codes.extend(bytes(_GROW))
+        # ``frombytes``, not ``extend(bytes(...))``: extending with bytes goes value by value.
+        self.status_codes.frombytes(bytes(_GROW))
         for column in (self.started_at, self.first_frame_at, self.ending_at, self.ended_at):
             column.extend(array("d", [_NAN]) * _GROW)
         for small in (self.end_reason_codes, self.error_codes, self.charged):
-            small.extend(bytes(_GROW))
+            small.frombytes(bytes(_GROW))
         for wide in (self.worker_codes, self.billable_seconds, self.barge_ins):
-            wide.extend(array("I", bytes(4 * _GROW)))
+            wide.frombytes(bytes(4 * _GROW))
 
     def archive(self, state: SessionState) -> None:
         """Write a terminal session's final values to its row and drop the live object."""
@@ -193,7 +195,7 @@ class SessionStore:
 
     def _transport(self, row: int) -> dict[str, Any]:
         shape, *values = self.transports[row]
-        return dict(zip(self._transport_shapes[shape].split("\0"), values, strict=True))
+        return dict(zip(self._transport_shapes[shape], values, strict=True))
 
     def _read(self, row: int) -> SessionState:
         metadata = self.metadata[row]
