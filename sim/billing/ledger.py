@@ -339,11 +339,19 @@ class Ledger:
         for per_second, internal, carries, attribution in tariff:
             credits = seconds * per_second
             rollover, included, granted = org.rollover, org.included, org.granted
-            remaining = max(0, min(credits, rollover + included + granted - org.held))
-            from_rollover = min(remaining, max(0, rollover))
+            # ``split_debit`` with conditionals for ``min``/``max`` (each builtin call parses
+            # its arguments like a keyword call: most of what this loop cost).
+            coverable = rollover + included + granted - org.held
+            remaining = coverable if coverable < credits else credits
+            remaining = remaining if remaining > 0 else 0
+            pool = rollover if rollover > 0 else 0
+            from_rollover = pool if pool < remaining else remaining
             remaining -= from_rollover
-            from_included = min(remaining, max(0, included))
-            from_granted = min(remaining - from_included, max(0, granted))
+            pool = included if included > 0 else 0
+            from_included = pool if pool < remaining else remaining
+            remaining -= from_included
+            pool = granted if granted > 0 else 0
+            from_granted = pool if pool < remaining else remaining
             self._write(
                 _CHARGE,
                 org,

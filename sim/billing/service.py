@@ -79,7 +79,8 @@ class Billing:
         if end is None or end <= self._env._now:  # ``_account``'s question, asked in place
             self._account(org_id)
         rollover, included, granted, held = self.ledger.totals(org_id)
-        available = max(0, rollover + included + granted - held)  # Balances.available
+        available = rollover + included + granted - held  # Balances.available, never < 0
+        available = available if available > 0 else 0  # (``max`` without the builtin's call)
         if available < self._config.min_session_start_credits:
             raise QuotaExceeded(
                 "insufficient_credits",

@@ -24,7 +24,8 @@ EPSILON = 1e-9
 
 def billable_seconds(first_frame_at: float, until: float) -> int:
     """Whole seconds from the first frame to ``until``, rounded up (GAP-SES-3)."""
-    return max(0, math.ceil(until - first_frame_at - EPSILON))
+    seconds = math.ceil(until - first_frame_at - EPSILON)
+    return seconds if seconds > 0 else 0  # ``max(0, ...)`` without the builtin's call
 
 
 @dataclass(slots=True)

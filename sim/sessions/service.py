@@ -415,7 +415,9 @@ class SessionService:
             transport,
             worker_token,
             request.idle_timeout_seconds,
-            min(request.max_duration_seconds, plan.max_session_duration_seconds),
+            request.max_duration_seconds  # clamped to the plan (``min`` without its call)
+            if request.max_duration_seconds <= plan.max_session_duration_seconds
+            else plan.max_session_duration_seconds,
             copy.deepcopy(metadata) if metadata else {},
             embed_id,
             resets_on_silence,

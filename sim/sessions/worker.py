@@ -63,7 +63,7 @@ class SessionRuntime:
             if state.generation == generation:
                 fire(state, trigger)
 
-        self._env.timeout(max(0.0, delay)).callbacks.append(run)
+        self._env.timeout(delay if delay > 0.0 else 0.0).callbacks.append(run)  # max(0.0, delay)
 
     # -- boot ------------------------------------------------------------------------------
 
