@@ -46,8 +46,8 @@ class TransitionLog:
         row = state.number
         if row >= len(self._first):
             grow = max(_GROW, row + 1 - len(self._first))
-            self._first.extend(array("I", bytes(4 * grow)))
-            self._count.extend(bytes(grow))
+            self._first.frombytes(bytes(self._first.itemsize * grow))
+            self._count.frombytes(bytes(grow))  # not ``extend``: it goes value by value
         self._first[row] = len(self.times)
         self._count[row] = len(state.move_codes)
         self.times.extend(state.move_times)

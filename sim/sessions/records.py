@@ -132,7 +132,7 @@ class SessionState:
             "status": shown,
             "quality": self.quality,
             "billing_surface": self.billing_surface,
-            "transport": dict(self.transport),
+            "transport": self.transport.copy(),  # ``dict(...)``'s copy, for a method call
             "idle_timeout_seconds": self.idle_timeout_seconds,
             "max_duration_seconds": self.max_duration_seconds,
             "metadata": copy.deepcopy(self.metadata) if self.metadata else {},
