@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from sim.config import Distribution
 from sim.rng import sample_length_biased
@@ -50,10 +50,10 @@ class TalkSpurts:
             raise ValueError("speech and silence cannot both have a mean of 0")
 
 
-@dataclass(frozen=True, slots=True)
-class Phase:
+class Phase(NamedTuple):
     """Where a talk-spurt stream is at one moment: speaking or not, for how long so far, and how
-    long the current interval still lasts."""
+    long the current interval still lasts. (A named tuple: immutable, and built for a fraction
+    of a frozen dataclass's cost; every talking session observes one.)"""
 
     speaking: bool
     elapsed: float
@@ -125,8 +125,12 @@ class AudioTrack:
     ) -> None:
         """Publish ``pattern`` after what is already on the timeline, until ``until`` (or until
         it is cut). A stream still playing stops at ``now``."""
-        self.cut(now)
-        start = max(now, self.cursor)
+        if self.stream is not None:
+            self.cut(now)
+        # ``max``/``min`` below written as conditionals with the same ties: each builtin call
+        # parses its arguments like a keyword call.
+        cursor = self.cursor
+        start = cursor if cursor > now else now  # max(now, cursor)
         if until is not None and until <= start:
             return
         self.stream = _Stream(pattern, rng, start, until)
@@ -137,18 +141,22 @@ class AudioTrack:
         if stream is None:
             return
         self.stream = None
-        stop = now if stream.until is None else min(now, stream.until)
+        until = stream.until
+        stop = now if until is None or not until < now else until  # min(now, until)
         if stop <= stream.start:
             return  # it never started: the timeline ahead of it was still playing
-        phase = observe(stream.pattern, stream.rng)
+        speaking, elapsed, remaining = observe(stream.pattern, stream.rng)
         self.cursor = stop
-        if phase.speaking:
-            self.idle_reset_at = max(self.idle_reset_at, stop)
-            self.output_end = max(self.output_end, stop + phase.remaining)
+        reset = self.idle_reset_at
+        if speaking:
+            self.idle_reset_at = stop if stop > reset else reset  # max(reset, stop)
+            end, output = stop + remaining, self.output_end
+            self.output_end = end if end > output else output
         elif self.resets_on_silence:
-            self.idle_reset_at = max(self.idle_reset_at, stop)
-        elif stop - phase.elapsed > stream.start:  # the silence began after some speech
-            self.idle_reset_at = max(self.idle_reset_at, stop - phase.elapsed)
+            self.idle_reset_at = stop if stop > reset else reset
+        elif stop - elapsed > stream.start:  # the silence began after some speech
+            began = stop - elapsed
+            self.idle_reset_at = began if began > reset else reset
 
     def _settle(self, now: float) -> None:
         stream = self.stream
