@@ -165,9 +165,16 @@ class Scheduler:
         self._defer(self._wake)
 
     def _wake(self) -> None:
-        """Schedule the dispatch and the start-up watch the queue now needs."""
-        self._request_dispatch()
-        self._arm_watch()
+        """Schedule the dispatch and the start-up watch the queue now needs (each is asked only
+        when its own first check would not refuse at once: one create after another finds the
+        watch armed for an earlier deadline)."""
+        queue = self._queue
+        if not queue:
+            return
+        if not self._dispatch_pending:
+            self._request_dispatch()
+        if self._watch_at is None or self._watch_at > queue[0][1]:
+            self._arm_watch()
 
     def withdraw(self, session_id: str) -> bool:
         """Take a job out of the queue (it was canceled); ``False`` if it was not queued."""
