@@ -10,7 +10,7 @@ model) and, for surfaces where the platform manages speech, the internal speech 
 
 from __future__ import annotations
 
-from sim.billing.ledger import TariffLine, attribute
+from sim.billing.ledger import Attribution, TariffLine, attribute
 from sim.config import BillingConfig
 
 __all__ = [
@@ -51,21 +51,25 @@ def session_tariff(
     except KeyError:
         raise ValueError(f"no quality multiplier for {quality!r}") from None
     mode = speech_billing_mode(config, billing_surface)
-    version = config.session_pricing_version
+
+    def attributed(operation: str, model: str | None = None) -> Attribution:
+        return attribute(
+            model=model,
+            billing_surface=billing_surface,
+            quality=quality,
+            speech_billing_mode=mode,
+            embed_id=embed_id,
+            avatar_id=avatar_id,
+            operation=operation,
+            pricing_version=config.session_pricing_version,
+        )
+
     lines: list[TariffLine] = [
         (
             config.session_credits_per_second * multiplier,
             False,
             True,
-            attribute(
-                billing_surface=billing_surface,
-                quality=quality,
-                speech_billing_mode=mode,
-                embed_id=embed_id,
-                avatar_id=avatar_id,
-                operation=SESSION_REALTIME_OPERATION,
-                pricing_version=version,
-            ),
+            attributed(SESSION_REALTIME_OPERATION),
         )
     ]
     if mode == "platform_managed":
@@ -74,16 +78,7 @@ def session_tariff(
                 config.platform_speech_credits_per_second,
                 True,
                 False,
-                attribute(
-                    model=config.platform_speech_model,
-                    billing_surface=billing_surface,
-                    quality=quality,
-                    speech_billing_mode=mode,
-                    embed_id=embed_id,
-                    avatar_id=avatar_id,
-                    operation=SESSION_SPEECH_OPERATION,
-                    pricing_version=version,
-                ),
+                attributed(SESSION_SPEECH_OPERATION, config.platform_speech_model),
             )
         )
     return tuple(lines)
