@@ -315,7 +315,8 @@ class Scheduler:
         if self._watch_at is not None and self._watch_at <= deadline:
             return
         self._watch_at = deadline
-        event = self._env.timeout(max(0.0, deadline - float(self._env.now)))
+        delay = deadline - float(self._env.now)
+        event = self._env.timeout(delay if delay > 0.0 else 0.0)  # max(0.0, delay), no call
         event.callbacks.append(lambda _e: self._watch(deadline))
 
     def _watch(self, armed_for: float) -> None:

@@ -353,6 +353,9 @@ class SessionService:
     # -- internals: lookup, rendering, creation ------------------------------------------------
 
     def _get(self, session_id: str) -> SessionState:
+        state = self._store.live_by_id(session_id)  # the live ones first: one call
+        if state is not None:
+            return state
         row = self._store.row(session_id)
         if row is None:
             raise NotFound("session.not_found", f"No session {session_id}.")
@@ -360,8 +363,10 @@ class SessionService:
 
     def _owned(self, caller: Caller, session_id: str) -> SessionState:
         """Another organization's session does not exist for the caller (AUTH-7)."""
-        row = self._store.row(session_id)
-        state = None if row is None else self._store.state(row)
+        state = self._store.live_by_id(session_id)
+        if state is None:
+            row = self._store.row(session_id)
+            state = None if row is None else self._store.state(row)
         if state is None or state.org_id != caller.org_id:
             raise NotFound("session.not_found", f"No session {session_id}.")
         return state
