@@ -14,35 +14,54 @@ has passed, so the store holds one window of creates however long the run.
 
 from __future__ import annotations
 
-import hashlib
-import json
+from _json import encode_basestring, make_encoder
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from sim.clock import Clock
 from sim.config import LimitsConfig
 from sim.errors import Conflict, Unprocessable
 
-__all__ = ["IdempotencyStore", "Replay", "fingerprint"]
+__all__ = ["IdempotencyStore", "Replay", "canonical_json", "fingerprint"]
+
+
+def _not_json(value: object) -> object:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+#: ``json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)``, built once:
+#: ``dumps`` with options builds a ``JSONEncoder`` and this same C encoder on every call, which
+#: cost more than the encoding of a create's body itself. No circular-reference bookkeeping:
+#: a request's values have passed ``sim.values.check_values`` (whose depth bound refuses a
+#: cycle) before they are fingerprinted.
+_CANONICAL = make_encoder(None, _not_json, encode_basestring, None, ":", ",", True, False, True)
+
+
+def canonical_json(value: Any) -> str:
+    """The canonical JSON text of a request's values: keys sorted, no spaces, Unicode as is
+    (a property test holds it to ``json.dumps`` with those options)."""
+    return "".join(_CANONICAL(value, 0))
 
 
 def fingerprint(operation: str, body: Any) -> str:
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(f"{operation}\n{canonical}".encode()).hexdigest()
+    """What makes two requests the same: the operation and the canonical JSON of its values.
+
+    The text itself, not a hash of it: comparing it is exact, and an entry keeps it only while
+    it keeps the (larger) answer it replays."""
+    return f"{operation}\n{canonical_json(body)}"
 
 
-@dataclass(frozen=True, slots=True)
-class Replay:
+class Replay(NamedTuple):
     """A stored outcome: the JSON body first returned and when it was stored."""
 
     body: dict[str, Any]
     stored_at: float
 
 
-@dataclass(frozen=True, slots=True)
-class _Entry:
+# NamedTuples rather than frozen dataclasses: as immutable, and built for every keyed create
+# without a frozen dataclass's one ``object.__setattr__`` per field.
+class _Entry(NamedTuple):
     fingerprint: str
     replay: Replay
 

@@ -21,9 +21,8 @@ streams moved on, which changes no record.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 __all__ = ["Journal", "Prepared", "discard"]
 
@@ -31,12 +30,13 @@ Action = Callable[[], object]
 """A change or its undo; whatever it returns is ignored."""
 
 
-@dataclass(frozen=True, slots=True)
-class Prepared:
+class Prepared(NamedTuple):
     """An operation whose every check has passed and which has changed nothing yet.
 
     ``commit()`` makes the change and returns the answer. The platform's door runs its last
     checks (the facade's schema) between the two, so a refusal there stores nothing either.
+    A NamedTuple (one per create) rather than a frozen dataclass, whose ``__init__`` costs an
+    ``object.__setattr__`` per field.
     """
 
     commit: Callable[[], dict[str, Any]]

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.clock import Clock
 from sim.config import LimitsConfig
 from sim.errors import Conflict, RateLimited, Unprocessable
-from sim.idempotency import IdempotencyStore
+from sim.idempotency import IdempotencyStore, canonical_json, fingerprint
 from sim.pagination import page, validate_limit
 from sim.ratelimit import RateLimiter
 
@@ -172,3 +173,29 @@ def test_limit_out_of_range_is_refused(bad: Any) -> None:
         validate_limit(bad, 1, 100)
     assert excinfo.value.param == "limit"
     assert validate_limit(100, 1, 100) == 100
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**40), max_value=10**40)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=6)
+    | st.sampled_from(["é", "\u2028", '"\\', "\x00\x1f", "\U0001f600"]),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@pytest.mark.req("LIM-5")
+@settings(max_examples=300, deadline=None)
+@given(value=_JSON)
+def test_the_canonical_text_is_json_dumps_with_sorted_keys(value: Any) -> None:
+    """The fingerprint's encoder is built once instead of on every ``json.dumps``: its text is
+    still exactly ``json.dumps`` with sorted keys, no spaces and Unicode as is, so two requests
+    are the same exactly when their JSON is."""
+    expected = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert canonical_json(value) == expected
+    assert fingerprint("createSession", value) == f"createSession\n{expected}"
