@@ -199,15 +199,14 @@ class Platform:
         except DomainError as error:
             read, refusal = {}, error
         key = read.get("idempotency_key") if operation.idempotent else None
-        digest: str | None = None
+        digest: bytes | None = None
         if refusal is None and key is not None and caller is not None:
-            idempotency = self.idempotency
             try:
-                idempotency.validate_key(key)
-                digest = fingerprint(
-                    operation_id, {"path": _path_params(read), "body": read.get("body")}
+                # The request's path parameters and body (``lookup`` checks the key first).
+                digest = fingerprint(operation_id, (_path_params(read), read.get("body")))
+                replay = self.idempotency.lookup(
+                    caller.org_id, key, operation_id, None, digest=digest
                 )
-                replay = idempotency.lookup(caller.org_id, key, operation_id, None, digest=digest)
             except DomainError as error:  # an invalid or reused key: a new request, counted
                 refusal = error
             else:
@@ -235,7 +234,7 @@ class Platform:
         return Outcome(result, rate=rate)
 
     def _remember(
-        self, org_id: str, key: str, operation_id: str, digest: str, body: dict[str, Any]
+        self, org_id: str, key: str, operation_id: str, digest: bytes, body: dict[str, Any]
     ) -> None:
         """Store an idempotent outcome as part of the operation's unit (undone if it fails;
         no entry existed for the key, or the lookup would have replayed or refused it)."""
@@ -373,4 +372,10 @@ class Platform:
 
 
 def _path_params(params: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in params.items() if k.endswith("_id")}
+    """The parameters that name an object (``..._id``), which a fingerprint covers with the body.
+    A loop, not a comprehension: every keyed create asks, and a comprehension is one more call."""
+    path: dict[str, Any] = {}
+    for name in params:
+        if name.endswith("_id"):
+            path[name] = params[name]
+    return path
