@@ -106,6 +106,7 @@ class AccountRegistry:
         self._orgs: dict[str, Organization] = {}
         self._keys: dict[str, ApiKey] = {}
         self._embeds: dict[str, Embed] = {}
+        self._limits: dict[str, int] = {}  # concurrency_limit's answers, dropped on a change
 
     # -- organizations -----------------------------------------------------------------------
 
@@ -133,6 +134,7 @@ class AccountRegistry:
         self._config.billing.plan(plan_key)
         org = replace(self.organization(org_id), plan_key=plan_key)
         self._orgs[org_id] = org
+        self._limits.pop(org_id, None)
         return org
 
     def set_concurrency_override(self, org_id: str, limit: int | None) -> Organization:
@@ -146,13 +148,20 @@ class AccountRegistry:
             )
         org = replace(self.organization(org_id), concurrency_override=limit)
         self._orgs[org_id] = org
+        self._limits.pop(org_id, None)
         return org
 
     def concurrency_limit(self, org_id: str) -> int:
-        org = self.organization(org_id)
-        if org.concurrency_override is not None:
-            return org.concurrency_override
-        return self._config.billing.plan(org.plan_key).concurrent_sessions
+        """The organization's override, else its plan's cap (every create asks: the answer is
+        kept until its plan or override changes)."""
+        limit = self._limits.get(org_id)
+        if limit is None:
+            org = self.organization(org_id)
+            limit = org.concurrency_override
+            if limit is None:
+                limit = self._config.billing.plan(org.plan_key).concurrent_sessions
+            self._limits[org_id] = limit
+        return limit
 
     # -- keys --------------------------------------------------------------------------------
 

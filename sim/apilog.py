@@ -1,7 +1,7 @@
 """The API log: every call through ``Platform.call`` and how it ended (SIM-2), as columns.
 
-Each call is appended as five raw values (simulated time, interned operation, organization,
-outcome and error type) and read back as ``ApiCall`` records. A log with a ``size`` is a ring: it
+Each call is appended as two raw values (simulated time, and the interned code of what it asked
+and how it ended) and read back as ``ApiCall`` records. A log with a ``size`` is a ring: it
 keeps the newest ``size`` calls (served mode runs for days; nothing reads its old calls), trimming
 its oldest half at a time so an append stays O(1) on average. ``dropped`` counts what left it.
 """
@@ -28,22 +28,21 @@ class ApiCall:
     error_type: str | None
 
 
+#: What one call asked and how it ended, apart from when: (operation, organization, outcome,
+#: error type). A run repeats a few dozen of them, so the log keeps each once.
+CallKind = tuple[str, str | None, str, str | None]
+
+
 class ApiLog:
     def __init__(self, size: int | None = None) -> None:
         self.size = size
         self._trimmed = 0
-        self.operations: Interner[str] = Interner()
-        self.orgs = Interner([""])  # "" for a public call
-        self.outcomes: Interner[str] = Interner()
-        self.error_types = Interner([""])  # "" for a success
+        #: Two columns: the time of each call and the code of its ``CallKind`` (one append each,
+        #: where a column per field cost four).
+        self.kinds: Interner[CallKind] = Interner()
         self.times = array("d")
-        self.operation_codes = array("B")
-        self.org_codes = array("I")
-        self.outcome_codes = array("H")
-        self.error_type_codes = array("B")
-        # The codes of each (operation, organization, outcome, error type) seen: a call repeats
-        # one of a few such combinations, and one lookup replaces four interner calls.
-        self._codes: dict[tuple[str, str | None, str, str | None], tuple[int, int, int, int]] = {}
+        self.kind_codes = array("I")
+        self._full = None if size is None else 2 * size  # where the ring trims
 
     def append(
         self,
@@ -56,22 +55,11 @@ class ApiLog:
         if self.size == 0:
             self._trimmed += 1
             return
-        key = (operation_id, org_id, outcome, error_type)
-        codes = self._codes.get(key)
-        if codes is None:
-            codes = self._codes[key] = (
-                self.operations.code(operation_id),
-                self.orgs.code(org_id or ""),
-                self.outcomes.code(outcome),
-                self.error_types.code(error_type or ""),
-            )
         self.times.append(at)
-        self.operation_codes.append(codes[0])
-        self.org_codes.append(codes[1])
-        self.outcome_codes.append(codes[2])
-        self.error_type_codes.append(codes[3])
-        if self.size is not None and len(self.times) >= 2 * self.size:
-            self._trim(len(self.times) - self.size)
+        self.kind_codes.append(self.kinds.code((operation_id, org_id, outcome, error_type)))
+        full = self._full
+        if full is not None and len(self.times) >= full:
+            self._trim(full // 2)
 
     @property
     def dropped(self) -> int:
@@ -80,14 +68,8 @@ class ApiLog:
 
     def _trim(self, count: int) -> None:
         self._trimmed += count
-        for column in (
-            self.times,
-            self.operation_codes,
-            self.org_codes,
-            self.outcome_codes,
-            self.error_type_codes,
-        ):
-            del column[:count]
+        del self.times[:count]
+        del self.kind_codes[:count]
 
     def _first(self) -> int:
         """Index of the oldest call the log shows (the ring may hold up to twice its size)."""
@@ -95,13 +77,8 @@ class ApiLog:
         return 0 if self.size is None else max(0, held - self.size)
 
     def call(self, index: int) -> ApiCall:
-        return ApiCall(
-            at=self.times[index],
-            operation_id=self.operations[self.operation_codes[index]],
-            org_id=self.orgs[self.org_codes[index]] or None,
-            outcome=self.outcomes[self.outcome_codes[index]],
-            error_type=self.error_types[self.error_type_codes[index]] or None,
-        )
+        operation_id, org_id, outcome, error_type = self.kinds[self.kind_codes[index]]
+        return ApiCall(self.times[index], operation_id, org_id, outcome, error_type)
 
     def __iter__(self) -> Iterator[ApiCall]:
         return (self.call(i) for i in range(self._first(), len(self.times)))

@@ -1,12 +1,18 @@
 """Idempotent creates (LIM-5, LIM-6, GAP-LIM-2).
 
-A store of successful create outcomes keyed by (organization, Idempotency-Key). The fingerprint is
-the operation and the canonical JSON of the request body, so the same key with the same body
-replays the original outcome (no second resource, no second charge) and the same key with another
-body is a conflict. Entries live for the configured window on the virtual clock. Only successes
-are stored: a retry after a refusal is a new attempt. ``sim.platform`` looks a key up before the
-rate limiter (a replay is not a new request) and stores the outcome inside the operation's unit of
-work, so an operation that fails after storing it leaves no entry behind (``forget``).
+A store of successful create outcomes keyed by (organization, Idempotency-Key). Two requests are
+the same when their operation and the canonical JSON of their values are, so the same key with the
+same body replays the original outcome (no second resource, no second charge) and the same key
+with another body is a conflict. Entries live for the configured window on the virtual clock.
+Only successes are stored: a retry after a refusal is a new attempt. ``sim.platform`` looks a key
+up before the rate limiter (a replay is not a new request) and stores the outcome inside the
+operation's unit of work, so an operation that fails after storing it leaves no entry behind
+(``forget``).
+
+The fingerprint is an exact snapshot of the request (``marshal``), not its canonical text: every
+keyed create takes one, marshal's C writer costs well under half of canonical JSON's, and the
+canonical texts are needed only when a key comes back with a request whose snapshot differs
+(``same_request``; a property test holds it to comparing canonical JSON).
 
 Memory: entries are stored in time order, and every store first drops the entries whose window
 has passed, so the store holds one window of creates however long the run.
@@ -14,36 +20,76 @@ has passed, so the store holds one window of creates however long the run.
 
 from __future__ import annotations
 
-import hashlib
 import json
+import marshal
+from _json import encode_basestring, make_encoder
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from sim.clock import Clock
 from sim.config import LimitsConfig
 from sim.errors import Conflict, Unprocessable
 
-__all__ = ["IdempotencyStore", "Replay", "fingerprint"]
+__all__ = ["IdempotencyStore", "Replay", "canonical_json", "fingerprint", "same_request"]
 
 
-def fingerprint(operation: str, body: Any) -> str:
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(f"{operation}\n{canonical}".encode()).hexdigest()
+def _not_json(value: object) -> object:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
-@dataclass(frozen=True, slots=True)
-class Replay:
+#: ``json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)``, built once:
+#: ``dumps`` with options builds a ``JSONEncoder`` and this same C encoder on every call, which
+#: cost more than the encoding of a create's body itself. No circular-reference bookkeeping:
+#: a request's values have passed ``sim.values.check_values`` (whose depth bound refuses a
+#: cycle) before they are fingerprinted.
+_CANONICAL = make_encoder(None, _not_json, encode_basestring, None, ":", ",", True, False, True)
+
+#: marshal's format 2: no back-references, so a snapshot does not depend on how many references
+#: to its strings exist elsewhere.
+_MARSHAL_VERSION = 2
+
+
+def canonical_json(value: Any) -> str:
+    """The canonical JSON text of a request's values: keys sorted, no spaces, Unicode as is
+    (a property test holds it to ``json.dumps`` with those options)."""
+    return "".join(_CANONICAL(value, 0))
+
+
+def fingerprint(operation: str, values: Any) -> bytes:
+    """An exact snapshot of a request (its operation and JSON ``values``), for ``same_request``.
+
+    A value of a subclass of a JSON type (which only a Python caller can send, and which marshal
+    refuses) is snapshotted as the plain JSON value it stands for."""
+    try:
+        return marshal.dumps((operation, values), _MARSHAL_VERSION)
+    except ValueError:
+        plain = json.loads(canonical_json(values))
+        return marshal.dumps((operation, plain), _MARSHAL_VERSION)
+
+
+def same_request(first: bytes, second: bytes) -> bool:
+    """Whether two fingerprints are of the same request: the same operation, and values whose
+    canonical JSON is the same (the order of keys aside, ``1`` is not ``1.0`` nor ``true``).
+
+    Equal snapshots are equal values of equal types, hence the same JSON (a retry almost always
+    sends the same values in the same order); otherwise the canonical texts decide."""
+    return first == second or canonical_json(marshal.loads(first)) == canonical_json(
+        marshal.loads(second)
+    )
+
+
+class Replay(NamedTuple):
     """A stored outcome: the JSON body first returned and when it was stored."""
 
     body: dict[str, Any]
     stored_at: float
 
 
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    fingerprint: str
+# A NamedTuple rather than a frozen dataclass: as immutable, and built for every keyed create
+# without a frozen dataclass's one ``object.__setattr__`` per field.
+class _Entry(NamedTuple):
+    fingerprint: bytes
     replay: Replay
 
 
@@ -71,7 +117,7 @@ class IdempotencyStore:
             )
 
     def lookup(
-        self, org_id: str, key: str, operation: str, body: Any, *, digest: str | None = None
+        self, org_id: str, key: str, operation: str, body: Any, *, digest: bytes | None = None
     ) -> Replay | None:
         """The stored outcome for this key and body, ``None`` if new; ``Conflict`` if reused.
 
@@ -83,7 +129,7 @@ class IdempotencyStore:
         if self._clock.now - entry.replay.stored_at >= self._limits.idempotency_window_seconds:
             del self._entries[(org_id, key)]
             return None
-        if entry.fingerprint != (digest or fingerprint(operation, body)):
+        if not same_request(entry.fingerprint, digest or fingerprint(operation, body)):
             raise Conflict(
                 "idempotency_key.reused",
                 "This Idempotency-Key was already used with a different request.",
@@ -99,10 +145,12 @@ class IdempotencyStore:
         body: Any,
         result: dict[str, Any],
         *,
-        digest: str | None = None,
+        digest: bytes | None = None,
     ) -> None:
         now = self._clock.now
-        self._expire(now)
+        order = self._order
+        if order and order[0][0] <= now - self._limits.idempotency_window_seconds:
+            self._expire(now)
         entry = _Entry(digest or fingerprint(operation, body), Replay(body=result, stored_at=now))
         self._entries[(org_id, key)] = entry
         self._order.append((now, (org_id, key)))

@@ -21,9 +21,8 @@ streams moved on, which changes no record.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 __all__ = ["Journal", "Prepared", "discard"]
 
@@ -31,12 +30,13 @@ Action = Callable[[], object]
 """A change or its undo; whatever it returns is ignored."""
 
 
-@dataclass(frozen=True, slots=True)
-class Prepared:
+class Prepared(NamedTuple):
     """An operation whose every check has passed and which has changed nothing yet.
 
     ``commit()`` makes the change and returns the answer. The platform's door runs its last
     checks (the facade's schema) between the two, so a refusal there stores nothing either.
+    A NamedTuple (one per create) rather than a frozen dataclass, whose ``__init__`` costs an
+    ``object.__setattr__`` per field.
     """
 
     commit: Callable[[], dict[str, Any]]
@@ -53,6 +53,8 @@ class Journal:
 
     def __init__(self) -> None:
         self._undo: list[Action] | None = None
+        #: Held-back actions; always empty outside a block (``defer`` runs them at once there),
+        #: so opening a block allocates only its undo list.
         self._deferred: list[Action] = []
         #: Savepoints of the open blocks, innermost last: (undo length, deferred length).
         self._marks: list[tuple[int, int]] = []
@@ -67,10 +69,11 @@ class Journal:
         return self
 
     def __enter__(self) -> None:
-        if self._undo is None:
-            self._undo, self._deferred = [], []
+        undo = self._undo
+        if undo is None:
+            undo = self._undo = []
             self.active = True
-        self._marks.append((len(self._undo), len(self._deferred)))
+        self._marks.append((len(undo), len(self._deferred)))
 
     def __exit__(
         self,
@@ -78,23 +81,25 @@ class Journal:
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> Literal[False]:
-        mark, deferred_mark = self._marks.pop()
-        outermost = not self._marks
+        marks = self._marks
+        mark, deferred_mark = marks.pop()
+        if error is None:  # the common case first: a savepoint kept, or the unit done
+            if not marks:
+                deferred = self._deferred
+                self._undo, self.active = None, False
+                if deferred:
+                    self._deferred = []
+                    _run_all(deferred)
+            return False
         undo = self._undo
         assert undo is not None  # set by the matching __enter__
-        if error is not None:
-            steps = undo[mark:]
-            del undo[mark:]
-            del self._deferred[deferred_mark:]
-            if outermost:
-                self._undo, self.active = None, False
-            _undo_all(steps, error)
-            return False  # the error propagates
-        if outermost:
-            deferred, self._undo, self._deferred = self._deferred, None, []
-            self.active = False
-            _run_all(deferred)
-        return False
+        steps = undo[mark:]
+        del undo[mark:]
+        del self._deferred[deferred_mark:]
+        if not marks:
+            self._undo, self.active = None, False
+        _undo_all(steps, error)
+        return False  # the error propagates
 
     def on_undo(self, step: Action) -> None:
         """Register how to reverse a change just made (nothing to do outside a block)."""

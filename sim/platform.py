@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from sim.accounts import AccountRegistry, Caller
 from sim.admin import PlatformAdmin
@@ -44,9 +44,11 @@ Params = dict[str, Any] | Callable[[], dict[str, Any]]
 Check = Callable[[dict[str, Any]], None]
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """What one operation produced: a JSON body (or bytes) and what the headers need."""
+class Outcome(NamedTuple):
+    """What one operation produced: a JSON body (or bytes) and what the headers need.
+
+    A NamedTuple rather than a frozen dataclass: as immutable, and built for every call without
+    a frozen dataclass's one ``object.__setattr__`` per field."""
 
     body: dict[str, Any] | bytes
     media_type: str = "application/json"
@@ -68,11 +70,6 @@ def _caller(caller: Caller | None) -> Caller:
     if caller is None:  # the facade authenticates first; this guards the Python API
         raise AuthenticationFailed("api_key.missing", "Send `Authorization: Bearer <key>`.")
     return caller
-
-
-def _body(params: dict[str, Any]) -> Any:
-    """The body as the caller gave it (``None``: none); the operation's parser judges it."""
-    return params.get("body")
 
 
 OPERATIONS: dict[str, Operation] = {
@@ -121,6 +118,12 @@ class Platform:
         self._limiters = self._build_limiters()
         self.api_log = ApiLog(kernel.config.history.api_log_size)
         self.admin = PlatformAdmin(self)
+        self._max_depth = kernel.config.limits.json_max_depth
+        #: Each operation's bound method, looked up once rather than by name on every call.
+        self._methods: dict[str, Callable[[Caller | None, dict[str, Any]], Any]] = {
+            operation_id: getattr(self, operation.method)
+            for operation_id, operation in OPERATIONS.items()
+        }
 
     @classmethod
     def create(cls, config: SimConfig | None = None) -> Platform:
@@ -164,9 +167,11 @@ class Platform:
             with self.kernel.journal.atomic():
                 outcome = self._call(operation_id, operation, caller, params, check)
         except DomainError as error:
-            self._log(operation_id, org_id, error.code, error.type)
+            self.api_log.append(self.clock.now, operation_id, org_id, error.code, error.type)
             raise
-        self._log(operation_id, org_id, "replayed" if outcome.replayed else "ok", None)
+        self.api_log.append(
+            self.clock.now, operation_id, org_id, "replayed" if outcome.replayed else "ok", None
+        )
         return outcome
 
     def _call(
@@ -177,18 +182,28 @@ class Platform:
         params: Params,
         check: Check | None,
     ) -> Outcome:
-        if not operation.public:
-            caller = _caller(caller)
-        limiter = self._limiters.get(operation.rate_limit or "") if caller is not None else None
-        read, refusal = self._read(params)
+        # Every create and end comes through here: the steps are written inline, in the order the
+        # docstring of ``call`` gives, rather than as a helper call each.
+        if caller is None and not operation.public:
+            caller = _caller(caller)  # refuses
+        limiter = (
+            None
+            if operation.rate_limit is None or caller is None
+            else self._limiters.get(operation.rate_limit)
+        )
+        refusal: DomainError | None = None
+        try:  # the parameters (the facade's parser runs here) and their values; a refusal is
+            # kept, not raised, so the rate limiter counts the request first
+            read = params() if callable(params) else params
+            check_values(read, max_depth=self._max_depth)
+        except DomainError as error:
+            read, refusal = {}, error
         key = read.get("idempotency_key") if operation.idempotent else None
-        digest: str | None = None
+        digest: bytes | None = None
         if refusal is None and key is not None and caller is not None:
             try:
-                self.idempotency.validate_key(key)
-                digest = fingerprint(
-                    operation_id, {"path": _path_params(read), "body": read.get("body")}
-                )
+                # The request's path parameters and body (``lookup`` checks the key first).
+                digest = fingerprint(operation_id, (_path_params(read), read.get("body")))
                 replay = self.idempotency.lookup(
                     caller.org_id, key, operation_id, None, digest=digest
                 )
@@ -197,12 +212,17 @@ class Platform:
             else:
                 if replay is not None:  # the original answer again: not a new request
                     seen = limiter.peek(caller.key_id) if limiter is not None else None
-                    return Outcome(body=replay.body, replayed=True, rate=seen)
+                    return Outcome(replay.body, replayed=True, rate=seen)
         rate = limiter.hit(caller.key_id) if limiter is not None and caller is not None else None
         try:
             if refusal is not None:
                 raise refusal
-            result = self._perform(operation, caller, read, check)
+            # The operation's checks, the caller's ``check``, then (a ``Prepared``) its change.
+            result = self._methods[operation_id](caller, read)
+            if check is not None:
+                check(read)
+            if isinstance(result, Prepared):
+                result = result.commit()
             if digest is not None and caller is not None and isinstance(result, dict):
                 self._remember(caller.org_id, str(key), operation_id, digest, result)
         except DomainError as error:
@@ -210,47 +230,16 @@ class Platform:
                 error.rate = rate
             raise
         if isinstance(result, Outcome):
-            return result if rate is None else _with_rate(result, rate)
-        return Outcome(body=result, rate=rate)
-
-    def _read(self, params: Params) -> tuple[dict[str, Any], DomainError | None]:
-        """The parameters (the facade's parser runs here) and their values checked; a refusal is
-        returned, not raised, so the rate limiter counts the request first."""
-        try:
-            read = params() if callable(params) else params
-            check_values(read, max_depth=self.config.limits.json_max_depth)
-        except DomainError as error:
-            return {}, error
-        return read, None
-
-    def _perform(
-        self,
-        operation: Operation,
-        caller: Caller | None,
-        params: dict[str, Any],
-        check: Check | None,
-    ) -> dict[str, Any] | Outcome:
-        """The operation's checks, the caller's ``check``, then (a ``Prepared``) its change."""
-        result = getattr(self, operation.method)(caller, params)
-        if check is not None:
-            check(params)
-        if isinstance(result, Prepared):
-            return result.commit()
-        answer: dict[str, Any] | Outcome = result
-        return answer
+            return result if rate is None else result._replace(rate=rate)
+        return Outcome(result, rate=rate)
 
     def _remember(
-        self, org_id: str, key: str, operation_id: str, digest: str, body: dict[str, Any]
+        self, org_id: str, key: str, operation_id: str, digest: bytes, body: dict[str, Any]
     ) -> None:
         """Store an idempotent outcome as part of the operation's unit (undone if it fails;
         no entry existed for the key, or the lookup would have replayed or refused it)."""
         self.kernel.journal.on_undo(lambda: self.idempotency.forget(org_id, key))
         self.idempotency.store(org_id, key, operation_id, None, body, digest=digest)
-
-    def _log(
-        self, operation_id: str, org_id: str | None, outcome: str, error_type: str | None
-    ) -> None:
-        self.api_log.append(self.clock.now, operation_id, org_id, outcome, error_type)
 
     def _build_limiters(self) -> dict[str, RateLimiter]:
         rate = self.config.limits.rate
@@ -278,10 +267,10 @@ class Platform:
         return self.billing.plans()
 
     def op_create_session(self, caller: Caller, params: dict[str, Any]) -> Prepared:
-        return self.sessions.prepare_create(caller, _body(params))
+        return self.sessions.prepare_create(caller, params.get("body"))
 
     def op_create_pipecat_session(self, caller: Caller, params: dict[str, Any]) -> Prepared:
-        return self.sessions.prepare_pipecat(caller, _body(params))
+        return self.sessions.prepare_pipecat(caller, params.get("body"))
 
     def op_list_sessions(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
         return self.sessions.list(
@@ -322,7 +311,7 @@ class Platform:
         return self.runs.list_models(caller)
 
     def op_create_run(self, caller: Caller, params: dict[str, Any]) -> Prepared:
-        return self.runs.prepare_create(caller, params["model_id"], _body(params))
+        return self.runs.prepare_create(caller, params["model_id"], params.get("body"))
 
     def op_list_runs(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
         return self.runs.list(
@@ -383,10 +372,10 @@ class Platform:
 
 
 def _path_params(params: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in params.items() if k.endswith("_id")}
-
-
-def _with_rate(outcome: Outcome, rate: RateSnapshot) -> Outcome:
-    return Outcome(
-        body=outcome.body, media_type=outcome.media_type, replayed=outcome.replayed, rate=rate
-    )
+    """The parameters that name an object (``..._id``), which a fingerprint covers with the body.
+    A loop, not a comprehension: every keyed create asks, and a comprehension is one more call."""
+    path: dict[str, Any] = {}
+    for name in params:
+        if name.endswith("_id"):
+            path[name] = params[name]
+    return path

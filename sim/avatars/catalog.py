@@ -67,6 +67,10 @@ STOCK_AVATARS: tuple[Avatar, ...] = (
 
 _BY_ID: dict[str, Avatar] = {avatar.id: avatar for avatar in STOCK_AVATARS}
 
+#: The stock avatars sessions may use: all of them (each is ``ready`` from the start and never
+#: changes), as a set so a create asks one membership question (a test holds it to ``usable``).
+USABLE_STOCK_IDS: frozenset[str] = frozenset(a.id for a in STOCK_AVATARS if a.usable)
+
 
 def stock_avatar(avatar_id: str) -> Avatar | None:
     """The stock avatar with this id, or ``None``."""

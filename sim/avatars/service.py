@@ -23,7 +23,7 @@ from typing import Any, Literal
 import simpy
 
 from sim.accounts import Caller
-from sim.avatars.catalog import STOCK_AVATARS, stock_avatar
+from sim.avatars.catalog import STOCK_AVATARS, USABLE_STOCK_IDS, stock_avatar
 from sim.avatars.images import check_portrait
 from sim.avatars.lifecycle import AvatarTrigger, next_status
 from sim.avatars.records import Avatar
@@ -179,6 +179,8 @@ class AvatarService:
 
     def require_usable(self, org_id: str, avatar_id: str) -> None:
         """A stock avatar or the organization's own ``ready`` one, else refuse (GAP-SES-8)."""
+        if avatar_id in USABLE_STOCK_IDS:  # what most creates ask for, answered at once
+            return
         avatar = self._visible(org_id, avatar_id)
         if avatar is None:
             raise NotFound("avatar.not_found", f"No avatar {avatar_id}.", param="avatar_id")

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.errors import InvalidRequest
-from sim.values import _check, _fine, _fine_deep
+from sim.values import _check, _fine, _fine_deep, check_values
 from tests.asgi.doors import Doors, Request
 from tests.asgi.support import LIVEKIT, strict_json
 
@@ -199,3 +199,27 @@ def test_the_quick_pass_hands_deep_values_to_its_iterative_twin_unchanged(
     with mock.patch("sim.values._RECURSION", frames):
         quick = _fine(value, depth)
     assert quick is _fine_deep(value, depth)
+
+
+def _refusal(check: Any) -> tuple[str, str | None, str] | None:
+    try:
+        check()
+    except InvalidRequest as error:
+        return error.code, error.param, error.message
+    return None
+
+
+@pytest.mark.req("ERR-1")
+@settings(max_examples=300, deadline=None)
+@given(value=_ANY, depth=st.integers(1, 4), name=st.sampled_from(["body", "limit", "image"]))
+def test_check_values_refuses_each_parameter_as_the_full_check_does(
+    value: Any, depth: int, name: str
+) -> None:
+    """``check_values`` picks each parameter's quick pass by the value's type itself (a call
+    saved per parameter): whatever the value, it refuses it exactly as the full check does (the
+    upload's bytes aside, which are raw by design)."""
+    got = _refusal(lambda: check_values({name: value}, max_depth=depth))
+    if name == "image" and isinstance(value, bytes):
+        assert got is None
+        return
+    assert got == _refusal(lambda: _check(value, () if name == "body" else (name,), depth))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sim.accounts import AccountRegistry
+from sim.config import SimConfig
 from sim.errors import AuthenticationFailed, PermissionDenied, Unprocessable
 from sim.kernel import Kernel
 
@@ -81,3 +82,21 @@ def test_concurrency_override_is_bounded_by_the_ceiling() -> None:
     assert reg.concurrency_limit(org.id) == 20
     with pytest.raises(Unprocessable):
         reg.set_concurrency_override(org.id, 21)
+
+
+@pytest.mark.req("LIM-2")
+def test_the_concurrency_limit_follows_every_change_of_plan_and_override() -> None:
+    """The limit is kept between creates: each change of plan or override must show at once."""
+    reg = _registry()
+    org = reg.create_organization("Acme", "free")
+    config = SimConfig()
+    expected = {key: config.billing.plan(key).concurrent_sessions for key in ("free", "enterprise")}
+    assert reg.concurrency_limit(org.id) == expected["free"]
+    reg.set_plan(org.id, "enterprise")
+    assert reg.concurrency_limit(org.id) == expected["enterprise"] != expected["free"]
+    reg.set_concurrency_override(org.id, 3)
+    assert reg.concurrency_limit(org.id) == 3
+    reg.set_plan(org.id, "free")
+    assert reg.concurrency_limit(org.id) == 3
+    reg.set_concurrency_override(org.id, None)
+    assert reg.concurrency_limit(org.id) == expected["free"]

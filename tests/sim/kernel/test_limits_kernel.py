@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import json
+from collections import OrderedDict
 from datetime import UTC, datetime
+from enum import IntEnum
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.clock import Clock
 from sim.config import LimitsConfig
 from sim.errors import Conflict, RateLimited, Unprocessable
-from sim.idempotency import IdempotencyStore
+from sim.idempotency import IdempotencyStore, canonical_json, fingerprint, same_request
 from sim.pagination import page, validate_limit
 from sim.ratelimit import RateLimiter
 
@@ -172,3 +175,81 @@ def test_limit_out_of_range_is_refused(bad: Any) -> None:
         validate_limit(bad, 1, 100)
     assert excinfo.value.param == "limit"
     assert validate_limit(100, 1, 100) == 100
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**40), max_value=10**40)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=6)
+    | st.sampled_from(["é", "\u2028", '"\\', "\x00\x1f", "\U0001f600"]),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@pytest.mark.req("LIM-5")
+@settings(max_examples=300, deadline=None)
+@given(value=_JSON)
+def test_the_canonical_text_is_json_dumps_with_sorted_keys(value: Any) -> None:
+    """The fingerprint's encoder is built once instead of on every ``json.dumps``: its text is
+    still exactly ``json.dumps`` with sorted keys, no spaces and Unicode as is, so two requests
+    are the same exactly when their JSON is."""
+    expected = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert canonical_json(value) == expected
+
+
+class _Text(str):
+    pass
+
+
+class _Number(IntEnum):
+    ONE = 1
+
+
+def _reordered(value: Any) -> Any:
+    """The same JSON written otherwise: keys in reverse order, fresh objects, and where a Python
+    caller could, subclasses of the JSON types (which marshal refuses)."""
+    if isinstance(value, dict):
+        items = [(key, _reordered(item)) for key, item in reversed(value.items())]
+        return OrderedDict(items) if len(items) % 2 else dict(items)
+    if isinstance(value, list):
+        return [_reordered(item) for item in value]
+    if type(value) is str and len(value) == 1:
+        return _Text(value)
+    if type(value) is int and value == 1:
+        return _Number.ONE
+    return json.loads(json.dumps(value))
+
+
+def _variant(value: Any) -> Any:
+    """Nearly the same JSON, but not the same: a number turned into its float or boolean twin."""
+    if isinstance(value, dict):
+        return {key: _variant(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_variant(item) for item in value]
+    if type(value) is int and value in (0, 1):
+        return float(value) if value else False
+    return value
+
+
+@pytest.mark.req("LIM-5")
+@settings(max_examples=300, deadline=None)
+@given(first=_JSON, other=_JSON, how=st.sampled_from(["same", "reordered", "variant", "other"]))
+def test_two_requests_are_the_same_exactly_when_their_canonical_json_is(
+    first: Any, other: Any, how: str
+) -> None:
+    """A fingerprint is a snapshot, compared by its canonical JSON only when the snapshots
+    differ: the verdict is always the canonical comparison's, and the operation counts too."""
+    second = {
+        "same": first,
+        "reordered": _reordered(first),
+        "variant": _variant(first),
+        "other": other,
+    }[how]
+    same = canonical_json(first) == canonical_json(second)
+    assert same_request(fingerprint("op", first), fingerprint("op", second)) is same
+    assert not same_request(fingerprint("op", first), fingerprint("op2", second))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from sim.config import SimConfig
@@ -182,3 +182,122 @@ def test_unknown_fields_names_the_first_unknown_in_sorted_order(names: list[str]
         assert unknown and error.param == unknown[0]
     else:
         assert not unknown
+
+
+def _answer(parse: Any, payload: Any) -> Any:
+    """What a parser makes of ``payload``: its request, or its refusal as the envelope shows it."""
+    limits, sessions = _CONFIG.limits, _CONFIG.sessions
+    try:
+        return parse(payload, limits, sessions)
+    except DomainError as error:
+        return (type(error).__name__, error.code, error.param, error.message)
+
+
+_CONFIG = SimConfig()
+#: Values a field may hold: the right kind, in and out of range, and the near misses.
+_ANY_VALUE = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-5, max_value=100_000),
+    st.sampled_from([0.0, 30.0, 600.0, 600.5, float(2**53)]),
+    st.sampled_from(["", "x", "av_stock_anna", "av_processing", *validation.QUALITIES]),
+    st.sampled_from(["track", "data_stream", "wss://r.example", "wss://", "https://r", "livekit"]),
+    st.text(max_size=4),
+    st.just([]),
+)
+_LIMITS = _CONFIG.limits
+_METADATA = st.dictionaries(
+    st.sampled_from(["k", "_avatar.debug_record", "_avatar.x", "z"]),
+    st.booleans() | st.text(max_size=3) | st.just("y" * 600),
+    max_size=3,
+)
+#: Valid bodies, with and without each optional field.
+_VALID = st.fixed_dictionaries(
+    {
+        "avatar_id": st.just(STOCK),
+        "transport": st.fixed_dictionaries(
+            {
+                "type": st.just("livekit"),
+                "url": st.just("wss://r.example"),
+                "room_name": st.just("r"),
+            },
+            optional={
+                "worker_token": st.just("tok"),
+                "audio_source": st.sampled_from(validation.AUDIO_SOURCES),
+            },
+        ),
+    },
+    optional={
+        "idle_timeout_seconds": st.integers(
+            _LIMITS.idle_timeout_min_seconds, _LIMITS.idle_timeout_max_seconds
+        ),
+        "max_duration_seconds": st.integers(
+            _LIMITS.max_duration_min_seconds, _LIMITS.max_duration_ceiling_seconds
+        ),
+        "quality": st.sampled_from(validation.QUALITIES),
+        "metadata": _METADATA,
+    },
+)
+_DROP = object()
+#: Where a change may land: each field of the body or its transport, and one unknown to each.
+_PLACES = st.sampled_from(
+    [(None, name) for name in [*sorted(validation._SESSION_FIELDS), "colour"]]
+    + [("transport", name) for name in [*sorted(validation._LIVEKIT_FIELDS), "extra"]]
+)
+#: The near misses, each as likely as any other kind of change.
+_NEAR_MISSES = st.sampled_from(["", True, False, 600.0, 600.5, 0, -1, 10**7, None, [], "mic"])
+_CHANGES = st.lists(
+    st.tuples(_PLACES, _NEAR_MISSES | _ANY_VALUE | _METADATA | st.just(_DROP)), max_size=3
+)
+
+
+def _changed(payload: dict[str, Any], changes: list[tuple[tuple[str | None, str], Any]]) -> Any:
+    for (within, name), value in changes:
+        target = payload if within is None else payload.get(within)
+        if not isinstance(target, dict):
+            continue
+        if value is _DROP:
+            target.pop(name, None)
+        else:
+            target[name] = value
+    return payload
+
+
+_BODIES = st.one_of(st.builds(_changed, _VALID, _CHANGES), _ANY_VALUE)
+
+
+@pytest.mark.req("EP-SESS-1", "EP-SESS-2", "EP-SESS-3")
+@settings(max_examples=600, deadline=None)
+@given(payload=_BODIES)
+@example(payload=body(avatar_id=""))
+@example(payload=body(idle_timeout_seconds=600.0))
+@example(payload=body(max_duration_seconds=True))
+@example(payload=body(quality="ultra"))
+@example(payload=body(metadata={"_avatar.x": 1}))
+@example(payload=body(metadata=[]))
+@example(payload=body(transport={**TRANSPORT, "room_name": ""}))
+@example(payload=body(transport={**TRANSPORT, "worker_token": ""}))
+@example(payload=body(transport={**TRANSPORT, "url": "https://r"}))
+@example(payload=body(transport={**TRANSPORT, "audio_source": "mic"}))
+@example(payload=body(transport={**TRANSPORT, "extra": 1}))
+def test_the_plain_body_path_gives_the_full_paths_answer(payload: Any) -> None:
+    """``parse_session_request`` reads a plainly valid body straight through and hands any other
+    to the full path: whichever it takes, the request or the refusal is the full path's."""
+    assert _answer(parse_session_request, payload) == _answer(
+        validation._parse_session_request, payload
+    )
+
+
+def test_the_plain_body_path_takes_the_bodies_clients_send() -> None:
+    """The shortcut is really taken for the bodies clients send (else it only costs)."""
+    limits, sessions = _CONFIG.limits, _CONFIG.sessions
+    sent = [
+        body(),
+        body(quality="mock", idle_timeout_seconds=60, max_duration_seconds=900),
+        body(transport={**TRANSPORT, "audio_source": "data_stream", "worker_token": "t"}),
+        body(metadata={"_avatar.debug_record": True, "k": "v"}),
+    ]
+    for payload in sent:
+        quick = validation._plain_session_request(payload, limits, sessions)
+        assert quick is not None
+        assert quick == validation._parse_session_request(payload, limits, sessions)
