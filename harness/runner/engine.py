@@ -16,18 +16,16 @@ gives the same simulation at every level.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import simpy
-
-from harness.runner.arrivals import arrival_instants, merged, poisson_instants
+from harness.runner.arrivals import arrival_instants, follow, merged, poisson_instants
 from harness.runner.clients import ClientPool, OrgHandle
 from harness.runner.door import Door
 from harness.runner.faults import start_faults
 from harness.runner.picks import WeightedPick
-from harness.scenarios.model import Scenario
+from harness.scenarios.model import RunMix, Scenario
 from sim.config import HistoryConfig, SimConfig
 from sim.platform import Platform
 from sim.sessions.scheduler import PoolStatus
@@ -101,21 +99,10 @@ def _schedule(
     )
 
 
-def _dispatch(
-    env: simpy.Environment,
-    pool: ClientPool,
-    plan: Iterator[tuple[float, OrgHandle | None]],
-    pick: WeightedPick[OrgHandle],
-) -> Generator[simpy.Event, Any, None]:
-    for at, org in plan:
-        if at > env.now:
-            yield env.timeout(at - env.now)
-        pool.start_session_client(org if org is not None else pick())
-
-
 def _runs(
-    env: simpy.Environment, pool: ClientPool, scenario: Scenario, orgs: tuple[OrgHandle, ...]
-) -> Generator[simpy.Event, Any, None]:
+    pool: ClientPool, scenario: Scenario, orgs: tuple[OrgHandle, ...]
+) -> Iterator[tuple[float, tuple[OrgHandle, RunMix]]]:
+    """Every run arrival as (time, (organization, mix)), in time order, drawn as it comes."""
     stream = pool.platform.kernel.streams.stream
     weights = [o.weight for o in scenario.organizations]
     pick = stream("scenario.runs.mix")
@@ -130,25 +117,18 @@ def _runs(
     )
     by_name = {o.name: o for o in orgs}
     for at, index in plan:
-        if at > env.now:
-            yield env.timeout(at - env.now)
         mix = scenario.runs[index]
         if mix.organization is not None:
             org = by_name[mix.organization]
-        else:
+        else:  # from a stream of its own: drawn a little ahead, the same organization
             org = pick.choices(orgs, weights=weights)[0]
-        pool.start_run_client(org, mix)
+        yield at, (org, mix)
 
 
-def _sampler(
-    env: simpy.Environment, platform: Platform, every: float, end: float, out: list[PoolStatus]
-) -> Generator[simpy.Event, Any, None]:
-    """ONE process samples the pool on a fixed grid: cost ∝ samples, not sessions."""
+def _grid(every: float, end: float) -> Iterator[tuple[float, None]]:
+    """The sampling instants ``0, every, 2 every, ...`` up to ``end``."""
     for i in range(math.floor(end / every + 1e-9) + 1):
-        target = i * every
-        if target > env.now:
-            yield env.timeout(target - env.now)
-        out.append(platform.sessions.pool_status())
+        yield i * every, None
 
 
 def _usage(
@@ -175,7 +155,7 @@ def install(
     platform: Platform, scenario: Scenario, door: Door | None = None, *, logs: bool | None = None
 ) -> Installed:
     """Create the scenario's organizations on ``platform`` and start its traffic: arrivals and
-    runs become SimPy processes on the platform's clock, so they unfold as the clock advances,
+    runs become timers on the platform's clock (``follow``), so they unfold as the clock advances,
     whoever advances it (``simulate`` below, or the wall-clock driver of ``avatar-sim serve``).
 
     Clients call through ``door`` (default: ``platform.call``; see ``harness.runner.door``).
@@ -194,9 +174,14 @@ def install(
     )
     start_faults(platform, scenario.faults)
     pick = WeightedPick(orgs, [o.weight for o in scenario.organizations], pool.streams.mix)
-    env.process(_dispatch(env, pool, _schedule(scenario, platform, orgs), pick))
+    start = pool.start_session_client
+
+    def arrive(org: OrgHandle | None) -> None:
+        start(org if org is not None else pick())
+
+    follow(env, _schedule(scenario, platform, orgs), arrive)
     if scenario.runs:
-        env.process(_runs(env, pool, scenario, orgs))
+        follow(env, _runs(pool, scenario, orgs), lambda run: pool.start_run_client(*run))
     return Installed(orgs, accounts, pool)
 
 
@@ -224,8 +209,10 @@ def simulate(
     installed = install(platform, scenario, None if door is None else door(platform))
     end = scenario.duration + scenario.cooldown
     samples: list[PoolStatus] = []
-    env = platform.clock.env
-    env.process(_sampler(env, platform, scenario.sample_every, end, samples))
+    # One sampler on a fixed grid: its cost grows with the samples, not the sessions.
+    status = platform.sessions.pool_status
+    grid = _grid(scenario.sample_every, end)
+    follow(platform.clock.env, grid, lambda _: samples.append(status()))
     steps = 1 if progress is None else 100
     for step in range(1, steps + 1):
         platform.clock.advance_to(end * step / steps)
