@@ -7,6 +7,7 @@ retry that forgets its key, a hang-up at the wrong instant) and its cost in SimP
 
 from __future__ import annotations
 
+import gc
 import itertools
 from collections import Counter
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 import simpy
 
 from harness.runner import run_scenario, simulate
+from harness.runner.engine import YOUNG_COLLECTION_THRESHOLD, rare_collections
 from harness.scenarios import parse_scenario
 from tests.scenarios.helpers import small
 
@@ -142,3 +144,27 @@ def test_a_refused_run_create_is_retried_after_retry_after_with_the_same_key() -
             assert before["outcome"] == "rate_limited"
             assert after["t"] == pytest.approx(before["t"] + before["retry_after"])
     assert retried > 3
+
+
+def test_a_run_collects_cycles_rarely_and_restores_the_collector_after() -> None:
+    """``simulate`` raises the young generation's threshold while the clock runs (the run's
+    containers die young without cycles) and gives the process its own back, also on error."""
+    before = gc.get_threshold()
+    seen: list[tuple[int, int, int]] = []
+
+    def progress(_now: float) -> None:
+        seen.append(gc.get_threshold())
+        if len(seen) == 50:
+            raise RuntimeError("stop half way")
+
+    with pytest.raises(RuntimeError, match="half way"):
+        simulate(parse_scenario(small(runs=[])), progress=progress)
+    assert gc.get_threshold() == before
+    assert seen[0] == (YOUNG_COLLECTION_THRESHOLD, *before[1:])
+    first = simulate(parse_scenario(small()))
+    assert gc.get_threshold() == before
+    with rare_collections():  # when garbage goes changes nothing a run does
+        gc.collect()
+        again = simulate(parse_scenario(small()))
+    assert list(again.pool.calls or []) == list(first.pool.calls or [])
+    assert list(again.pool.clients or []) == list(first.pool.clients or [])
