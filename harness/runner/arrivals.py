@@ -128,8 +128,10 @@ class _Follower(Generic[T]):
         env, act = self.env, self.act
         act(self.tag)
         for at, tag in self.plan:
-            if at > env.now:
-                self.sleep(at, tag)
+            now = env.now
+            if at > now:  # ``sleep`` inlined: this runs once per arrival
+                self.tag = tag
+                env.timeout(at - now).callbacks.append(self.wake)
                 return
             act(tag)
 

@@ -187,10 +187,8 @@ class _SessionClient(_Client):
         pool.tallies.client(self.arrived, "session", outcome, self.attempts)
         if pool.clients is not None:
             pool.clients.append(
-                client=self.number, at=self.arrived, kind="session", organization=self.org.name,
-                surface=self.surface, quality=self.quality, model=None,
-                planned_length=self.length, attempts=self.attempts, resource_id=session_id,
-                final_outcome=outcome,
+                self.number, self.arrived, "session", self.org.name, self.surface, self.quality,
+                None, self.length, self.attempts, session_id, outcome,
             )  # fmt: skip
         if session_id is not None:
             self.session_id = session_id
@@ -251,11 +249,8 @@ class _RunClient(_Client):
         pool.tallies.client(self.arrived, "run", outcome, self.attempts)
         if pool.clients is not None:
             pool.clients.append(
-                client=self.number, at=self.arrived, kind="run", organization=self.org.name,
-                surface=None, quality=None, model=self.mix.model, planned_length=None,
-                attempts=self.attempts,
-                resource_id=None if resource is None else str(resource["id"]),
-                final_outcome=outcome,
+                self.number, self.arrived, "run", self.org.name, None, None, self.mix.model,
+                None, self.attempts, None if resource is None else str(resource["id"]), outcome,
             )  # fmt: skip
 
 
@@ -273,6 +268,8 @@ class ClientPool:
     calls: CallLog | None = None
     clients: ClientLog | None = None
     talk: TalkSpurts | None = None
+    #: Draws the organization of an arrival that names none (set by whoever starts arrivals).
+    organizations: WeightedPick[OrgHandle] | None = None
     # Bound once: the clock's environment, the quality and surface picks, the length sampler.
     env: simpy.Environment = field(init=False)
     quality: WeightedPick[str] = field(init=False)
@@ -339,18 +336,21 @@ class ClientPool:
 
     # -- arrivals: each client makes its first attempt at once ------------------------------
 
-    def _next_client(self) -> int:
-        self._count += 1
-        return self._count
-
-    def start_session_client(self, org: OrgHandle) -> None:
+    def start_session_client(self, org: OrgHandle | None) -> None:
+        """A session client arrives now, from ``org`` (``None``: drawn from ``organizations``)."""
+        if org is None:
+            if self.organizations is None:
+                raise ValueError("an arrival without organization needs the pool's organizations")
+            org = self.organizations()
         quality = self.quality()
         surface = self.surface()
         length = self.length()
-        _SessionClient(self, self._next_client(), org, quality, surface, length).attempt()
+        self._count = number = self._count + 1
+        _SessionClient(self, number, org, quality, surface, length).attempt()
 
     def start_run_client(self, org: OrgHandle, mix: RunMix) -> None:
-        _RunClient(self, self._next_client(), org, mix).attempt()
+        self._count = number = self._count + 1
+        _RunClient(self, number, org, mix).attempt()
 
     def session_body(
         self, client: int, quality: str, surface: str, length: float
@@ -409,19 +409,7 @@ class ClientPool:
         self.tallies.call(at, operation, outcome, attempt)
         if self.calls is not None:
             org = client.org
-            self.calls.append(
-                at=at,
-                client=client.number,
-                operation=operation,
-                surface=surface,
-                organization=org.name,
-                org_id=org.id,
-                key=client.key_index,
-                attempt=attempt,
-                outcome=outcome,
-                error_type=error_type,
-                retry_after=retry_after,
-                delay=delay,
-                idempotency_key=idempotency_key,
-                resource_id=resource_id,
-            )
+            self.calls.append(  # positional (the fields of ``CallRecord``): once per request
+                at, client.number, operation, surface, org.name, org.id, client.key_index, attempt,
+                outcome, error_type, retry_after, delay, idempotency_key, resource_id,
+            )  # fmt: skip

@@ -175,13 +175,10 @@ def install(
         interval=scenario.sample_every,
     )
     start_faults(platform, scenario.faults)
-    pick = WeightedPick(orgs, [o.weight for o in scenario.organizations], pool.streams.mix)
-    start = pool.start_session_client
-
-    def arrive(org: OrgHandle | None) -> None:
-        start(org if org is not None else pick())
-
-    follow(env, _schedule(scenario, platform, orgs), arrive)
+    pool.organizations = WeightedPick(
+        orgs, [o.weight for o in scenario.organizations], pool.streams.mix
+    )
+    follow(env, _schedule(scenario, platform, orgs), pool.start_session_client)
     if scenario.runs:
         follow(env, _runs(pool, scenario, orgs), lambda run: pool.start_run_client(*run))
     return Installed(orgs, accounts, pool)

@@ -86,7 +86,6 @@ class CallLog:
 
     def append(
         self,
-        *,
         at: float,
         client: int,
         operation: str,
@@ -102,7 +101,7 @@ class CallLog:
         idempotency_key: str | None,
         resource_id: str | None,
     ) -> None:
-        """Append one request (the fields of ``CallRecord``)."""
+        """Append one request (the fields of ``CallRecord``, in its order)."""
         self.at.append(at)
         self.client.append(client)
         self.key.append(key)
@@ -156,7 +155,6 @@ class ClientLog:
 
     def append(
         self,
-        *,
         client: int,
         at: float,
         kind: str,
@@ -169,7 +167,7 @@ class ClientLog:
         resource_id: str | None,
         final_outcome: str,
     ) -> None:
-        """Append one arrival (the fields of ``ClientRecord``)."""
+        """Append one arrival (the fields of ``ClientRecord``, in its order)."""
         self.client.append(client)
         self.at.append(at)
         self.planned_length.append(_NAN if planned_length is None else planned_length)
@@ -215,10 +213,14 @@ class Tallies:
         self.clients: Counter[tuple[int, str, str]] = Counter()
         self.attempts: Counter[tuple[int, str, str]] = Counter()
 
+    # ``get`` and a store rather than ``Counter``'s ``+=``: about a third cheaper, once per request.
     def call(self, at: float, operation: str, outcome: str, attempt: int) -> None:
-        self.calls[(int(at // self.interval), operation, outcome, attempt == 1)] += 1
+        calls = self.calls
+        key = (int(at // self.interval), operation, outcome, attempt == 1)
+        calls[key] = calls.get(key, 0) + 1
 
     def client(self, at: float, kind: str, outcome: str, attempts: int) -> None:
+        clients, tried = self.clients, self.attempts
         key = (int(at // self.interval), kind, outcome)
-        self.clients[key] += 1
-        self.attempts[key] += attempts
+        clients[key] = clients.get(key, 0) + 1
+        tried[key] = tried.get(key, 0) + attempts
