@@ -114,7 +114,7 @@ class _Follower(Generic[T]):
     tag: T
 
     def __init__(
-        self, env: simpy.Environment, plan: Iterator[tuple[float, T]], act: Callable[[T], None]
+        self, env: simpy.Environment, plan: Iterator[tuple[float, T]], act: Callable[[T], object]
     ) -> None:
         self.env = env
         self.plan = plan
@@ -137,7 +137,7 @@ class _Follower(Generic[T]):
 
 
 def follow(
-    env: simpy.Environment, plan: Iterable[tuple[float, T]], act: Callable[[T], None]
+    env: simpy.Environment, plan: Iterable[tuple[float, T]], act: Callable[[T], object]
 ) -> None:
     """Call ``act(tag)`` at each ``(instant, tag)`` of ``plan`` (in time order) on ``env``'s
     clock, from the next step on: one timer per distinct instant, each drawn as it comes."""

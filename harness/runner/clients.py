@@ -184,8 +184,9 @@ class _SessionClient(_Client):
         pool = self.pool
         self.body = None  # sent for good: nothing to keep while the session runs
         session_id = None if resource is None else str(resource["id"])
-        pool.tallies.client(self.arrived, "session", outcome, self.attempts)
-        if pool.clients is not None:
+        if pool.clients is None:
+            pool.counted.client(self.arrived, "session", outcome, self.attempts)
+        else:
             pool.clients.append(
                 self.number, self.arrived, "session", self.org.name, self.surface, self.quality,
                 None, self.length, self.attempts, session_id, outcome,
@@ -246,8 +247,9 @@ class _RunClient(_Client):
 
     def done(self, resource: dict[str, Any] | None, outcome: str) -> None:
         pool = self.pool
-        pool.tallies.client(self.arrived, "run", outcome, self.attempts)
-        if pool.clients is not None:
+        if pool.clients is None:
+            pool.counted.client(self.arrived, "run", outcome, self.attempts)
+        else:
             pool.clients.append(
                 self.number, self.arrived, "run", self.org.name, None, None, self.mix.model,
                 None, self.attempts, None if resource is None else str(resource["id"]), outcome,
@@ -257,13 +259,14 @@ class _RunClient(_Client):
 @dataclass(slots=True)
 class ClientPool:
     """Starts one client per arrival and records what each one did: every request and arrival
-    (``calls``, ``clients``; ``None`` when the run keeps only tallies) and the tallies."""
+    (``calls``, ``clients``; ``None`` when the run keeps only tallies) and the tallies: counted
+    as they happen without logs, counted from the logs when read with them (``tallies``)."""
 
     platform: Platform
     behaviour: ClientBehaviour
     profile: SessionProfile
     streams: _Streams
-    tallies: Tallies
+    counted: Tallies  # what ``tallies`` gives when the run keeps no logs
     door: Door  # the platform itself, or its HTTP facade (harness.runner.door)
     calls: CallLog | None = None
     clients: ClientLog | None = None
@@ -279,6 +282,7 @@ class ClientPool:
     #: address book. A client leaves it when it hangs up or the service ends its session.
     live: dict[str, _SessionClient] = field(default_factory=dict)
     _count: int = 0
+    _derived: tuple[int, int, Tallies] | None = None  # the logs' lengths, their tallies
 
     @classmethod
     def create(
@@ -321,6 +325,18 @@ class ClientPool:
         self.quality = WeightedPick(list(profile.quality), list(profile.quality.values()), mix)
         self.surface = WeightedPick(list(profile.surface), list(profile.surface.values()), mix)
         self.length = sampler(profile.length, self.streams.length)
+
+    @property
+    def tallies(self) -> Tallies:
+        """Requests and arrivals per interval: counted as they happened, or from the logs."""
+        calls, clients = self.calls, self.clients
+        if calls is None or clients is None:
+            return self.counted
+        derived = self._derived
+        if derived is None or derived[:2] != (len(calls), len(clients)):
+            tallies = Tallies.of(self.counted.interval, calls, clients)
+            derived = self._derived = (len(calls), len(clients), tallies)
+        return derived[2]
 
     # -- events: the webhook a real client would receive ------------------------------------
 
@@ -405,9 +421,10 @@ class ClientPool:
         idempotency_key: str | None,
         at: float,
     ) -> None:
-        """Tally one request made at ``at`` and, if the run keeps logs, append it."""
-        self.tallies.call(at, operation, outcome, attempt)
-        if self.calls is not None:
+        """Append one request made at ``at`` to the log, or tally it if the run keeps none."""
+        if self.calls is None:
+            self.counted.call(at, operation, outcome, attempt)
+        else:
             org = client.org
             self.calls.append(  # positional (the fields of ``CallRecord``): once per request
                 at, client.number, operation, surface, org.name, org.id, client.key_index, attempt,

@@ -168,3 +168,35 @@ def test_a_run_collects_cycles_rarely_and_restores_the_collector_after() -> None
         again = simulate(parse_scenario(small()))
     assert list(again.pool.calls or []) == list(first.pool.calls or [])
     assert list(again.pool.clients or []) == list(first.pool.clients or [])
+
+
+@pytest.mark.req("NB-2")
+def test_tallies_counted_from_the_logs_are_the_ones_counted_as_requests_are_made() -> None:
+    """With logs, a run counts its per-interval tallies from them when read; without, as each
+    request is made. The same scenario (refusals, retries, runs) gives the same tallies both
+    ways, since the records level never changes what happens."""
+    data = small(client={"max_attempts": 3, "base_delay": "2s", "jitter": 0.1})
+    logged = simulate(parse_scenario({**data, "records": "full"}))
+    counted = simulate(parse_scenario({**data, "records": "summary"}))
+    assert logged.pool.calls is not None and counted.pool.calls is None
+    assert logged.pool.tallies.calls == counted.pool.tallies.calls
+    assert logged.pool.tallies.clients == counted.pool.tallies.clients
+    assert logged.pool.tallies.attempts == counted.pool.tallies.attempts
+    calls = counted.pool.tallies.calls
+    assert {k[1] for k in calls} >= {"createSession", "endSession", "createRun"}
+    assert any(not first for _slot, _op, _outcome, first in calls)  # retries were counted
+    assert len({k[2] for k in calls}) > 1  # refusals too
+    assert sum(counted.pool.tallies.clients.values()) == len(logged.pool.clients or [])
+
+
+@pytest.mark.req("SIM-9")
+def test_scheduled_faults_change_the_pool_at_their_instants() -> None:
+    loaded = parse_scenario(
+        small(faults=[{"kind": "capacity", "at": "5m", "workers": 1, "until": "10m"},
+                      {"kind": "capacity", "at": "15m", "workers": 2}])
+    )  # fmt: skip
+    capacity = {round(s.at): s.capacity for s in simulate(loaded).samples}
+    assert [capacity[m * 60] for m in range(0, 5)] == [3] * 5
+    assert [capacity[m * 60] for m in range(6, 10)] == [1] * 4
+    assert [capacity[m * 60] for m in range(11, 15)] == [3] * 4
+    assert [capacity[m * 60] for m in range(16, 25)] == [2] * 9
