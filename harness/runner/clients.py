@@ -15,7 +15,8 @@ awaits, its end: about five events per session on top of the timers); a small ob
 methods are the timers' callbacks, and which the event handler finds by session id, pays only
 for the timers themselves. A session client schedules one event of its own, the hang-up
 (plus one per retry): the create runs at the arrival, the first frame and the end arrive as the
-service's events.
+service's events. The client reacts within the event's delivery, at the same instant: its audio
+reaches the session before the service first checks the session's deadlines.
 
 Cost per session is constant: one create (plus retries), one timer for the planned length and
 one end call. The talk-spurt pattern is handed to the session in one call at the first frame
