@@ -9,6 +9,10 @@ Why lazily: drawing a month's instants up front kept a tuple per arrival (about 
 million); a generator per source keeps one pending instant each and draws exactly the same
 values, since nothing else draws from its stream. ``arrival_times`` and ``poisson_times`` give
 the same instants as lists.
+
+Why ``follow`` walks a plan with timer callbacks rather than a SimPy process: a process pays a
+generator resume on top of each timer; ``follow`` pays the timer alone, one per distinct instant
+(arrivals due at the same instant are started together).
 """
 
 from __future__ import annotations
@@ -16,15 +20,24 @@ from __future__ import annotations
 import heapq
 import math
 import random
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from itertools import repeat
 from operator import itemgetter
-from typing import TypeVar
+from typing import Generic, TypeVar
+
+import simpy
 
 from harness.scenarios.model import Arrival, Burst, Diurnal, Poisson
 
-__all__ = ["arrival_instants", "arrival_times", "merged", "poisson_instants", "poisson_times"]
+__all__ = [
+    "arrival_instants",
+    "arrival_times",
+    "follow",
+    "merged",
+    "poisson_instants",
+    "poisson_times",
+]
 
 HOUR = 3600.0
 T = TypeVar("T")
@@ -92,3 +105,43 @@ def merged(sources: Iterable[tuple[Iterator[float], T]]) -> Iterator[tuple[float
     already in time order and ``heapq.merge`` is stable.
     """
     return heapq.merge(*(zip(times, repeat(tag)) for times, tag in sources), key=itemgetter(0))
+
+
+class _Follower(Generic[T]):
+    """``follow``'s state: the plan, the action and the pending instant's tag."""
+
+    __slots__ = ("act", "env", "plan", "tag")
+    tag: T
+
+    def __init__(
+        self, env: simpy.Environment, plan: Iterator[tuple[float, T]], act: Callable[[T], object]
+    ) -> None:
+        self.env = env
+        self.plan = plan
+        self.act = act
+
+    def sleep(self, at: float, tag: T) -> None:
+        self.tag = tag
+        self.env.timeout(max(0.0, at - self.env.now)).callbacks.append(self.wake)
+
+    def wake(self, _timer: simpy.Event) -> None:
+        env, act = self.env, self.act
+        act(self.tag)
+        for at, tag in self.plan:
+            now = env.now
+            if at > now:  # ``sleep`` inlined: this runs once per arrival
+                self.tag = tag
+                env.timeout(at - now).callbacks.append(self.wake)
+                return
+            act(tag)
+
+
+def follow(
+    env: simpy.Environment, plan: Iterable[tuple[float, T]], act: Callable[[T], object]
+) -> None:
+    """Call ``act(tag)`` at each ``(instant, tag)`` of ``plan`` (in time order) on ``env``'s
+    clock, from the next step on: one timer per distinct instant, each drawn as it comes."""
+    follower = _Follower(env, iter(plan), act)
+    first = next(follower.plan, None)
+    if first is not None:
+        follower.sleep(*first)

@@ -1,23 +1,31 @@
-"""The scenario's customers as SimPy processes on the platform's own environment.
+"""The scenario's customers as callbacks on the platform's own SimPy environment.
 
-Why processes on the platform's environment: the clients then live on the same virtual clock as
-the service, so a backoff of 2 s is 2 simulated seconds and every run is deterministic. Clients
+Why on the platform's environment: the clients then live on the same virtual clock as the
+service, so a backoff of 2 s is 2 simulated seconds and every run is deterministic. Clients
 reach the service only through ``Platform.call`` (the contract operations) except for what the
-contract leaves to the transport or the dashboard: the audio they publish (``inject_audio``) and
+contract leaves to the transport or the dashboard: the audio they publish (``play_audio``) and
 sessions of the non-API surfaces (playground, embed, ...), which GAP-SES-10 says only exist
 through the Python API. They learn that a session started or ended the way a real integration
 does, from the service's events (the ``session.first_frame`` webhook), never by polling.
 
-Cost per session is constant: one create (plus retries), one wait on an event, one timer for the
-planned length and one end call. The talk-spurt pattern is handed to the session in one call at
-the first frame (``play_audio``, GAP-SES-5), whatever the session's length, and schedules no
-events.
+Why callbacks and not one SimPy process per client: a client mostly waits (for a backoff, for its
+session's first frame, for its planned length to pass) and then does one thing. A process pays
+for every wait with SimPy events and generator resumes (its start, an event per webhook it
+awaits, its end: about five events per session on top of the timers); a small object whose
+methods are the timers' callbacks, and which the event handler finds by session id, pays only
+for the timers themselves. A session client schedules one event of its own, the hang-up
+(plus one per retry): the create runs at the arrival, the first frame and the end arrive as the
+service's events. The client reacts within the event's delivery, at the same instant: its audio
+reaches the session before the service first checks the session's deadlines.
+
+Cost per session is constant: one create (plus retries), one timer for the planned length and
+one end call. The talk-spurt pattern is handed to the session in one call at the first frame
+(``play_audio``, GAP-SES-5), whatever the session's length, and schedules no events.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,8 +51,9 @@ def _json(body: object) -> dict[str, Any]:
     return body
 
 
-_WATCHED = ("session.first_frame", "session.failed", "session.canceled", "session.ended")
-_HANG_UP = "hang_up"  # what wakes a client whose planned length has passed
+_FIRST_FRAME = "session.first_frame"
+#: The events a session's client reacts to: its first frame, or an end it did not ask for.
+_WATCHED = (_FIRST_FRAME, "session.failed", "session.canceled", "session.ended")
 
 
 @dataclass(slots=True)
@@ -58,9 +67,10 @@ class OrgHandle:
     next_key: int = 0
 
     def take_key(self) -> tuple[int, Caller]:
-        index = self.next_key % len(self.callers)
-        self.next_key += 1
-        return index, self.callers[index]
+        index = self.next_key
+        callers = self.callers
+        self.next_key = index + 1 if index + 1 < len(callers) else 0
+        return index, callers[index]
 
 
 @dataclass(slots=True)
@@ -71,27 +81,209 @@ class _Streams:
     backoff: random.Random
 
 
+class _Client:
+    """One arrival's creates: an attempt now, each retry a timer's callback, every request
+    logged. Subclasses say what is created (``create``) and what follows (``done``)."""
+
+    __slots__ = (
+        "arrived", "attempts", "caller", "idem", "key_index", "number", "org", "pool", "surface",
+    )  # fmt: skip
+
+    operation = ""  # the operationId every attempt is logged under
+
+    def __init__(
+        self,
+        pool: ClientPool,
+        number: int,
+        org: OrgHandle,
+        surface: str | None,
+        *,
+        idempotent: bool,
+    ) -> None:
+        self.pool = pool
+        self.number = number
+        self.org = org
+        self.surface = surface  # the billing surface of a session create (logged)
+        self.arrived = float(pool.env.now)
+        self.key_index, self.caller = org.take_key()
+        # One key for every attempt of this client: that is what makes a retry safe.
+        self.idem = f"scn-{number}" if idempotent else None
+        self.attempts = 0
+
+    def create(self) -> tuple[dict[str, Any], bool]:
+        """One attempt: the resource created and whether it was an idempotent replay."""
+        raise NotImplementedError
+
+    def done(self, resource: dict[str, Any] | None, outcome: str) -> None:
+        """The creates are over: ``resource`` (``None``: every attempt refused), ``outcome``."""
+        raise NotImplementedError
+
+    def attempt(self, _timer: simpy.Event | None = None) -> None:
+        """Try to create; on a retryable refusal, try again after ``ClientPool.delay``."""
+        pool = self.pool
+        self.attempts = attempt = self.attempts + 1
+        at = float(pool.env.now)
+        try:
+            result, replayed = self.create()
+        except DomainError as error:
+            delay = pool.delay(attempt, error)
+            pool.log(self, self.operation, self.surface, attempt, error.code, error.type,
+                     error.retry_after, delay, None, self.idem, at)  # fmt: skip
+            if delay is None:
+                self.done(None, error.code)
+            else:
+                pool.env.timeout(delay).callbacks.append(self.attempt)
+            return
+        outcome = "replayed" if replayed else "ok"
+        pool.log(self, self.operation, self.surface, attempt, outcome, None, None, None,
+                 str(result["id"]), self.idem, at)  # fmt: skip
+        self.done(result, outcome)
+
+
+class _SessionClient(_Client):
+    """A customer who starts a session, talks from its first frame and hangs up after its
+    planned ``length``, unless the service ends the session first (idle timeout, maximum
+    duration, a lost worker), which it learns from the session's events."""
+
+    __slots__ = ("body", "length", "quality", "session_id")
+
+    operation = "createSession"
+
+    def __init__(
+        self,
+        pool: ClientPool,
+        number: int,
+        org: OrgHandle,
+        quality: str,
+        surface: str,
+        length: float,
+    ) -> None:
+        keys = pool.behaviour.idempotency_keys
+        super().__init__(pool, number, org, surface, idempotent=surface == "api" and keys)
+        self.quality = quality
+        self.length = length
+        self.body: dict[str, Any] | None = pool.session_body(number, quality, surface, length)
+        self.session_id: str | None = None
+
+    def create(self) -> tuple[dict[str, Any], bool]:
+        surface, body, pool = self.surface, self.body, self.pool
+        if surface == "api":
+            params: dict[str, Any] = {"body": body}
+            if self.idem is not None:
+                params["idempotency_key"] = self.idem
+            answer = pool.door.call("createSession", self.caller, params)
+            return _json(answer.body), answer.replayed
+        if surface == "pipecat":
+            answer = pool.door.call("createPipecatSession", self.caller, {"body": body})
+            return _json(_json(answer.body)["session"]), False
+        # Dashboard surfaces are created by the service's own front ends (GAP-SES-10).
+        assert surface is not None  # a session client always has one
+        created = pool.platform.sessions.create(self.caller, body, billing_surface=surface)
+        return created, False
+
+    def done(self, resource: dict[str, Any] | None, outcome: str) -> None:
+        pool = self.pool
+        self.body = None  # sent for good: nothing to keep while the session runs
+        session_id = None if resource is None else str(resource["id"])
+        if pool.clients is None:
+            pool.counted.client(self.arrived, "session", outcome, self.attempts)
+        else:
+            pool.clients.append(
+                self.number, self.arrived, "session", self.org.name, self.surface, self.quality,
+                None, self.length, self.attempts, session_id, outcome,
+            )  # fmt: skip
+        if session_id is not None:
+            self.session_id = session_id
+            pool.live[session_id] = self  # until the service or the client ends it
+
+    def first_frame(self) -> None:
+        """The session runs: talk until the planned length has passed, then hang up."""
+        pool = self.pool
+        length = self.length
+        if pool.talk is not None:
+            assert self.session_id is not None
+            until = float(pool.env.now) + length
+            pool.platform.sessions.play_audio(
+                self.session_id, pool.talk, rng=pool.streams.audio, until=until
+            )
+        pool.env.timeout(length).callbacks.append(self.hang_up)
+
+    def hang_up(self, _timer: simpy.Event) -> None:
+        pool = self.pool
+        session_id = self.session_id
+        assert session_id is not None
+        if pool.live.pop(session_id, None) is None:
+            return  # the service ended it (at this instant, at the latest)
+        at = float(pool.env.now)
+        try:
+            pool.door.call("endSession", self.caller, {"session_id": session_id})
+        except DomainError as error:  # pragma: no cover - the owner may always end its session
+            outcome = error.code
+        else:
+            outcome = "ok"
+        pool.log(self, "endSession", None, 1, outcome, None, None, None, session_id, None, at)
+
+
+class _RunClient(_Client):
+    """A customer who creates one model run (with retries) and is done."""
+
+    __slots__ = ("body", "mix")
+
+    operation = "createRun"
+
+    def __init__(self, pool: ClientPool, number: int, org: OrgHandle, mix: RunMix) -> None:
+        super().__init__(pool, number, org, None, idempotent=pool.behaviour.idempotency_keys)
+        self.mix = mix
+        text = ("The quick brown fox jumps over the lazy dog. " * (mix.characters // 45 + 1))[
+            : mix.characters
+        ]
+        self.body = {"input": {RUN_MODELS[mix.model]: text}}
+
+    def create(self) -> tuple[dict[str, Any], bool]:
+        params: dict[str, Any] = {"model_id": self.mix.model, "body": self.body}
+        if self.idem is not None:
+            params["idempotency_key"] = self.idem
+        answer = self.pool.door.call("createRun", self.caller, params)
+        return _json(answer.body), answer.replayed
+
+    def done(self, resource: dict[str, Any] | None, outcome: str) -> None:
+        pool = self.pool
+        if pool.clients is None:
+            pool.counted.client(self.arrived, "run", outcome, self.attempts)
+        else:
+            pool.clients.append(
+                self.number, self.arrived, "run", self.org.name, None, None, self.mix.model,
+                None, self.attempts, None if resource is None else str(resource["id"]), outcome,
+            )  # fmt: skip
+
+
 @dataclass(slots=True)
 class ClientPool:
-    """Starts one process per arrival and records what each one did: every request and arrival
-    (``calls``, ``clients``; ``None`` when the run keeps only tallies) and the tallies."""
+    """Starts one client per arrival and records what each one did: every request and arrival
+    (``calls``, ``clients``; ``None`` when the run keeps only tallies) and the tallies: counted
+    as they happen without logs, counted from the logs when read with them (``tallies``)."""
 
     platform: Platform
     behaviour: ClientBehaviour
     profile: SessionProfile
     streams: _Streams
-    tallies: Tallies
+    counted: Tallies  # what ``tallies`` gives when the run keeps no logs
     door: Door  # the platform itself, or its HTTP facade (harness.runner.door)
     calls: CallLog | None = None
     clients: ClientLog | None = None
     talk: TalkSpurts | None = None
+    #: Draws the organization of an arrival that names none (set by whoever starts arrivals).
+    organizations: WeightedPick[OrgHandle] | None = None
     # Bound once: the clock's environment, the quality and surface picks, the length sampler.
     env: simpy.Environment = field(init=False)
     quality: WeightedPick[str] = field(init=False)
     surface: WeightedPick[str] = field(init=False)
     length: Sampler = field(init=False)
-    _waiters: dict[str, simpy.Event] = field(default_factory=dict)
+    #: The session clients whose session is under way, by session id: the event handler's
+    #: address book. A client leaves it when it hangs up or the service ends its session.
+    live: dict[str, _SessionClient] = field(default_factory=dict)
     _count: int = 0
+    _derived: tuple[int, int, Tallies] | None = None  # the logs' lengths, their tallies
 
     @classmethod
     def create(
@@ -135,34 +327,52 @@ class ClientPool:
         self.surface = WeightedPick(list(profile.surface), list(profile.surface.values()), mix)
         self.length = sampler(profile.length, self.streams.length)
 
+    @property
+    def tallies(self) -> Tallies:
+        """Requests and arrivals per interval: counted as they happened, or from the logs."""
+        calls, clients = self.calls, self.clients
+        if calls is None or clients is None:
+            return self.counted
+        derived = self._derived
+        if derived is None or derived[:2] != (len(calls), len(clients)):
+            tallies = Tallies.of(self.counted.interval, calls, clients)
+            derived = self._derived = (len(calls), len(clients), tallies)
+        return derived[2]
+
     # -- events: the webhook a real client would receive ------------------------------------
 
     def _on_event(self, event: Event) -> None:
         session_id = event.subject
-        waiter = self._waiters.pop(session_id, None) if session_id is not None else None
-        if waiter is not None and not waiter.triggered:
-            waiter.succeed(event.type)
+        client = self.live.get(session_id) if session_id is not None else None
+        if client is None:
+            return
+        if event.type == _FIRST_FRAME:
+            client.first_frame()
+        else:  # the service ended the session: the client will not hang up
+            del self.live[session_id]  # type: ignore[arg-type]
 
-    # -- arrivals ---------------------------------------------------------------------------
+    # -- arrivals: each client makes its first attempt at once ------------------------------
 
-    def _next_client(self) -> int:
-        self._count += 1
-        return self._count
-
-    def start_session_client(self, org: OrgHandle) -> None:
+    def start_session_client(self, org: OrgHandle | None) -> None:
+        """A session client arrives now, from ``org`` (``None``: drawn from ``organizations``)."""
+        if org is None:
+            if self.organizations is None:
+                raise ValueError("an arrival without organization needs the pool's organizations")
+            org = self.organizations()
         quality = self.quality()
         surface = self.surface()
         length = self.length()
-        self.env.process(self._session_client(self._next_client(), org, quality, surface, length))
+        self._count = number = self._count + 1
+        _SessionClient(self, number, org, quality, surface, length).attempt()
 
     def start_run_client(self, org: OrgHandle, mix: RunMix) -> None:
-        self.env.process(self._run_client(self._next_client(), org, mix))
+        self._count = number = self._count + 1
+        _RunClient(self, number, org, mix).attempt()
 
-    # -- one session's customer -------------------------------------------------------------
-
-    def _session_body(
+    def session_body(
         self, client: int, quality: str, surface: str, length: float
     ) -> dict[str, Any]:
+        """What client number ``client`` asks for: a fresh body (the service may keep it)."""
         profile = self.profile
         body: dict[str, Any] = {"avatar_id": profile.avatar_id, "quality": quality}
         if profile.idle_timeout_seconds is not None:
@@ -178,119 +388,17 @@ class ClientPool:
             }
         return body
 
-    def _session_client(
-        self, client: int, org: OrgHandle, quality: str, surface: str, length: float
-    ) -> Generator[simpy.Event, Any, None]:
-        arrived = float(self.env.now)
-        body = self._session_body(client, quality, surface, length)
-        platform, door = self.platform, self.door
-
-        def create(caller: Caller, key: str | None) -> tuple[dict[str, Any], bool]:
-            if surface == "api":
-                params: dict[str, Any] = {"body": body}
-                if key is not None:
-                    params["idempotency_key"] = key
-                answer = door.call("createSession", caller, params)
-                return _json(answer.body), answer.replayed
-            if surface == "pipecat":
-                answer = door.call("createPipecatSession", caller, {"body": body})
-                return _json(_json(answer.body)["session"]), False
-            # Dashboard surfaces are created by the service's own front ends (GAP-SES-10).
-            return platform.sessions.create(caller, body, billing_surface=surface), False
-
-        idempotent = surface == "api" and self.behaviour.idempotency_keys
-        key_index, caller = org.take_key()
-        session, attempts, outcome = yield from self._attempts(
-            client, org, key_index, caller, "createSession", surface, create, idempotent=idempotent
-        )
-        session_id = None if session is None else str(session["id"])
-        self.tallies.client(arrived, "session", outcome, attempts)
-        if self.clients is not None:
-            self.clients.append(
-                client=client, at=arrived, kind="session", organization=org.name,
-                surface=surface, quality=quality, model=None, planned_length=length,
-                attempts=attempts, resource_id=session_id, final_outcome=outcome,
-            )  # fmt: skip
-        if session_id is None:
-            return
-        waiter = self.env.event()
-        self._waiters[session_id] = waiter
-        happened = yield waiter
-        if happened != "session.first_frame":
-            return
-        self._publish_audio(session_id, length)
-        # The client hangs up after ``length`` unless the service ends the session first (idle
-        # timeout, max duration, a lost worker), which it learns from the session.ended event.
-        # One event is woken by whichever comes first (cheaper than a SimPy condition).
-        wake = self.env.event()
-        self._waiters[session_id] = wake
-
-        def hang_up(_timer: simpy.Event) -> None:
-            if not wake.triggered:
-                wake.succeed(_HANG_UP)
-
-        self.env.timeout(length).callbacks.append(hang_up)
-        if (yield wake) != _HANG_UP or self._waiters.pop(session_id, None) is None:
-            return  # the service ended it (at the same instant, at the latest)
-        at = float(self.env.now)
-        try:
-            door.call("endSession", caller, {"session_id": session_id})
-        except DomainError as error:  # pragma: no cover - the owner may always end its session
-            outcome = error.code
-        else:
-            outcome = "ok"
-        self._log(client, org, "endSession", None, key_index, 1, outcome, None, None, None,
-                  session_id, at=at)  # fmt: skip
-
-    def _publish_audio(self, session_id: str, length: float) -> None:
-        """The customer talks in its rhythm until it hangs up: one call, whatever the length."""
-        if self.talk is None:
-            return
-        until = float(self.env.now) + length
-        self.platform.sessions.play_audio(
-            session_id, self.talk, rng=self.streams.audio, until=until
-        )
-
-    # -- one run's customer -----------------------------------------------------------------
-
-    def _run_client(
-        self, client: int, org: OrgHandle, mix: RunMix
-    ) -> Generator[simpy.Event, Any, None]:
-        arrived = float(self.env.now)
-        text = ("The quick brown fox jumps over the lazy dog. " * (mix.characters // 45 + 1))[
-            : mix.characters
-        ]
-        body = {"input": {RUN_MODELS[mix.model]: text}}
-        door = self.door
-
-        def create(caller: Caller, key: str | None) -> tuple[dict[str, Any], bool]:
-            params: dict[str, Any] = {"model_id": mix.model, "body": body}
-            if key is not None:
-                params["idempotency_key"] = key
-            answer = door.call("createRun", caller, params)
-            return _json(answer.body), answer.replayed
-
-        key_index, caller = org.take_key()
-        run, attempts, outcome = yield from self._attempts(
-            client, org, key_index, caller, "createRun", None, create,
-            idempotent=self.behaviour.idempotency_keys,
-        )  # fmt: skip
-        self.tallies.client(arrived, "run", outcome, attempts)
-        if self.clients is not None:
-            self.clients.append(
-                client=client, at=arrived, kind="run", organization=org.name, surface=None,
-                quality=None, model=mix.model, planned_length=None, attempts=attempts,
-                resource_id=None if run is None else str(run["id"]), final_outcome=outcome,
-            )  # fmt: skip
-
-    # -- retries ----------------------------------------------------------------------------
+    # -- retries and records ----------------------------------------------------------------
 
     def _retryable(self, error: DomainError) -> bool:
         return error.code in self.behaviour.retry_on or error.type in self.behaviour.retry_on
 
-    def _delay(self, attempt: int, error: DomainError) -> float:
-        """Retry-After when the service gives one (and we honour it), else capped backoff."""
+    def delay(self, attempt: int, error: DomainError) -> float | None:
+        """How long to wait before the next attempt after ``error`` (``None``: give up):
+        Retry-After when the service gives one (and we honour it), else capped backoff."""
         behaviour = self.behaviour
+        if attempt >= behaviour.max_attempts or not self._retryable(error):
+            return None
         if behaviour.honour_retry_after and error.retry_after is not None:
             return float(error.retry_after)
         delay = min(
@@ -300,78 +408,26 @@ class ClientPool:
             delay *= 1.0 + self.streams.backoff.uniform(-behaviour.jitter, behaviour.jitter)
         return delay
 
-    def _attempts(
+    def log(
         self,
-        client: int,
-        org: OrgHandle,
-        key_index: int,
-        caller: Caller,
+        client: _Client,
         operation: str,
         surface: str | None,
-        create: Callable[[Caller, str | None], tuple[dict[str, Any], bool]],
-        *,
-        idempotent: bool,
-    ) -> Generator[simpy.Event, Any, tuple[dict[str, Any] | None, int, str]]:
-        """Try ``create`` up to ``max_attempts`` times; returns (resource, attempts, outcome)."""
-        # One key for every attempt of this client: that is what makes a retry safe.
-        idem = f"scn-{client}" if idempotent else None
-        attempt = 0
-        while True:
-            attempt += 1
-            at = float(self.env.now)
-            try:
-                result, replayed = create(caller, idem)
-            except DomainError as error:
-                retry = attempt < self.behaviour.max_attempts and self._retryable(error)
-                delay = self._delay(attempt, error) if retry else None
-                self._log(
-                    client, org, operation, surface, key_index, attempt, error.code, error.type,
-                    error.retry_after, delay, None, idem, at=at,
-                )  # fmt: skip
-                if delay is None:
-                    return None, attempt, error.code
-                yield self.env.timeout(delay)
-                continue
-            outcome = "replayed" if replayed else "ok"
-            self._log(
-                client, org, operation, surface, key_index, attempt, outcome, None, None, None,
-                str(result["id"]), idem, at=at,
-            )  # fmt: skip
-            return result, attempt, outcome
-
-    def _log(
-        self,
-        client: int,
-        org: OrgHandle,
-        operation: str,
-        surface: str | None,
-        key: int,
         attempt: int,
         outcome: str,
         error_type: str | None,
         retry_after: float | None,
         delay: float | None,
         resource_id: str | None,
-        idempotency_key: str | None = None,
-        *,
-        at: float | None = None,
+        idempotency_key: str | None,
+        at: float,
     ) -> None:
-        at = float(self.env.now) if at is None else at
-        self.tallies.call(at, operation, outcome, attempt)
-        if self.calls is not None:
-            self.calls.append(
-                at=at,
-                client=client,
-                operation=operation,
-                surface=surface,
-                organization=org.name,
-                org_id=org.id,
-                key=key,
-                attempt=attempt,
-                outcome=outcome,
-                error_type=error_type,
-                retry_after=retry_after,
-                delay=delay,
-                idempotency_key=idempotency_key,
-                resource_id=resource_id,
-            )
+        """Append one request made at ``at`` to the log, or tally it if the run keeps none."""
+        if self.calls is None:
+            self.counted.call(at, operation, outcome, attempt)
+        else:
+            org = client.org
+            self.calls.append(  # positional (the fields of ``CallRecord``): once per request
+                at, client.number, operation, surface, org.name, org.id, client.key_index, attempt,
+                outcome, error_type, retry_after, delay, idempotency_key, resource_id,
+            )  # fmt: skip

@@ -8,7 +8,9 @@ Why columns: a month has a million clients and more requests; each is appended a
 (``CallLog``, ``ClientLog``) and read back as the flat immutable records ``CallRecord`` and
 ``ClientRecord``, or taken in bulk by the collector. With ``records: summary`` no log is kept at
 all: ``Tallies`` counts requests and clients per interval, which is all the summary tables need,
-in memory that grows with the number of intervals, not of clients.
+in memory that grows with the number of intervals, not of clients. When the logs are kept, the
+same tallies are counted from them in bulk when read (``Tallies.of``) instead of once more per
+request.
 """
 
 from __future__ import annotations
@@ -86,7 +88,6 @@ class CallLog:
 
     def append(
         self,
-        *,
         at: float,
         client: int,
         operation: str,
@@ -102,7 +103,7 @@ class CallLog:
         idempotency_key: str | None,
         resource_id: str | None,
     ) -> None:
-        """Append one request (the fields of ``CallRecord``)."""
+        """Append one request (the fields of ``CallRecord``, in its order)."""
         self.at.append(at)
         self.client.append(client)
         self.key.append(key)
@@ -156,7 +157,6 @@ class ClientLog:
 
     def append(
         self,
-        *,
         client: int,
         at: float,
         kind: str,
@@ -169,7 +169,7 @@ class ClientLog:
         resource_id: str | None,
         final_outcome: str,
     ) -> None:
-        """Append one arrival (the fields of ``ClientRecord``)."""
+        """Append one arrival (the fields of ``ClientRecord``, in its order)."""
         self.client.append(client)
         self.at.append(at)
         self.planned_length.append(_NAN if planned_length is None else planned_length)
@@ -215,10 +215,36 @@ class Tallies:
         self.clients: Counter[tuple[int, str, str]] = Counter()
         self.attempts: Counter[tuple[int, str, str]] = Counter()
 
+    @classmethod
+    def of(cls, interval: float, calls: CallLog, clients: ClientLog) -> Tallies:
+        """The tallies of the requests and arrivals in ``calls`` and ``clients``: what ``call``
+        and ``client`` would have counted, one by one, as they were made."""
+        tallies = cls(interval)
+        slots = [int(at // interval) for at in calls.at]
+        firsts = [attempt == 1 for attempt in calls.attempt]
+        counted = tallies.calls
+        for (slot, code, first), count in Counter(
+            zip(slots, calls.kind, firsts, strict=True)
+        ).items():
+            operation, _surface, _org, _org_id, outcome, _error = calls.kinds[code]
+            call = (slot, operation, outcome, first)
+            counted[call] = counted.get(call, 0) + count
+        arrivals, tried = tallies.clients, tallies.attempts
+        for at, code, attempts in zip(clients.at, clients.kind, clients.attempts, strict=True):
+            kind, _org, _surface, _quality, _model, outcome = clients.kinds[code]
+            arrival = (int(at // interval), kind, outcome)
+            arrivals[arrival] = arrivals.get(arrival, 0) + 1
+            tried[arrival] = tried.get(arrival, 0) + attempts
+        return tallies
+
+    # ``get`` and a store rather than ``Counter``'s ``+=``: about a third cheaper, once per request.
     def call(self, at: float, operation: str, outcome: str, attempt: int) -> None:
-        self.calls[(int(at // self.interval), operation, outcome, attempt == 1)] += 1
+        calls = self.calls
+        key = (int(at // self.interval), operation, outcome, attempt == 1)
+        calls[key] = calls.get(key, 0) + 1
 
     def client(self, at: float, kind: str, outcome: str, attempts: int) -> None:
+        clients, tried = self.clients, self.attempts
         key = (int(at // self.interval), kind, outcome)
-        self.clients[key] += 1
-        self.attempts[key] += attempts
+        clients[key] = clients.get(key, 0) + 1
+        tried[key] = tried.get(key, 0) + attempts

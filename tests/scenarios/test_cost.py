@@ -1,7 +1,7 @@
 """The runner's simulated cost does not grow with simulated duration (the cost model).
 
 A client hands its whole talk-spurt pattern to the session at the first frame, in one call, and
-sets one timer for its planned length; the pool is sampled by one process. So sessions 50 times
+sets one timer for its planned length; the pool is sampled on one fixed grid. So sessions 50 times
 longer, with 50 times more talk-spurts, schedule the same number of events and make the same
 number of calls.
 """
