@@ -157,6 +157,18 @@ def _optional_strings(
     return arrow_strings(text if order is None else text.take(pa.array(order)))
 
 
+def _sparse(values: Mapping[int, str | None], count: int, default: str | None) -> pd.Series:
+    """A string column of ``count`` rows that are ``default`` but for ``values`` (by row)."""
+    vocabulary = [default, *dict.fromkeys(values.values())]
+    code = {value: index for index, value in enumerate(vocabulary)}
+    picked = np.zeros(count, dtype=np.int64)
+    if values:
+        picked[np.fromiter(values, dtype=np.int64, count=len(values))] = np.fromiter(
+            (code[v] for v in values.values()), dtype=np.int64, count=len(values)
+        )
+    return lookup(vocabulary, picked)
+
+
 def _ints(values: Any) -> pd.Series:
     return pd.Series(np.asarray(values, dtype=np.int64))
 
@@ -370,25 +382,26 @@ def _events(raw: RawRun) -> pd.DataFrame:
         (b >> 64 for b in bits), dtype=np.uint64, count=count
     )
     low = np.fromiter((b & 0xFFFF_FFFF_FFFF_FFFF for b in bits), dtype=np.uint64, count=count)
-    object_types: list[str | None] = []
-    reasons: list[str | None] = []
+    # Every session event is about a session, and only ``session.ended`` has a reason (its own
+    # value): what the other events show is read from their rendered payloads, by index.
     session_events = raw.platform.sessions.events
     session_types = session_events.types
-    text = session_events.text
+    ended = session_events.handles["session.ended"]
+    write = session_events.writer()
+    reasons: dict[int, str | None] = {}
+    object_types: dict[int, str | None] = {}
 
     def data() -> Iterator[str]:
-        for payload in log.payloads:
-            if isinstance(payload, tuple) and payload[0] in session_types:
-                # A session event: its JSON is written from the session's fragments.
-                object_types.append("session")
-                ended = session_types[payload[0]] == "session.ended"
-                reasons.append(payload[4] if ended else None)
-                yield text(payload)
+        for index, payload in enumerate(log.payloads):
+            if type(payload) is tuple and payload[0] in session_types:
+                if payload[0] == ended:
+                    reasons[index] = payload[4]
+                yield write(payload)
                 continue
             rendered = log.render(payload)
             obj = rendered.get("object")
-            object_types.append(obj.get("object") if isinstance(obj, dict) else None)
-            reasons.append(rendered.get("reason"))
+            object_types[index] = obj.get("object") if isinstance(obj, dict) else None
+            reasons[index] = rendered.get("reason")
             yield json.dumps(rendered, sort_keys=True, separators=(",", ":"))
 
     payloads = text_column(data())
@@ -400,9 +413,9 @@ def _events(raw: RawRun) -> pd.DataFrame:
             "type": lookup([k[0] for k in kinds], picked),
             "organization": organization,
             "org_id": org_id,
-            "object_type": _optional_strings(object_types),
+            "object_type": _sparse(object_types, count, "session"),
             "object_id": _optional_strings(log.subjects),
-            "reason": _optional_strings(reasons),
+            "reason": _sparse(reasons, count, None),
             "data": payloads,
         }
     )

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
 
@@ -179,6 +180,16 @@ def test_columns_built_in_arrow_equal_the_general_conversion() -> None:
     texts = ['{"a":1}', "", "żółw ☃", '{"b":[null,2.5]}'] * 3
     pd.testing.assert_series_equal(text_column(iter(texts)), strings(texts))
     pd.testing.assert_series_equal(text_column(iter([])), strings([]))
+    for chunk in (1, 2, 5, 7, 100):  # chunks that split the strings anywhere, or not at all
+        pd.testing.assert_series_equal(text_column(iter(texts), chunk=chunk), strings(texts))
+    # A column written in chunks is written to Parquet as the same bytes as one array.
+    many = [f'{{"n":{i},"s":"{"x" * (i % 50)}"}}' for i in range(5_000)]
+    written = []
+    for chunk in (1024, len(many)):
+        out = io.BytesIO()
+        pd.DataFrame({"data": text_column(iter(many), chunk=chunk)}).to_parquet(out, index=False)
+        written.append(out.getvalue())
+    assert written[0] == written[1]
 
 
 @pytest.mark.req("NB-2", "PERF-3")

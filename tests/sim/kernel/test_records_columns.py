@@ -132,6 +132,45 @@ def test_session_event_text_is_the_sorted_json_of_its_payload() -> None:
         assert texts.text(payload) == expected
 
 
+@pytest.mark.req("PERF-2", "NB-2")
+def test_event_text_is_the_sorted_json_while_sessions_live_and_after() -> None:
+    """The text of every event read mid-run (its session still live, so its fragments come from
+    the working state and are not kept) and again once every session is finished (read from the
+    store's columns) is ``json.dumps`` of its payload; and a finished session's fragments read
+    from the columns are the ones its state gives (the general path)."""
+    platform, caller = _session_platform()
+    body = {
+        "avatar_id": "av_stock_aria",
+        "transport": {"type": "livekit", "url": "wss://x.example/\u00e9", "room_name": 'r "1"'},
+        "metadata": {"z": "żółw ☃", "a": {"y": [1.5, None, False], "b": 1e300}},
+    }
+    first = platform.call("createSession", caller, {"body": body}).body
+    assert isinstance(first, dict)
+    platform.advance(10)
+    platform.admin.inject_audio(first["id"], "speech", 6.0)
+    platform.advance(2)
+    platform.admin.clear_buffer(first["id"])
+    log = platform.kernel.events
+    texts = platform.sessions.events
+
+    def check() -> set[str]:
+        for event, payload in zip(log, log.payloads, strict=True):
+            expected = json.dumps(dict(event.data), sort_keys=True, separators=(",", ":"))
+            assert isinstance(payload, tuple)
+            assert texts.text(payload) == expected, event.type
+        return {e.type for e in log}
+
+    assert {"session.first_frame", "session.barge_in"} <= check()  # the session is live
+    platform.call("endSession", caller, {"session_id": first["id"]})
+    platform.advance(30)
+    _drive(platform, caller)
+    store = platform.sessions.store
+    assert not list(store.live_states())
+    assert {"session.ended", "session.usage", "session.failed", "session.canceled"} <= check()
+    for row in range(len(store)):
+        assert texts._row_pieces(row) == texts._state_pieces(store.state(row))
+
+
 @pytest.mark.req("PERF-3", "SIM-2")
 def test_a_log_that_keeps_nothing_still_tells_its_subscribers() -> None:
     kept, caller = _session_platform()
