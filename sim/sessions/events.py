@@ -45,6 +45,8 @@ SESSION_EVENT_FIELDS: Final[dict[str, str | None]] = {
 _STATUS_TEXT: Final[dict[str, str]] = {
     status: f',"status":{encode_basestring_ascii(status)}' for status in STATUSES
 }
+#: Where an event type's template takes its one field besides the session (``_template``).
+_NO_SLOT, _VALUE_FIRST, _VALUE_LAST, _USAGE_LAST = range(4)
 _FRAGMENTS_KEPT = 4096  # sessions whose JSON fragments are cached (events come in time order)
 
 
@@ -139,8 +141,9 @@ class SessionEvents:
         Why not ``json.dumps`` per event: a month at ``records: full`` has millions of events,
         and encoding each payload (or even its small ``tracks`` and ``usage`` fields) cost about
         five seconds per 100,000 sessions. Every field but a few is fixed per session or per
-        event type, so the text is one join of the session's cached fragments and one format of
-        its type's template (``_template``); the loop's names are bound once here.
+        event type, so the text is one ``%`` of its type's template (``_template``) with the
+        session's cached fragments and the few values of the event; the loop's names are bound
+        once here.
         """
         templates = {handle: self._template(type_) for type_, handle in self.handles.items()}
         fragments = self._fragments
@@ -156,47 +159,59 @@ class SessionEvents:
             if pieces is None:
                 pieces = pieces_of(row)
             head, error, first_frame, middle, started, tail = pieces
-            body = "".join(
-                (
-                    head,
-                    error if status == "failed" else "null",
-                    ',"first_frame_at":',
-                    "null" if status in no_frame else first_frame,
-                    middle,
-                    "null" if status in not_placed else started,
-                    status_text[status],
-                    tail,
-                )
+            usage = f'{{"billable_seconds":{seconds},"frames":{seconds * fps}}}'
+            parts = (
+                head,
+                error if status == "failed" else "null",
+                "null" if status in no_frame else first_frame,
+                middle,
+                "null" if status in not_placed else started,
+                status_text[status],
+                tail,
+                usage,
             )
-            template, valued = templates[handle]
-            if not valued or value is None:
+            template, slot = templates[handle]
+            if slot == _NO_SLOT:
+                return template % parts
+            if slot == _USAGE_LAST:
+                return template % (*parts, usage)
+            if value is None:
                 shown = "null"
             elif type(value) is str:
                 shown = escape(value)
             else:
                 shown = _json(value)
-            usage = f'{{"billable_seconds":{seconds},"frames":{seconds * fps}}}'
-            return template.format(body, shown, usage)
+            return template % ((shown, *parts) if slot == _VALUE_FIRST else (*parts, shown))
 
         return write
 
-    def _template(self, type_: str) -> tuple[str, bool]:
-        """The text of a ``type_`` event around its varying parts, as a ``str.format`` template
-        (``{0}``: the session body up to its usage, ``{1}``: the event's own value, ``{2}``: the
-        usage object), and whether the type shows its own value. Built from ``_extras``, the
-        fields the dictionary rendering shows, with their keys sorted as ``json.dumps`` sorts
-        them."""
+    def _template(self, type_: str) -> tuple[str, int]:
+        """The text of a ``type_`` event as a ``%`` template, and where its one varying field
+        other than the session goes (``_NO_SLOT``, the event's own value before or after the
+        session, or the usage object after it).
+
+        The session's slots are its fragments (``_pieces``), the error, first frame, start and
+        status as the event shows them, and the usage object. Built from ``_extras``, the fields
+        the dictionary rendering shows, with the keys sorted as ``json.dumps`` sorts them.
+        """
         own = SESSION_EVENT_FIELDS[type_]
-        marks = {"object": "\0body", "usage": "\0usage", own: "\0value"}
-        fields = [("object", marks["object"])] + [
-            (key, marks[key] if key in marks else _json(extra))
+        body, value, usage = "\0body", "\0value", "\0usage"
+        fields = [("object", body)] + [
+            (key, value if key == own else usage if key == "usage" else _json(extra))
             for key, extra in self._extras(type_, 0, None)
         ]
         fields.sort()
         text = "{" + ",".join(f"{_json(key)}:{shown}" for key, shown in fields) + "}"
-        text = text.replace("{", "{{").replace("}", "}}")
-        text = text.replace(marks["object"], "{0}{2}}}").replace(marks["usage"], "{2}")
-        return text.replace("\0value", "{1}"), own is not None
+        text = text.replace("%", "%%")
+        if value in text:
+            slot = _VALUE_FIRST if text.index(value) < text.index(body) else _VALUE_LAST
+        elif usage in text:
+            assert text.index(usage) > text.index(body)  # "usage" sorts after "object"
+            slot = _USAGE_LAST
+        else:
+            slot = _NO_SLOT
+        text = text.replace(body, '%s%s,"first_frame_at":%s%s%s%s%s%s}')
+        return text.replace(value, "%s").replace(usage, "%s"), slot
 
     def _pieces(self, row: int) -> tuple[str, ...]:
         """The JSON of what a session's events share, around the fields that vary: a finished
