@@ -35,8 +35,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from harness.columns import (
+    POOL,
     arrow_strings,
     codes,
     epoch_ms,
@@ -130,13 +132,6 @@ class RunResult:
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def _lookup(values: list[Any], picked: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """``values[code]`` for every code (values as an object array)."""
-    table = np.empty(len(values), dtype=object)
-    table[:] = values
-    return table[picked] if len(picked) else np.zeros(0, dtype=object)
-
-
 def _names(raw: RawRun) -> dict[str, str]:
     return {o.id: o.name for o in raw.organizations}
 
@@ -153,8 +148,10 @@ def _optional_strings(
     values: Sequence[str | None], order: np.ndarray[Any, Any] | None = None
 ) -> pd.Series:
     """A string column of a list of strings (``None``: missing), taken in ``order`` if given."""
-    text = pa.array(values, type=pa.large_string())
-    return arrow_strings(text if order is None else text.take(pa.array(order)))
+    text = pa.array(values, type=pa.large_string(), memory_pool=POOL)
+    return arrow_strings(
+        text if order is None else pc.take(text, pa.array(order), memory_pool=POOL)
+    )
 
 
 def _sparse(values: Mapping[int, str | None], count: int, default: str | None) -> pd.Series:
@@ -241,9 +238,11 @@ def _sessions(raw: RawRun, numbers: dict[str, np.ndarray[Any, Any]]) -> pd.DataF
     profiles = codes(store.profile_codes)
     profile_values = store.profiles.values
     reasons = [reason or None for reason in store.reasons.values]  # "" is none
-    workers = _lookup([w or None for w in store.workers.values], codes(store.worker_codes, rows))
+    workers = [w or None for w in store.workers.values]
+    worker_codes = codes(store.worker_codes, rows).copy()  # patched below: never the store's
     for state in store.live_states():
-        workers[state.number] = state.worker_id
+        worker_codes[state.number] = len(workers)
+        workers.append(state.worker_id)
     organization, org_id = _org_columns(raw, [p[0] for p in profile_values], profiles)
     fps = platform.config.sessions.frames_per_second
     billable = numbers["billable_seconds"]
@@ -261,7 +260,7 @@ def _sessions(raw: RawRun, numbers: dict[str, np.ndarray[Any, Any]]) -> pd.DataF
             "frames": _ints(billable * fps),
             "error_code": lookup(reasons, numbers["error"]),
             "end_reason": lookup(reasons, codes(store.end_reason_codes, rows)),
-            "worker_id": strings(workers),
+            "worker_id": lookup(workers, worker_codes),
             "created_at": times(clock, numbers["created_at"]),
             "started_at": times(clock, numbers["started_at"]),
             "first_frame_at": times(clock, numbers["first_frame_at"]),
