@@ -137,31 +137,17 @@ def strings(values: Sequence[Any] | np.ndarray[Any, Any]) -> pd.Series:
 
 
 def text_column(texts: Iterable[str], chunk: int = _TEXT_CHUNK) -> pd.Series:
-    """A string column of many strings, written into Arrow ``chunk`` strings at a time.
+    """A string column of many strings, converted to Arrow ``chunk`` strings at a time.
 
-    Only one chunk's strings are alive at a time, and each chunk becomes one exactly sized UTF-8
-    buffer (one join and one encode) that an Arrow array uses as it is; the column is those
-    arrays, chained. A list of every string (about 600 bytes each, a month's events take
-    hundreds of megabytes) would double the column's memory while it is built, and one growing
-    buffer kept up to an eighth of it as slack for good.
+    Only one chunk's strings are alive at a time, each chunk becomes one Arrow array (Arrow's
+    builder sizes its buffers to fit when it finishes), and the column is those arrays,
+    chained. A list of every string (a month's event payloads take hundreds of megabytes) would
+    double the column's memory while it is built; one growing buffer kept up to an eighth of it
+    as slack for good.
     """
     chunks: list[pa.Array] = []
     source = iter(texts)
     while batch := list(islice(source, chunk)):
-        joined = "".join(batch)
-        if joined.isascii():  # JSON text usually is: a character is a byte
-            data = joined.encode("ascii")
-            lengths = np.fromiter(map(len, batch), dtype=np.int64, count=len(batch))
-        else:
-            encoded = [text.encode() for text in batch]
-            data = b"".join(encoded)
-            lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(batch))
-        del joined, batch
-        ends = np.zeros(len(lengths) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=ends[1:])
-        chunks.append(
-            pa.Array.from_buffers(
-                pa.large_string(), len(lengths), [None, pa.py_buffer(ends), pa.py_buffer(data)]
-            )
-        )
+        chunks.append(pa.array(batch, type=pa.large_string(), memory_pool=POOL))
+        del batch
     return arrow_strings(pa.chunked_array(chunks, type=pa.large_string()))
