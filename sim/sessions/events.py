@@ -232,36 +232,34 @@ class SessionEvents:
     def _state_pieces(self, state: SessionState) -> tuple[str, ...]:
         """``_pieces`` of a session's state (``to_resource``'s values)."""
         return self._fragments_of(
-            session_id=state.id,
-            profile=(state.avatar_id, state.quality, state.billing_surface),
-            limits=(state.idle_timeout_seconds, state.max_duration_seconds),
-            times=(state.created_at, state.started_at, state.first_frame_at),
-            error_code=state.error_code,
-            metadata=_json(state.metadata),
-            transport=_json(state.transport),
+            state.id,
+            (state.avatar_id, state.quality, state.billing_surface),
+            (state.idle_timeout_seconds, state.max_duration_seconds),
+            (state.created_at, state.started_at, state.first_frame_at),
+            state.error_code,
+            _json(state.metadata),
+            _json(state.transport),
         )
 
     def _row_pieces(self, row: int) -> tuple[str, ...]:
         """``_pieces`` of a finished session read straight from the store's columns: building
         its ``SessionState`` first cost more than writing its text."""
         store = self._store
-        _org, _key, avatar, quality, surface, idle, longest, _resets = store.profiles[
-            store.profile_codes[row]
-        ]
+        profile = store.profiles[store.profile_codes[row]]
         started, first_frame = store.started_at[row], store.first_frame_at[row]
         metadata = store.metadata[row]
         return self._fragments_of(
-            session_id=store.ids[row],
-            profile=(avatar, quality, surface),
-            limits=(idle, longest),
-            times=(
+            store.ids[row],
+            (profile[2], profile[3], profile[4]),  # avatar, quality, surface
+            (profile[5], profile[6]),  # idle timeout, longest duration
+            (
                 store.created_at[row],
-                None if math.isnan(started) else started,
-                None if math.isnan(first_frame) else first_frame,
+                None if started != started else started,  # NaN: not set
+                None if first_frame != first_frame else first_frame,
             ),
-            error_code=store.reasons[store.error_codes[row]] or None,
-            metadata="{}" if metadata is None else _json(metadata),
-            transport=self._transport_text(row),
+            store.reasons[store.error_codes[row]] or None,
+            "{}" if metadata is None else _json(metadata),
+            self._transport_text(row),
         )
 
     def _transport_text(self, row: int) -> str:
@@ -279,7 +277,6 @@ class SessionEvents:
 
     def _fragments_of(
         self,
-        *,
         session_id: str,
         profile: tuple[str, str, str],
         limits: tuple[int, int],
@@ -288,7 +285,10 @@ class SessionEvents:
         metadata: str,
         transport: str,
     ) -> tuple[str, ...]:
+        """The fragments of a session's values (its metadata and transport already as JSON).
+        A timestamp's text needs no escaping: it is quoted as it is."""
         ts = self._clock.timestamp
+        escape = encode_basestring_ascii
         avatar, quality, surface = profile
         created, started, first_frame = times
         error = self._errors.get(error_code)
@@ -298,13 +298,13 @@ class SessionEvents:
                 {"code": error_code, "message": FAILURE_MESSAGES[error_code]}
             )
         return (
-            f'{{"avatar_id":{_json(avatar)},"billing_surface":{_json(surface)},'
-            f'"created_at":{_json(ts(created))},"error":',
+            f'{{"avatar_id":{escape(avatar)},"billing_surface":{escape(surface)},'
+            f'"created_at":"{ts(created)}","error":',
             error,
-            "null" if first_frame is None else _json(ts(first_frame)),
-            f',"id":{_json(session_id)},"idle_timeout_seconds":{limits[0]},'
+            "null" if first_frame is None else f'"{ts(first_frame)}"',
+            f',"id":{escape(session_id)},"idle_timeout_seconds":{limits[0]},'
             f'"max_duration_seconds":{limits[1]},"metadata":{metadata},"object":"session",'
-            f'"quality":{_json(quality)},"started_at":',
-            "null" if started is None else _json(ts(started)),
+            f'"quality":{escape(quality)},"started_at":',
+            "null" if started is None else f'"{ts(started)}"',
             f',"transport":{transport},"usage":',
         )
