@@ -152,6 +152,7 @@ class SessionEvents:
         status_text = _STATUS_TEXT
         no_frame, not_placed = NO_FRAME, NOT_PLACED
         escape = encode_basestring_ascii
+        usages: dict[int, str] = {}  # the usage object's text by billable seconds
 
         def write(payload: tuple[Any, ...]) -> str:
             handle, row, status, seconds, value = payload
@@ -159,7 +160,11 @@ class SessionEvents:
             if pieces is None:
                 pieces = pieces_of(row)
             head, error, first_frame, middle, started, tail = pieces
-            usage = f'{{"billable_seconds":{seconds},"frames":{seconds * fps}}}'
+            usage = usages.get(seconds)
+            if usage is None:  # one text per distinct usage: most events show 0
+                usage = usages[seconds] = (
+                    f'{{"billable_seconds":{seconds},"frames":{seconds * fps}}}'
+                )
             parts = (
                 head,
                 error if status == "failed" else "null",
