@@ -223,17 +223,26 @@ def _sessions(raw: RawRun, numbers: dict[str, np.ndarray[Any, Any]]) -> pd.DataF
     clock = platform.clock
     store = platform.sessions.store
     rows = len(store)
-    clients: dict[str, int] = {}
-    planned: dict[str, float] = {}
+    # The client that created each session and the length it planned, by session row.
+    client = np.zeros(rows, dtype=np.int64)
+    unknown = np.ones(rows, dtype=bool)
+    planned = np.full(rows, math.nan)
     log = raw.pool.clients
     if log is not None:
         session_kinds = {code for code, kind in enumerate(log.kinds) if kind[0] == "session"}
-        for code, client, length, resource in zip(
-            log.kind, log.client, log.planned_length, log.resource_id, strict=True
-        ):
-            if code in session_kinds and resource:
-                clients[resource] = client
-                planned[resource] = length
+        row_of = store.row
+        found = [
+            (row, made_by, length)
+            for code, made_by, length, resource in zip(
+                log.kind, log.client, log.planned_length, log.resource_id, strict=True
+            )
+            if code in session_kinds and resource and (row := row_of(resource)) is not None
+        ]
+        if found:
+            at = np.fromiter((f[0] for f in found), dtype=np.int64, count=len(found))
+            client[at] = np.fromiter((f[1] for f in found), dtype=np.int64, count=len(found))
+            planned[at] = np.fromiter((f[2] for f in found), dtype=float, count=len(found))
+            unknown[at] = False
     ids = store.ids
     profiles = codes(store.profile_codes)
     profile_values = store.profiles.values
@@ -251,7 +260,7 @@ def _sessions(raw: RawRun, numbers: dict[str, np.ndarray[Any, Any]]) -> pd.DataF
             "session_id": _optional_strings(ids),
             "organization": organization,
             "org_id": org_id,
-            "client": pd.array([clients.get(i) for i in ids], dtype="Int64"),
+            "client": pd.Series(pd.arrays.IntegerArray(client, unknown)),
             "quality": lookup([p[3] for p in profile_values], profiles),
             "surface": lookup([p[4] for p in profile_values], profiles),
             "transport": _optional_strings([t[1] for t in store.transports]),
@@ -266,7 +275,7 @@ def _sessions(raw: RawRun, numbers: dict[str, np.ndarray[Any, Any]]) -> pd.DataF
             "first_frame_at": times(clock, numbers["first_frame_at"]),
             "ended_at": times(clock, numbers["ended_at"]),
             "wait_seconds": numbers["started_at"] - numbers["created_at"],
-            "planned_length": np.array([planned.get(i, math.nan) for i in ids], dtype=float),
+            "planned_length": planned,
         }
     )
 
