@@ -44,7 +44,7 @@ POOL = pa.system_memory_pool()
 _NAT = np.iinfo(np.int64).min
 #: Strings per Arrow chunk of a text column: a multiple of 1,024, the rows Parquet writes at a
 #: time, so a chunked column is written as one array would be.
-_TEXT_CHUNK = 16_384
+_TEXT_CHUNK = 4096
 
 
 def floats(values: Sequence[float] | array[float] | np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
