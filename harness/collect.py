@@ -35,8 +35,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from harness.columns import (
+    POOL,
     arrow_strings,
     codes,
     epoch_ms,
@@ -130,13 +132,6 @@ class RunResult:
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def _lookup(values: list[Any], picked: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """``values[code]`` for every code (values as an object array)."""
-    table = np.empty(len(values), dtype=object)
-    table[:] = values
-    return table[picked] if len(picked) else np.zeros(0, dtype=object)
-
-
 def _names(raw: RawRun) -> dict[str, str]:
     return {o.id: o.name for o in raw.organizations}
 
@@ -153,8 +148,22 @@ def _optional_strings(
     values: Sequence[str | None], order: np.ndarray[Any, Any] | None = None
 ) -> pd.Series:
     """A string column of a list of strings (``None``: missing), taken in ``order`` if given."""
-    text = pa.array(values, type=pa.large_string())
-    return arrow_strings(text if order is None else text.take(pa.array(order)))
+    text = pa.array(values, type=pa.large_string(), memory_pool=POOL)
+    return arrow_strings(
+        text if order is None else pc.take(text, pa.array(order), memory_pool=POOL)
+    )
+
+
+def _sparse(values: Mapping[int, str | None], count: int, default: str | None) -> pd.Series:
+    """A string column of ``count`` rows that are ``default`` but for ``values`` (by row)."""
+    vocabulary = [default, *dict.fromkeys(values.values())]
+    code = {value: index for index, value in enumerate(vocabulary)}
+    picked = np.zeros(count, dtype=np.int64)
+    if values:
+        picked[np.fromiter(values, dtype=np.int64, count=len(values))] = np.fromiter(
+            (code[v] for v in values.values()), dtype=np.int64, count=len(values)
+        )
+    return lookup(vocabulary, picked)
 
 
 def _ints(values: Any) -> pd.Series:
@@ -214,24 +223,35 @@ def _sessions(raw: RawRun, numbers: dict[str, np.ndarray[Any, Any]]) -> pd.DataF
     clock = platform.clock
     store = platform.sessions.store
     rows = len(store)
-    clients: dict[str, int] = {}
-    planned: dict[str, float] = {}
+    # The client that created each session and the length it planned, by session row.
+    client = np.zeros(rows, dtype=np.int64)
+    unknown = np.ones(rows, dtype=bool)
+    planned = np.full(rows, math.nan)
     log = raw.pool.clients
     if log is not None:
         session_kinds = {code for code, kind in enumerate(log.kinds) if kind[0] == "session"}
-        for code, client, length, resource in zip(
-            log.kind, log.client, log.planned_length, log.resource_id, strict=True
-        ):
-            if code in session_kinds and resource:
-                clients[resource] = client
-                planned[resource] = length
+        row_of = store.row
+        found = [
+            (row, made_by, length)
+            for code, made_by, length, resource in zip(
+                log.kind, log.client, log.planned_length, log.resource_id, strict=True
+            )
+            if code in session_kinds and resource and (row := row_of(resource)) is not None
+        ]
+        if found:
+            at = np.fromiter((f[0] for f in found), dtype=np.int64, count=len(found))
+            client[at] = np.fromiter((f[1] for f in found), dtype=np.int64, count=len(found))
+            planned[at] = np.fromiter((f[2] for f in found), dtype=float, count=len(found))
+            unknown[at] = False
     ids = store.ids
     profiles = codes(store.profile_codes)
     profile_values = store.profiles.values
     reasons = [reason or None for reason in store.reasons.values]  # "" is none
-    workers = _lookup([w or None for w in store.workers.values], codes(store.worker_codes, rows))
+    workers = [w or None for w in store.workers.values]
+    worker_codes = codes(store.worker_codes, rows).copy()  # patched below: never the store's
     for state in store.live_states():
-        workers[state.number] = state.worker_id
+        worker_codes[state.number] = len(workers)
+        workers.append(state.worker_id)
     organization, org_id = _org_columns(raw, [p[0] for p in profile_values], profiles)
     fps = platform.config.sessions.frames_per_second
     billable = numbers["billable_seconds"]
@@ -240,7 +260,7 @@ def _sessions(raw: RawRun, numbers: dict[str, np.ndarray[Any, Any]]) -> pd.DataF
             "session_id": _optional_strings(ids),
             "organization": organization,
             "org_id": org_id,
-            "client": pd.array([clients.get(i) for i in ids], dtype="Int64"),
+            "client": pd.Series(pd.arrays.IntegerArray(client, unknown)),
             "quality": lookup([p[3] for p in profile_values], profiles),
             "surface": lookup([p[4] for p in profile_values], profiles),
             "transport": _optional_strings([t[1] for t in store.transports]),
@@ -249,13 +269,13 @@ def _sessions(raw: RawRun, numbers: dict[str, np.ndarray[Any, Any]]) -> pd.DataF
             "frames": _ints(billable * fps),
             "error_code": lookup(reasons, numbers["error"]),
             "end_reason": lookup(reasons, codes(store.end_reason_codes, rows)),
-            "worker_id": strings(workers),
+            "worker_id": lookup(workers, worker_codes),
             "created_at": times(clock, numbers["created_at"]),
             "started_at": times(clock, numbers["started_at"]),
             "first_frame_at": times(clock, numbers["first_frame_at"]),
             "ended_at": times(clock, numbers["ended_at"]),
             "wait_seconds": numbers["started_at"] - numbers["created_at"],
-            "planned_length": np.array([planned.get(i, math.nan) for i in ids], dtype=float),
+            "planned_length": planned,
         }
     )
 
@@ -370,25 +390,26 @@ def _events(raw: RawRun) -> pd.DataFrame:
         (b >> 64 for b in bits), dtype=np.uint64, count=count
     )
     low = np.fromiter((b & 0xFFFF_FFFF_FFFF_FFFF for b in bits), dtype=np.uint64, count=count)
-    object_types: list[str | None] = []
-    reasons: list[str | None] = []
+    # Every session event is about a session, and only ``session.ended`` has a reason (its own
+    # value): what the other events show is read from their rendered payloads, by index.
     session_events = raw.platform.sessions.events
     session_types = session_events.types
-    text = session_events.text
+    ended = session_events.handles["session.ended"]
+    write = session_events.writer()
+    reasons: dict[int, str | None] = {}
+    object_types: dict[int, str | None] = {}
 
     def data() -> Iterator[str]:
-        for payload in log.payloads:
-            if isinstance(payload, tuple) and payload[0] in session_types:
-                # A session event: its JSON is written from the session's fragments.
-                object_types.append("session")
-                ended = session_types[payload[0]] == "session.ended"
-                reasons.append(payload[4] if ended else None)
-                yield text(payload)
+        for index, payload in enumerate(log.payloads):
+            if type(payload) is tuple and payload[0] in session_types:
+                if payload[0] == ended:
+                    reasons[index] = payload[4]
+                yield write(payload)
                 continue
             rendered = log.render(payload)
             obj = rendered.get("object")
-            object_types.append(obj.get("object") if isinstance(obj, dict) else None)
-            reasons.append(rendered.get("reason"))
+            object_types[index] = obj.get("object") if isinstance(obj, dict) else None
+            reasons[index] = rendered.get("reason")
             yield json.dumps(rendered, sort_keys=True, separators=(",", ":"))
 
     payloads = text_column(data())
@@ -400,9 +421,9 @@ def _events(raw: RawRun) -> pd.DataFrame:
             "type": lookup([k[0] for k in kinds], picked),
             "organization": organization,
             "org_id": org_id,
-            "object_type": _optional_strings(object_types),
+            "object_type": _sparse(object_types, count, "session"),
             "object_id": _optional_strings(log.subjects),
-            "reason": _optional_strings(reasons),
+            "reason": _sparse(reasons, count, None),
             "data": payloads,
         }
     )

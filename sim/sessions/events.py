@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from sim.clock import Clock
 from sim.events import EventLog
-from sim.lifecycle import FAILURE_MESSAGES
+from sim.lifecycle import FAILURE_MESSAGES, STATUSES
 from sim.sessions.records import NO_FRAME, NOT_PLACED, SessionState
 from sim.sessions.store import SessionStore
 
@@ -41,6 +41,12 @@ SESSION_EVENT_FIELDS: Final[dict[str, str | None]] = {
     "session.barge_in": "dropped_seconds",  # and rpc, from the configuration
 }
 
+#: The text of each status's ``status`` field (the key that precedes it included).
+_STATUS_TEXT: Final[dict[str, str]] = {
+    status: f',"status":{encode_basestring_ascii(status)}' for status in STATUSES
+}
+#: Where an event type's template takes its one field besides the session (``_template``).
+_NO_SLOT, _VALUE_FIRST, _VALUE_LAST, _USAGE_LAST = range(4)
 _FRAGMENTS_KEPT = 4096  # sessions whose JSON fragments are cached (events come in time order)
 
 
@@ -76,6 +82,9 @@ class SessionEvents:
         }
         self.types: dict[int, str] = {handle: type_ for type_, handle in self.handles.items()}
         self._fragments: dict[int, tuple[str, ...]] = {}
+        self._write: Callable[[tuple[Any, ...]], str] | None = None
+        self._errors: dict[str | None, str] = {None: "null"}  # an error code's ``error`` text
+        self._shapes: dict[int, list[tuple[int, str]]] = {}  # a transport shape's sorted keys
 
     def publish(self, type_: str, state: SessionState, now: float, value: Any = None) -> None:
         """Publish ``type_`` about ``state`` now, with its own ``value`` and the usage it shows
@@ -119,55 +128,187 @@ class SessionEvents:
 
     def text(self, payload: tuple[Any, ...]) -> str:
         """``json.dumps(data, sort_keys=True, separators=(",", ":"))`` of a stored payload."""
-        handle, row, status, seconds, value = payload
-        head, error, first_frame, middle, started, tail = self._pieces(row)
-        body = "".join(
-            (
+        write = self._write
+        if write is None:
+            write = self._write = self.writer()
+        return write(payload)
+
+    def writer(self) -> Callable[[tuple[Any, ...]], str]:
+        """A function that writes ``text`` of one stored payload, for writing a run's events in
+        bulk.
+
+        Why not ``json.dumps`` per event: a month at ``records: full`` has millions of events,
+        and encoding each payload (or even its small ``tracks`` and ``usage`` fields) cost about
+        five seconds per 100,000 sessions. Every field but a few is fixed per session or per
+        event type, so the text is one ``%`` of its type's template (``_template``) with the
+        session's cached fragments and the few values of the event; the loop's names are bound
+        once here.
+        """
+        templates = {handle: self._template(type_) for type_, handle in self.handles.items()}
+        fragments = self._fragments
+        pieces_of = self._pieces
+        fps = self._fps
+        status_text = _STATUS_TEXT
+        no_frame, not_placed = NO_FRAME, NOT_PLACED
+        escape = encode_basestring_ascii
+        usages: dict[int, str] = {}  # the usage object's text by billable seconds
+
+        def write(payload: tuple[Any, ...]) -> str:
+            handle, row, status, seconds, value = payload
+            pieces = fragments.get(row)
+            if pieces is None:
+                pieces = pieces_of(row)
+            head, error, first_frame, middle, started, tail = pieces
+            usage = usages.get(seconds)
+            if usage is None:  # one text per distinct usage: most events show 0
+                usage = usages[seconds] = (
+                    f'{{"billable_seconds":{seconds},"frames":{seconds * fps}}}'
+                )
+            parts = (
                 head,
                 error if status == "failed" else "null",
-                ',"first_frame_at":',
-                "null" if status in NO_FRAME else first_frame,
+                "null" if status in no_frame else first_frame,
                 middle,
-                "null" if status in NOT_PLACED else started,
-                ',"status":',
-                _json(status),
+                "null" if status in not_placed else started,
+                status_text[status],
                 tail,
-                f'{{"billable_seconds":{seconds},"frames":{seconds * self._fps}}}}}',
+                usage,
             )
-        )
+            template, slot = templates[handle]
+            if slot == _NO_SLOT:
+                return template % parts
+            if slot == _USAGE_LAST:
+                return template % (*parts, usage)
+            if value is None:
+                shown = "null"
+            elif type(value) is str:
+                shown = escape(value)
+            else:
+                shown = _json(value)
+            return template % ((shown, *parts) if slot == _VALUE_FIRST else (*parts, shown))
+
+        return write
+
+    def _template(self, type_: str) -> tuple[str, int]:
+        """The text of a ``type_`` event as a ``%`` template, and where its one varying field
+        other than the session goes (``_NO_SLOT``, the event's own value before or after the
+        session, or the usage object after it).
+
+        The session's slots are its fragments (``_pieces``), the error, first frame, start and
+        status as the event shows them, and the usage object. Built from ``_extras``, the fields
+        the dictionary rendering shows, with the keys sorted as ``json.dumps`` sorts them.
+        """
+        own = SESSION_EVENT_FIELDS[type_]
+        body, value, usage = "\0body", "\0value", "\0usage"
         fields = [("object", body)] + [
-            (key, _json(extra)) for key, extra in self._extras(self.types[handle], seconds, value)
+            (key, value if key == own else usage if key == "usage" else _json(extra))
+            for key, extra in self._extras(type_, 0, None)
         ]
         fields.sort()
-        return "{" + ",".join(f'"{key}":{text}' for key, text in fields) + "}"
+        text = "{" + ",".join(f"{_json(key)}:{shown}" for key, shown in fields) + "}"
+        text = text.replace("%", "%%")
+        if value in text:
+            slot = _VALUE_FIRST if text.index(value) < text.index(body) else _VALUE_LAST
+        elif usage in text:
+            assert text.index(usage) > text.index(body)  # "usage" sorts after "object"
+            slot = _USAGE_LAST
+        else:
+            slot = _NO_SLOT
+        text = text.replace(body, '%s%s,"first_frame_at":%s%s%s%s%s%s}')
+        return text.replace(value, "%s").replace(usage, "%s"), slot
 
     def _pieces(self, row: int) -> tuple[str, ...]:
-        """The JSON of what a session's events share, around the fields that vary."""
+        """The JSON of what a session's events share, around the fields that vary: a finished
+        session's read from the store's columns (cached: its events come close together), a live
+        one's from its working state (not cached: it may still change)."""
         cached = self._fragments.get(row)
         if cached is not None:
             return cached
-        state = self._store.state(row)
-        clock = self._clock
-        ts = clock.timestamp
-        error = (
-            "null"
-            if state.error_code is None
-            else _json({"code": state.error_code, "message": FAILURE_MESSAGES[state.error_code]})
-        )
-        pieces = (
-            f'{{"avatar_id":{_json(state.avatar_id)},"billing_surface":'
-            f'{_json(state.billing_surface)},"created_at":{_json(ts(state.created_at))},"error":',
-            error,
-            "null" if state.first_frame_at is None else _json(ts(state.first_frame_at)),
-            f',"id":{_json(state.id)},"idle_timeout_seconds":{state.idle_timeout_seconds},'
-            f'"max_duration_seconds":{state.max_duration_seconds},"metadata":'
-            f'{_json(state.metadata)},"object":"session","quality":{_json(state.quality)},'
-            f'"started_at":',
-            "null" if state.started_at is None else _json(ts(state.started_at)),
-            f',"transport":{_json(state.transport)},"usage":',
-        )
+        live = self._store.live(row)
+        if live is not None:
+            return self._state_pieces(live)
+        pieces = self._row_pieces(row)
         if len(self._fragments) >= _FRAGMENTS_KEPT:
             self._fragments.clear()
-        if state.terminal:  # a live session's fragments may still change
-            self._fragments[row] = pieces
+        self._fragments[row] = pieces
         return pieces
+
+    def _state_pieces(self, state: SessionState) -> tuple[str, ...]:
+        """``_pieces`` of a session's state (``to_resource``'s values)."""
+        return self._fragments_of(
+            state.id,
+            (state.avatar_id, state.quality, state.billing_surface),
+            (state.idle_timeout_seconds, state.max_duration_seconds),
+            (state.created_at, state.started_at, state.first_frame_at),
+            state.error_code,
+            _json(state.metadata),
+            _json(state.transport),
+        )
+
+    def _row_pieces(self, row: int) -> tuple[str, ...]:
+        """``_pieces`` of a finished session read straight from the store's columns: building
+        its ``SessionState`` first cost more than writing its text."""
+        store = self._store
+        profile = store.profiles[store.profile_codes[row]]
+        started, first_frame = store.started_at[row], store.first_frame_at[row]
+        metadata = store.metadata[row]
+        return self._fragments_of(
+            store.ids[row],
+            (profile[2], profile[3], profile[4]),  # avatar, quality, surface
+            (profile[5], profile[6]),  # idle timeout, longest duration
+            (
+                store.created_at[row],
+                None if started != started else started,  # NaN: not set
+                None if first_frame != first_frame else first_frame,
+            ),
+            store.reasons[store.error_codes[row]] or None,
+            "{}" if metadata is None else _json(metadata),
+            self._transport_text(row),
+        )
+
+    def _transport_text(self, row: int) -> str:
+        """A stored session's transport as sorted JSON, from its values and its shape's keys
+        (the key order of each shape sorted once)."""
+        shape, *values = self._store.transports[row]
+        order = self._shapes.get(shape)
+        if order is None:
+            keys = list(self._store.state(row).transport)
+            order = self._shapes[shape] = [
+                (index, f"{_json(keys[index])}:")
+                for index in sorted(range(len(keys)), key=keys.__getitem__)
+            ]
+        return "{" + ",".join([key + _json(values[index]) for index, key in order]) + "}"
+
+    def _fragments_of(
+        self,
+        session_id: str,
+        profile: tuple[str, str, str],
+        limits: tuple[int, int],
+        times: tuple[float, float | None, float | None],
+        error_code: str | None,
+        metadata: str,
+        transport: str,
+    ) -> tuple[str, ...]:
+        """The fragments of a session's values (its metadata and transport already as JSON).
+        A timestamp's text needs no escaping: it is quoted as it is."""
+        ts = self._clock.timestamp
+        escape = encode_basestring_ascii
+        avatar, quality, surface = profile
+        created, started, first_frame = times
+        error = self._errors.get(error_code)
+        if error is None:
+            assert error_code is not None
+            error = self._errors[error_code] = _json(
+                {"code": error_code, "message": FAILURE_MESSAGES[error_code]}
+            )
+        return (
+            f'{{"avatar_id":{escape(avatar)},"billing_surface":{escape(surface)},'
+            f'"created_at":"{ts(created)}","error":',
+            error,
+            "null" if first_frame is None else f'"{ts(first_frame)}"',
+            f',"id":{escape(session_id)},"idle_timeout_seconds":{limits[0]},'
+            f'"max_duration_seconds":{limits[1]},"metadata":{metadata},"object":"session",'
+            f'"quality":{escape(quality)},"started_at":',
+            "null" if started is None else f'"{ts(started)}"',
+            f',"transport":{transport},"usage":',
+        )

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
 
@@ -145,6 +146,32 @@ def test_tables_built_in_bulk_are_the_records_read_one_by_one() -> None:
     ]
 
 
+@pytest.mark.req("NB-2", "PERF-2")
+def test_a_run_cut_short_shows_its_live_sessions_as_they_are() -> None:
+    """With no cooldown some sessions are still live when the run is collected: their rows
+    (read from their working state, not the store's columns) and their events' texts are what
+    reading them one by one gives."""
+    raw = simulate(_scenario("full", cooldown="0s"))
+    live = {state.id for state in raw.platform.sessions.store.live_states()}
+    assert live
+    result = collect(raw)
+    snapshots = raw.platform.sessions.sessions()
+    rows = result.sessions.set_index("session_id")
+    for snapshot in snapshots:
+        row = rows.loc[snapshot.id]
+        assert (row["status"], row["billable_seconds"]) == (
+            snapshot.status,
+            snapshot.billable_seconds,
+        )
+        assert (None if pd.isna(row["worker_id"]) else row["worker_id"]) == snapshot.worker_id
+    assert live <= set(rows.index[rows["worker_id"].notna()])
+    events = list(raw.platform.kernel.events)
+    assert live <= {e.subject for e in events}
+    assert list(result.events["data"]) == [
+        json.dumps(dict(e.data), sort_keys=True, separators=(",", ":")) for e in events
+    ]
+
+
 @pytest.mark.req("NB-2", "CONV-1", "SIM-1")
 def test_bulk_conversions_use_the_domains_arithmetic() -> None:
     clock = Clock(parse_scenario(small()).sim_config().epoch)
@@ -179,6 +206,16 @@ def test_columns_built_in_arrow_equal_the_general_conversion() -> None:
     texts = ['{"a":1}', "", "żółw ☃", '{"b":[null,2.5]}'] * 3
     pd.testing.assert_series_equal(text_column(iter(texts)), strings(texts))
     pd.testing.assert_series_equal(text_column(iter([])), strings([]))
+    for chunk in (1, 2, 5, 7, 100):  # chunks that split the strings anywhere, or not at all
+        pd.testing.assert_series_equal(text_column(iter(texts), chunk=chunk), strings(texts))
+    # A column written in chunks is written to Parquet as the same bytes as one array.
+    many = [f'{{"n":{i},"s":"{"x" * (i % 50)}"}}' for i in range(5_000)]
+    written = []
+    for chunk in (1024, len(many)):
+        out = io.BytesIO()
+        pd.DataFrame({"data": text_column(iter(many), chunk=chunk)}).to_parquet(out, index=False)
+        written.append(out.getvalue())
+    assert written[0] == written[1]
 
 
 @pytest.mark.req("NB-2", "PERF-3")

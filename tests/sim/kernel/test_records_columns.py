@@ -72,6 +72,28 @@ def _session_platform(history: HistoryConfig | None = None) -> tuple[Platform, A
     return platform, caller
 
 
+def _barge_in(platform: Platform, caller: Any, body: dict[str, Any]) -> str:
+    """A session that starts, hears speech and is interrupted (a barge-in); its id."""
+    first = platform.call("createSession", caller, {"body": body}).body
+    assert isinstance(first, dict)
+    platform.advance(10)
+    platform.admin.inject_audio(first["id"], "speech", 6.0)
+    platform.advance(2)
+    platform.admin.clear_buffer(first["id"])
+    return str(first["id"])
+
+
+def _texts_are_the_sorted_json(platform: Platform) -> set[str]:
+    """Every stored event's ``text`` is ``json.dumps`` of its payload; the types seen."""
+    log = platform.kernel.events
+    texts = platform.sessions.events
+    for event, payload in zip(log, log.payloads, strict=True):
+        expected = json.dumps(dict(event.data), sort_keys=True, separators=(",", ":"))
+        assert isinstance(payload, tuple)
+        assert texts.text(payload) == expected, event.type
+    return {e.type for e in log}
+
+
 def _drive(platform: Platform, caller: Any) -> None:
     """Sessions that cover every session event: queued, starting, first frame, barge-in,
     ending, ended, usage, canceled, failed (no capacity and a lost worker)."""
@@ -82,13 +104,8 @@ def _drive(platform: Platform, caller: Any) -> None:
     }
     keys = [platform.admin.create_key(caller.org_id)["key"] for _ in range(4)]
     callers = [platform.authenticate(f"Bearer {k}") for k in keys]
-    first = platform.call("createSession", caller, {"body": body}).body
-    assert isinstance(first, dict)
-    platform.advance(10)
-    platform.admin.inject_audio(first["id"], "speech", 6.0)
-    platform.advance(2)
-    platform.admin.clear_buffer(first["id"])
-    platform.call("endSession", caller, {"session_id": first["id"]})
+    first = _barge_in(platform, caller, body)
+    platform.call("endSession", caller, {"session_id": first})
     canceled = platform.call("createSession", callers[0], {"body": body}).body
     assert isinstance(canceled, dict)
     platform.call("endSession", callers[0], {"session_id": canceled["id"]})
@@ -123,13 +140,36 @@ def test_session_event_text_is_the_sorted_json_of_its_payload() -> None:
     platform, caller = _session_platform()
     _drive(platform, caller)
     log = platform.kernel.events
-    texts = platform.sessions.events
     codes = {e.data.get("code") for e in log.of_type("session.failed")}
     assert codes == {"no_capacity", "worker_lost"}
-    for event, payload in zip(log, log.payloads, strict=True):
-        expected = json.dumps(dict(event.data), sort_keys=True, separators=(",", ":"))
-        assert isinstance(payload, tuple)
-        assert texts.text(payload) == expected
+    _texts_are_the_sorted_json(platform)
+
+
+@pytest.mark.req("PERF-2", "NB-2")
+def test_event_text_is_the_sorted_json_while_sessions_live_and_after() -> None:
+    """The text of every event read mid-run (its session still live, so its fragments come from
+    the working state and are not kept) and again once every session is finished (read from the
+    store's columns) is ``json.dumps`` of its payload; and a finished session's fragments read
+    from the columns are the ones its state gives (the general path)."""
+    platform, caller = _session_platform()
+    body = {
+        "avatar_id": "av_stock_aria",
+        "transport": {"type": "livekit", "url": "wss://x.example/\u00e9", "room_name": 'r "1"'},
+        "metadata": {"z": "żółw ☃", "a": {"y": [1.5, None, False], "b": 1e300}},
+    }
+    first = _barge_in(platform, caller, body)
+    live = _texts_are_the_sorted_json(platform)  # the session is live
+    assert {"session.first_frame", "session.barge_in"} <= live
+    platform.call("endSession", caller, {"session_id": first})
+    platform.advance(30)
+    _drive(platform, caller)
+    store = platform.sessions.store
+    assert not list(store.live_states())
+    finished = _texts_are_the_sorted_json(platform)
+    assert {"session.ended", "session.usage", "session.failed", "session.canceled"} <= finished
+    texts = platform.sessions.events
+    for row in range(len(store)):
+        assert texts._row_pieces(row) == texts._state_pieces(store.state(row))
 
 
 @pytest.mark.req("PERF-3", "SIM-2")
