@@ -56,7 +56,9 @@ class ApiLog:
             self._trimmed += 1
             return
         self.times.append(at)
-        self.kind_codes.append(self.kinds.code((operation_id, org_id, outcome, error_type)))
+        kind = (operation_id, org_id, outcome, error_type)
+        code = self.kinds.find(kind)  # ``code`` after its cheap ``find``: every call pays it
+        self.kind_codes.append(self.kinds.code(kind) if code is None else code)
         full = self._full
         if full is not None and len(self.times) >= full:
             self._trim(full // 2)

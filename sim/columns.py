@@ -10,7 +10,7 @@ collector can also take the arrays in bulk (``array`` supports the buffer protoc
 from __future__ import annotations
 
 from array import array
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Generic, TypeVar
 
 __all__ = ["Interner", "Ulids"]
@@ -23,11 +23,15 @@ class Interner(Generic[V]):
     """A small vocabulary of repeated values (event types, org ids, attribution tuples) and their
     codes: a column stores the code, the vocabulary the value once."""
 
-    __slots__ = ("_codes", "values")
+    __slots__ = ("_codes", "find", "values")
 
     def __init__(self, values: Iterable[V] = ()) -> None:
         self.values: list[V] = []
         self._codes: dict[V, int] = {}
+        #: The code of ``value`` if it was ever interned (without adding it). The dictionary's
+        #: own ``get`` (C code), not a method around it: the hot writers ask ``find`` first and
+        #: call ``code`` only for a value not seen yet, saving a Python frame per record.
+        self.find: Callable[[V], int | None] = self._codes.get
         for value in values:
             self.code(value)
 
@@ -44,10 +48,6 @@ class Interner(Generic[V]):
         operation's undo calls this, so the scan costs nothing on the way in."""
         if code == len(self.values) - 1 and code not in codes:
             del self._codes[self.values.pop()]
-
-    def find(self, value: V) -> int | None:
-        """The code of ``value`` if it was ever interned (without adding it)."""
-        return self._codes.get(value)
 
     def __getitem__(self, code: int) -> V:
         return self.values[code]

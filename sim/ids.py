@@ -115,7 +115,12 @@ class IdFactory:
 
     def new(self, kind: str) -> str:
         """A fresh id for resource ``kind`` (a key of ``PREFIXES``)."""
-        return PREFIXES[kind] + _encode(self.value())  # ``ulid()``, one call fewer per id
+        # ``ulid()`` with ``value()`` written out: two calls fewer per id (every session).
+        now = self._env._now
+        if now != self._at:
+            ms = int((self._epoch_us + round(now * 1_000_000)) / 1_000_000 * 1000)
+            self._at, self._shifted = now, ms << 80
+        return PREFIXES[kind] + _encode(self._shifted | self._rng.getrandbits(80))
 
     def token(self, prefix: str, length: int = 32) -> str:
         """A random base62 secret such as an API key (``sk_live_``) or webhook secret."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from sim.accounts import AccountRegistry, Caller
 from sim.admin import PlatformAdmin
@@ -44,6 +44,10 @@ Params = dict[str, Any] | Callable[[], dict[str, Any]]
 Check = Callable[[dict[str, Any]], None]
 
 
+_JSON: Final = "application/json"
+_new_tuple: Final = tuple.__new__
+
+
 class Outcome(NamedTuple):
     """What one operation produced: a JSON body (or bytes) and what the headers need.
 
@@ -51,7 +55,7 @@ class Outcome(NamedTuple):
     a frozen dataclass's one ``object.__setattr__`` per field."""
 
     body: dict[str, Any] | bytes
-    media_type: str = "application/json"
+    media_type: str = _JSON
     replayed: bool = False
     rate: RateSnapshot | None = None
 
@@ -105,6 +109,7 @@ class Platform:
         self.kernel = kernel
         self.config: SimConfig = kernel.config
         self.clock = kernel.clock
+        self._env = kernel.clock.env
         self.accounts = AccountRegistry(kernel.config, kernel.clock, kernel.ids)
         self.billing = Billing(kernel, self.accounts)
         self.avatars = AvatarService(kernel)
@@ -169,8 +174,12 @@ class Platform:
         except DomainError as error:
             self.api_log.append(self.clock.now, operation_id, org_id, error.code, error.type)
             raise
-        self.api_log.append(
-            self.clock.now, operation_id, org_id, "replayed" if outcome.replayed else "ok", None
+        self.api_log.append(  # ``clock.now`` without its property's frame: every call pays it
+            float(self._env._now),
+            operation_id,
+            org_id,
+            "replayed" if outcome.replayed else "ok",
+            None,
         )
         return outcome
 
@@ -231,7 +240,8 @@ class Platform:
             raise
         if isinstance(result, Outcome):
             return result if rate is None else result._replace(rate=rate)
-        return Outcome(result, rate=rate)
+        # ``Outcome(result, rate=rate)`` without the generated ``__new__``'s frame and keywords.
+        return _new_tuple(Outcome, (result, _JSON, False, rate))
 
     def _remember(
         self, org_id: str, key: str, operation_id: str, digest: bytes, body: dict[str, Any]

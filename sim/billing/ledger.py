@@ -405,7 +405,11 @@ class Ledger:
         self.run_ids.append(run_id)
         self.internal.append(internal)
         self.billable_seconds.append(billable_seconds)
-        self.attribution_codes.append(self.attributions.code(attribution))
+        attributions = self.attributions  # ``code`` after its cheap ``find``: one per row
+        code_of = attributions.find(attribution)
+        self.attribution_codes.append(
+            attributions.code(attribution) if code_of is None else code_of
+        )
         org.rows.append(row)
         times = org.times
         if not times or at >= times[-1]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import builtins
 import copy
 import random
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from sim.accounts import AccountRegistry, Caller
 from sim.config import BILLING_SURFACES
@@ -59,6 +59,7 @@ __all__ = ["BILLING_SURFACES", "SessionService"]
 
 #: The table's row for ``create`` (into the status a session is created in), read once.
 _CREATE = transition(None, "create")
+_new_tuple: Final = tuple.__new__  # a NamedTuple built without its generated ``__new__``
 
 
 class SessionService:
@@ -173,7 +174,7 @@ class SessionService:
                 )
                 return self._render(state)
 
-        return Prepared(commit)
+        return _new_tuple(Prepared, (commit,))  # ``Prepared(commit)`` without its frame
 
     def create_pipecat(self, caller: Caller, body: Any) -> dict[str, Any]:
         """``POST /v1/pipecat/sessions``: a session plus short-lived relay credentials."""

@@ -60,6 +60,9 @@ _WSS: Final = re.compile(r"wss://.")
 # dataclass's __init__ (one object.__setattr__ per field) cost about 1 us per create.
 
 
+_new_tuple: Final = tuple.__new__
+
+
 class TransportRequest(NamedTuple):
     type: str
     url: str
@@ -325,14 +328,10 @@ def _plain_session_request(
             return None
         reserved_key(metadata, limits)  # the only refusals left, in the full path's order
         metadata = check_metadata(metadata, limits)
-    return SessionRequest(
-        avatar_id,
-        TransportRequest(_LIVEKIT, url, room_name, audio_source, worker_token),
-        idle,
-        max_duration,
-        metadata,
-        quality,
-    )
+    # ``tuple.__new__`` with the fields in order: what the NamedTuples' generated ``__new__``
+    # does, without its Python frame (two per create).
+    transport = _new_tuple(TransportRequest, (_LIVEKIT, url, room_name, audio_source, worker_token))
+    return _new_tuple(SessionRequest, (avatar_id, transport, idle, max_duration, metadata, quality))
 
 
 def parse_pipecat_request(

@@ -11,7 +11,7 @@ from ulid import ULID
 
 from sim.clock import Clock
 from sim.config import Constant, Exponential, LogNormal, Uniform
-from sim.ids import IdFactory
+from sim.ids import IdFactory, format_value
 from sim.rng import RandomStreams, sample
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
@@ -60,9 +60,13 @@ def test_ids_are_prefixed_ulids_timed_by_the_virtual_clock() -> None:
     moments=st.lists(st.floats(0, 10**9, allow_nan=False), min_size=1, max_size=5),
 )
 def test_an_id_is_timed_at_the_clocks_epoch_ms(epoch_us: int, moments: list[float]) -> None:
-    """``IdFactory.value`` writes ``Clock.epoch_ms`` out in place: the same millisecond."""
+    """``IdFactory.value`` and ``IdFactory.new`` write ``Clock.epoch_ms`` out in place: the same
+    millisecond (``new`` also the same random stream as ``value``)."""
     clock = Clock(datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=epoch_us))
     ids = IdFactory(clock, RandomStreams(1).stream("ids"))
+    twin = IdFactory(clock, RandomStreams(1).stream("ids"))
     for moment in sorted(moments):
         clock.advance_to(moment)
-        assert ids.value() >> 80 == clock.epoch_ms()
+        value = ids.value()
+        assert value >> 80 == clock.epoch_ms()
+        assert twin.new("session") == format_value("session", value)
