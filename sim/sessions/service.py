@@ -411,7 +411,7 @@ class SessionService:
         now = self._env._now
         state = SessionState(  # positionally, in the order of its fields (see the class)
             self._ids.new("session"),  # id
-            self._store.next_row(),  # number
+            len(self._store.ids),  # number: ``SessionStore.next_row()``, without its frame
             org_id,
             caller.key_id,
             caller.key.secret,
@@ -429,7 +429,9 @@ class SessionService:
             resets_on_silence,
             now,  # created_at
         )
-        self._history.record(state, now, _CREATE.code)
+        if self._keep_moves:  # ``TransitionLog.record``, inlined as in ``_move``
+            state.move_times.append(now)
+            state.move_codes.append(_CREATE.code)
         # Each undo is registered before its change and is safe to run whether or not the change
         # happened, so a change that fails half-way is undone too. The state's own history and
         # status go with the state; its event is held back by the journal until the unit ends.
@@ -439,7 +441,9 @@ class SessionService:
         # One undo for the slot and the queue entry: withdrawing a job that was never queued
         # does nothing, so it is registered before the enqueue too.
         journal.on_undo(lambda: self._unqueue(state, org_id))
-        self._emit(self._move(state, "admit", now), state, now)
+        row = self._move(state, "admit", now)
+        if row.event is not None:  # ``_emit``, inlined: once per create
+            self.events.publish(row.event, state, now)
         self._scheduler.enqueue(state.id, now)
         return state
 
@@ -541,15 +545,18 @@ class SessionService:
         assert seconds is not None
         self.events.publish("session.usage", state, now)
         self._billing.charge_session(
-            SessionUsage(  # positionally: the fields in their declared order
-                state.id,
-                state.org_id,
-                state.quality,
-                state.billing_surface,
-                seconds,
-                seconds * self._fps,
-                now,
-                state.avatar_id,
-                state.embed_id,
+            _new_tuple(  # ``SessionUsage(...)`` without its frame: the fields in their order
+                SessionUsage,
+                (
+                    state.id,
+                    state.org_id,
+                    state.quality,
+                    state.billing_surface,
+                    seconds,
+                    seconds * self._fps,
+                    now,
+                    state.avatar_id,
+                    state.embed_id,
+                ),
             )
         )

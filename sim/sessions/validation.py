@@ -304,17 +304,30 @@ def _plain_session_request(
         or ("worker_token" in raw and (type(worker_token) is not str or not worker_token))
     ):
         return None
-    idle = body.get("idle_timeout_seconds", limits.idle_timeout_default_seconds)
-    max_duration = body.get("max_duration_seconds", limits.max_duration_default_seconds)
-    quality = body.get("quality", sessions.default_quality)
-    audio_source = raw.get("audio_source", sessions.default_audio_source)
+    bounds = _bounds
+    if bounds[0] is not limits or bounds[1] is not sessions:
+        bounds = _read_bounds(limits, sessions)
+    (
+        _,
+        _,
+        idle_default,
+        idle_min,
+        idle_max,
+        max_default,
+        max_min,
+        max_ceiling,
+        quality_default,
+        audio_default,
+    ) = bounds
+    idle = body.get("idle_timeout_seconds", idle_default)
+    max_duration = body.get("max_duration_seconds", max_default)
+    quality = body.get("quality", quality_default)
+    audio_source = raw.get("audio_source", audio_default)
     if (
         type(idle) is not int
-        or not limits.idle_timeout_min_seconds <= idle <= limits.idle_timeout_max_seconds
+        or not idle_min <= idle <= idle_max
         or type(max_duration) is not int
-        or not limits.max_duration_min_seconds
-        <= max_duration
-        <= limits.max_duration_ceiling_seconds
+        or not max_min <= max_duration <= max_ceiling
         or type(quality) is not str
         or quality not in QUALITIES
         or type(audio_source) is not str
@@ -332,6 +345,31 @@ def _plain_session_request(
     # does, without its Python frame (two per create).
     transport = _new_tuple(TransportRequest, (_LIVEKIT, url, room_name, audio_source, worker_token))
     return _new_tuple(SessionRequest, (avatar_id, transport, idle, max_duration, metadata, quality))
+
+
+#: The configured values ``_plain_session_request`` reads, with the (frozen) configuration
+#: objects they were read from: kept for the last configuration seen (a process runs one at a
+#: time). Why: reading a pydantic model's attribute costs several times a plain one's, and the
+#: plain path read eight of them for every create.
+_bounds: tuple[Any, ...] = (None, None)
+
+
+def _read_bounds(limits: LimitsConfig, sessions: SessionConfig) -> tuple[Any, ...]:
+    """``_bounds`` for ``limits`` and ``sessions``, read and kept."""
+    global _bounds
+    _bounds = (
+        limits,
+        sessions,
+        limits.idle_timeout_default_seconds,
+        limits.idle_timeout_min_seconds,
+        limits.idle_timeout_max_seconds,
+        limits.max_duration_default_seconds,
+        limits.max_duration_min_seconds,
+        limits.max_duration_ceiling_seconds,
+        sessions.default_quality,
+        sessions.default_audio_source,
+    )
+    return _bounds
 
 
 def parse_pipecat_request(

@@ -278,6 +278,12 @@ _BODIES = st.one_of(st.builds(_changed, _VALID, _CHANGES), _ANY_VALUE)
 @example(payload=body(transport={**TRANSPORT, "room_name": ""}))
 @example(payload=body(transport={**TRANSPORT, "worker_token": ""}))
 @example(payload=body(transport={**TRANSPORT, "url": "https://r"}))
+@example(payload=body(transport={**TRANSPORT, "url": "wss://"}))
+@example(payload=body(transport={**TRANSPORT, "url": "wss://\n"}))
+@example(payload=body(transport={**TRANSPORT, "url": "wss://\nx"}))
+@example(payload=body(transport={**TRANSPORT, "url": "wss://x\n"}))
+@example(payload=body(transport={**TRANSPORT, "url": "WSS://x"}))
+@example(payload=body(transport={**TRANSPORT, "url": "wss:/x"}))
 @example(payload=body(transport={**TRANSPORT, "audio_source": "mic"}))
 @example(payload=body(transport={**TRANSPORT, "extra": 1}))
 def test_the_plain_body_path_gives_the_full_paths_answer(payload: Any) -> None:
@@ -286,6 +292,29 @@ def test_the_plain_body_path_gives_the_full_paths_answer(payload: Any) -> None:
     assert _answer(parse_session_request, payload) == _answer(
         validation._parse_session_request, payload
     )
+
+
+def test_the_plain_body_path_reads_the_configuration_it_is_given() -> None:
+    """The plain path keeps the values it reads from the last configuration: another
+    configuration, and then the first again, each get their own defaults and bounds."""
+    other = SimConfig.model_validate(
+        {
+            "sessions": {"default_quality": "lite", "default_audio_source": "data_stream"},
+            "limits": {"idle_timeout_default_seconds": 45, "max_duration_default_seconds": 120},
+        }
+    )
+    for config in (_CONFIG, other, _CONFIG, other):
+        limits, sessions = config.limits, config.sessions
+        quick = validation._plain_session_request(body(), limits, sessions)
+        assert quick is not None
+        assert quick == validation._parse_session_request(body(), limits, sessions)
+        assert quick.quality == sessions.default_quality
+        assert quick.idle_timeout_seconds == limits.idle_timeout_default_seconds
+        assert quick.max_duration_seconds == limits.max_duration_default_seconds
+        assert quick.transport.audio_source == sessions.default_audio_source
+    assert other.sessions.default_quality != _CONFIG.sessions.default_quality
+    too_short = body(max_duration_seconds=_CONFIG.limits.max_duration_min_seconds - 1)
+    assert validation._plain_session_request(too_short, _CONFIG.limits, _CONFIG.sessions) is None
 
 
 def test_the_plain_body_path_takes_the_bodies_clients_send() -> None:
