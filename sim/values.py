@@ -32,6 +32,7 @@ __all__ = ["LARGEST_NUMBER", "check_values"]
 
 LARGEST_NUMBER: Final = int(sys.float_info.max)
 """The largest magnitude a JSON number may have: the largest finite IEEE 754 double."""
+_SMALLEST_NUMBER: Final = -LARGEST_NUMBER  # negated once, not for every integer checked
 
 #: Parameters whose value is raw bytes by design (the avatar upload's file).
 _BINARY_PARAMS: Final = frozenset({"image"})
@@ -79,7 +80,10 @@ def _fine(root: Any, max_depth: int) -> bool:
 
 
 def _fine_container(value: Any, depth_left: int, frames_left: int) -> bool:
-    """A dict or list whose nesting may still go ``depth_left`` levels deeper."""
+    """A dict or list whose nesting may still go ``depth_left`` levels deeper.
+
+    A dict's keys and values are read in one pass over ``items()``, and the member checks are
+    written out for both kinds of container: the body of every request comes through here."""
     if depth_left <= 0:
         return False
     if frames_left <= 0:
@@ -87,19 +91,29 @@ def _fine_container(value: Any, depth_left: int, frames_left: int) -> bool:
     depth_left -= 1
     frames_left -= 1
     if type(value) is dict:
-        for key in value:
+        for key, item in value.items():
             if type(key) is not str or not (key.isascii() or _encodable(key)):
                 return False
-        members = value.values()
-    else:
-        members = value
-    for item in members:
+            kind = type(item)
+            if kind is str:  # the commonest members are checked here, without a call
+                if not (item.isascii() or _encodable(item)):
+                    return False
+            elif kind is int:
+                if not _SMALLEST_NUMBER <= item <= LARGEST_NUMBER:
+                    return False
+            elif kind is dict or kind is list:
+                if not _fine_container(item, depth_left, frames_left):
+                    return False
+            elif not _fine_scalar(item, kind):
+                return False
+        return True
+    for item in value:
         kind = type(item)
-        if kind is str:  # the commonest members are checked here, without a call
+        if kind is str:
             if not (item.isascii() or _encodable(item)):
                 return False
         elif kind is int:
-            if not -LARGEST_NUMBER <= item <= LARGEST_NUMBER:
+            if not _SMALLEST_NUMBER <= item <= LARGEST_NUMBER:
                 return False
         elif kind is dict or kind is list:
             if not _fine_container(item, depth_left, frames_left):
