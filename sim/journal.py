@@ -65,7 +65,8 @@ class Journal:
     def atomic(self) -> Journal:
         """``with journal.atomic():`` undo the changes registered inside the block if it raises;
         a nested block is a savepoint of the enclosing one (its changes are undone if it raises,
-        and stay part of the outer unit otherwise)."""
+        and stay part of the outer unit otherwise). Every create's two blocks (the platform's
+        door, the service's commit) write ``with journal:`` instead, which is the same."""
         return self
 
     def __enter__(self) -> None:

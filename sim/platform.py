@@ -110,6 +110,7 @@ class Platform:
         self.config: SimConfig = kernel.config
         self.clock = kernel.clock
         self._env = kernel.clock.env
+        self._journal = kernel.journal
         self.accounts = AccountRegistry(kernel.config, kernel.clock, kernel.ids)
         self.billing = Billing(kernel, self.accounts)
         self.avatars = AvatarService(kernel)
@@ -169,7 +170,7 @@ class Platform:
             raise NotFound("route.not_found", f"No operation {operation_id}.") from None
         org_id = caller.org_id if caller is not None else None
         try:
-            with self.kernel.journal.atomic():
+            with self._journal:  # ``journal.atomic()``, which is the journal itself
                 outcome = self._call(operation_id, operation, caller, params, check)
         except DomainError as error:
             self.api_log.append(self.clock.now, operation_id, org_id, error.code, error.type)

@@ -72,7 +72,6 @@ class SessionEvents:
         rpc: str,
     ) -> None:
         self._log = log
-        self._emit_payload = log.emit_payload  # bound once: five events a session
         self._store = store
         self._clock = clock
         self._fps = frames_per_second
@@ -93,7 +92,7 @@ class SessionEvents:
         seconds = state.final_billable_seconds
         if seconds is None:
             seconds = 0 if state.heartbeats is None else state.heartbeats.usage_seconds(now)
-        self._emit_payload(
+        self._log.emit_payload(
             type_,
             state.org_id,
             state.id,

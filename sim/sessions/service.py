@@ -161,7 +161,8 @@ class SessionService:
         transport = request.transport
 
         def commit() -> dict[str, Any]:
-            with self._journal.atomic():  # a unit: undone if it fails half-way
+            # A unit, undone if it fails half-way: ``atomic()`` is the journal itself.
+            with self._journal:
                 state = self._open(
                     caller,
                     request,
@@ -441,9 +442,7 @@ class SessionService:
         # One undo for the slot and the queue entry: withdrawing a job that was never queued
         # does nothing, so it is registered before the enqueue too.
         journal.on_undo(lambda: self._unqueue(state, org_id))
-        row = self._move(state, "admit", now)
-        if row.event is not None:  # ``_emit``, inlined: once per create
-            self.events.publish(row.event, state, now)
+        self._emit(self._move(state, "admit", now), state, now)
         self._scheduler.enqueue(state.id, now)
         return state
 
