@@ -69,7 +69,11 @@ class SessionRuntime:
 
     def boot(self, state: SessionState, now: float) -> float:
         """Schedule the first frame of a session just placed; returns the delay until it."""
-        delay = self._boot() + self._faults.extra_boot(now) + self._first_frame()
+        delay = self._boot()  # then the slow-boot fault's extra (asked only with the fault)
+        faults = self._faults
+        if faults.slow is not None:
+            delay += faults.extra_boot(now)
+        delay += self._first_frame()
         self._after(delay, state, "first_frame")
         return delay
 
