@@ -334,7 +334,7 @@ class Ledger:
         Every session that ran is charged, so this is one call for all its rows instead of a
         totals read, a split and a keyword-heavy append for each.
         """
-        org = self._org(org_id)
+        org = self._by_org.get(org_id) or self._org(org_id)  # ``_org``, its common case first
         before = org.rollover + org.included + org.granted
         for per_second, internal, carries, attribution in tariff:
             credits = seconds * per_second
