@@ -87,6 +87,8 @@ class SessionService:
         self._heartbeat_interval = self._config.sessions.heartbeat_interval_seconds
         self._drain_max = self._config.sessions.drain_max_seconds
         self._keep_moves = self._history.keep
+        #: Each plan's longest session (the configuration is frozen), by plan key.
+        self._longest: dict[str, int] = {}
         self._relays: dict[str, RelayCredentials] = {}
         self._caps = ConcurrencyCaps(self._config.limits.concurrent_sessions_per_key)
         fault_state = FaultState(kernel.streams.stream("faults"))
@@ -408,7 +410,11 @@ class SessionService:
         maximum duration is clamped to the plan here); the rest is by keyword."""
         org_id = caller.org_id
         journal = self._journal
-        plan = self._config.billing.plan(self._accounts.organization(org_id).plan_key)
+        plan_key = self._accounts.organization(org_id).plan_key
+        longest = self._longest.get(plan_key)
+        if longest is None:  # read once per plan: a pydantic attribute costs several plain ones
+            plan = self._config.billing.plan(plan_key)
+            longest = self._longest[plan_key] = plan.max_session_duration_seconds
         now = self._env._now
         state = SessionState(  # positionally, in the order of its fields (see the class)
             self._ids.new("session"),  # id
@@ -423,8 +429,8 @@ class SessionService:
             worker_token,
             request.idle_timeout_seconds,
             request.max_duration_seconds  # clamped to the plan (``min`` without its call)
-            if request.max_duration_seconds <= plan.max_session_duration_seconds
-            else plan.max_session_duration_seconds,
+            if request.max_duration_seconds <= longest
+            else longest,
             copy.deepcopy(metadata) if metadata else {},
             embed_id,
             resets_on_silence,
