@@ -60,6 +60,9 @@ class Billing:
         self._env = kernel.clock.env
         # Session tariffs by (quality, surface, embed, avatar): a bounded cache of pure values.
         self._tariffs: dict[tuple[str, str, str | None, str], tuple[TariffLine, ...]] = {}
+        #: The balance a session needs to start, read once (every create asks; the
+        #: configuration is frozen, and a pydantic attribute costs several plain ones).
+        self._min_start = self._config.min_session_start_credits
         #: No plan calls a balance at or above this low (``_after_debit`` need not look).
         self._highest_low_balance = max(
             plan.low_balance_threshold_credits for plan in self._config.plans
@@ -81,7 +84,7 @@ class Billing:
         rollover, included, granted, held = self.ledger.totals(org_id)
         available = rollover + included + granted - held  # Balances.available, never < 0
         available = available if available > 0 else 0  # (``max`` without the builtin's call)
-        if available < self._config.min_session_start_credits:
+        if available < self._min_start:
             raise QuotaExceeded(
                 "insufficient_credits",
                 "The credit balance is too low to start a session.",

@@ -93,6 +93,8 @@ class Scheduler:
         self._dispatch_pending = False
         self._watch_at: float | None = None
         self.capacity = config.workers
+        #: ``queue_bound``, read once for ``admit`` (every create asks; the config is frozen).
+        self._queue_bound = self.queue_bound
         for _ in range(config.workers):
             self._add_worker()
 
@@ -132,7 +134,7 @@ class Scheduler:
         """Refuse with 503 ``at_capacity`` when no worker is free and the queue is full."""
         idle = self._counts["idle"]
         waiting = len(self._queue) - idle  # jobs that will really wait once dispatch runs
-        if waiting < 0 or waiting < self.queue_bound:
+        if waiting < 0 or waiting < self._queue_bound:
             return
         raise ServiceUnavailable(
             "at_capacity",
