@@ -87,6 +87,10 @@ class SessionService:
         self._heartbeat_interval = self._config.sessions.heartbeat_interval_seconds
         self._drain_max = self._config.sessions.drain_max_seconds
         self._keep_moves = self._history.keep
+        #: Parts of the frozen configuration every create reads, read once (a pydantic
+        #: attribute costs several plain ones).
+        self._limits = kernel.config.limits
+        self._session_config = kernel.config.sessions
         #: Each plan's longest session (the configuration is frozen), by plan key.
         self._longest: dict[str, int] = {}
         self._relays: dict[str, RelayCredentials] = {}
@@ -158,7 +162,7 @@ class SessionService:
                 f"Unknown billing surface {billing_surface!r}.",
                 param="billing_surface",
             )
-        request = parse_session_request(body, self._config.limits, self._config.sessions)
+        request = parse_session_request(body, self._limits, self._session_config)
         self._admissible(caller, request.avatar_id)
         transport = request.transport
 
