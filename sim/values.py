@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Mapping
+from itertools import repeat
 from typing import Any, Final
 
 from sim.errors import InvalidRequest
@@ -82,34 +83,20 @@ def _fine(root: Any, max_depth: int) -> bool:
 def _fine_container(value: Any, depth_left: int, frames_left: int) -> bool:
     """A dict or list whose nesting may still go ``depth_left`` levels deeper.
 
-    A dict's keys and values are read in one pass over ``items()``, and the member checks are
-    written out for both kinds of container: the body of every request comes through here."""
+    One pass over a dict's ``items()`` reads each key with its value (a list's items come with
+    the empty key, which is fine): the body of every request comes through here."""
     if depth_left <= 0:
         return False
     if frames_left <= 0:
         return _fine_deep(value, depth_left)
     depth_left -= 1
     frames_left -= 1
-    if type(value) is dict:
-        for key, item in value.items():
-            if type(key) is not str or not (key.isascii() or _encodable(key)):
-                return False
-            kind = type(item)
-            if kind is str:  # the commonest members are checked here, without a call
-                if not (item.isascii() or _encodable(item)):
-                    return False
-            elif kind is int:
-                if not _SMALLEST_NUMBER <= item <= LARGEST_NUMBER:
-                    return False
-            elif kind is dict or kind is list:
-                if not _fine_container(item, depth_left, frames_left):
-                    return False
-            elif not _fine_scalar(item, kind):
-                return False
-        return True
-    for item in value:
+    pairs = value.items() if type(value) is dict else zip(repeat(""), value)
+    for key, item in pairs:
+        if type(key) is not str or not (key.isascii() or _encodable(key)):
+            return False
         kind = type(item)
-        if kind is str:
+        if kind is str:  # the commonest members are checked here, without a call
             if not (item.isascii() or _encodable(item)):
                 return False
         elif kind is int:
