@@ -400,7 +400,7 @@ def _events(raw: RawRun) -> pd.DataFrame:
     object_types: dict[int, str | None] = {}
 
     def data() -> Iterator[str]:
-        for index, payload in enumerate(log.payloads):
+        for index, payload in enumerate(log.iter_payloads()):
             if type(payload) is tuple and payload[0] in session_types:
                 if payload[0] == ended:
                     reasons[index] = payload[4]
