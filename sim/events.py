@@ -315,6 +315,15 @@ class EventLog:
         lane = self._lanes[(type_, org_id)] = (self.kinds.code((type_, org_id)), route)
         return lane
 
+    def release(self) -> None:
+        """Drop every stored event and keep none from now on (``keep`` turns off): who read the
+        log in bulk (a run's collector) hands its memory back. Subscribers are still called."""
+        self.keep = False
+        self.kind_codes, self.times = array("I"), array("d")
+        self.bits, self.subjects = [], []
+        self.handles, self.rows, self.seconds = array("I"), array("I"), array("I")
+        self.statuses, self.values, self.whole = [], [], {}
+
     # -- reading ---------------------------------------------------------------------------
 
     def event(self, index: int) -> Event:
