@@ -376,6 +376,10 @@ def _api_calls(raw: RawRun) -> pd.DataFrame:
     )
 
 
+#: ``EventLog.id_bits``: per event, the low 64 and the high 16 of its id's random bits.
+_ID_BITS = np.dtype([("low", "<u8"), ("high", "<u2")])
+
+
 def _events(raw: RawRun) -> pd.DataFrame:
     clock = raw.platform.clock
     log = raw.platform.kernel.events
@@ -384,12 +388,11 @@ def _events(raw: RawRun) -> pd.DataFrame:
     picked = codes(log.kind_codes)
     kinds = log.kinds.values
     organization, org_id = _org_columns(raw, [k[1] for k in kinds], picked)
-    # An id's 80 random bits are a Python int each; split them one at a time (no list of halves).
-    bits = log.bits
-    high = (epoch_ms(clock, at).astype(np.uint64) << np.uint64(16)) | np.fromiter(
-        (b >> 64 for b in bits), dtype=np.uint64, count=count
-    )
-    low = np.fromiter((b & 0xFFFF_FFFF_FFFF_FFFF for b in bits), dtype=np.uint64, count=count)
+    # An id's 80 random bits are kept as ten little-endian bytes: its low 64 bits, then 16.
+    bits = np.frombuffer(log.id_bits, dtype=_ID_BITS, count=count)
+    high = (epoch_ms(clock, at).astype(np.uint64) << np.uint64(16)) | bits["high"].astype(np.uint64)
+    low = bits["low"].astype(np.uint64)
+    del bits  # a view of the log's buffer, which must stay free to grow
     # Every session event is about a session, and only ``session.ended`` has a reason (its own
     # value): what the other events show is read from their rendered payloads, by index.
     session_events = raw.platform.sessions.events

@@ -116,7 +116,7 @@ class EventLog:
         # One value per event, in append order.
         self.kind_codes = array("I")
         self.times = array("d")
-        self.bits: list[int] = []  # the random part of each event id
+        self.id_bits = bytearray()  # the random part of each event id: ten bytes, little-endian
         self.subjects: list[str | None] = []
         # The payload ``(handle, row, status, seconds, value)``, one column each (filler values
         # when ``handles`` says ``WHOLE``: the payload is then ``whole[index]``). The status and
@@ -203,7 +203,7 @@ class EventLog:
             self.kind_codes.append(code)
             self.times.append(now)
             self.subjects.append(subject)
-            self.bits.append(bits)
+            self.id_bits += bits.to_bytes(10, "little")  # not an 80-bit int object (40 bytes)
             # ``_store``, inlined for the session events (five a session), whose payload fits:
             # the arrays refuse what they cannot hold (negative, too large, not an int); a bool
             # would pass as an int, hence the type tests.
@@ -320,7 +320,7 @@ class EventLog:
         log in bulk (a run's collector) hands its memory back. Subscribers are still called."""
         self.keep = False
         self.kind_codes, self.times = array("I"), array("d")
-        self.bits, self.subjects = [], []
+        self.id_bits, self.subjects = bytearray(), []
         self.handles, self.rows, self.seconds = array("I"), array("I"), array("I")
         self.statuses, self.values, self.whole = [], [], {}
 
@@ -334,7 +334,7 @@ class EventLog:
             org_id,
             self.times[index],
             self.subjects[index],
-            self.bits[index],
+            int.from_bytes(self.id_bits[index * 10 : index * 10 + 10], "little"),
             self.payload(index),
         )
 
