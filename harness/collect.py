@@ -742,22 +742,31 @@ def collect(raw: RawRun, *, release: bool = False) -> RunResult:
     """The tables of one raw run.
 
     ``release``: the caller hands the run over (``run_scenario``, whose run nobody else sees),
-    so the event log's records are dropped as soon as the events table holds them. Why: that
-    table is the largest and is built first, and the log's columns are returned to the system
-    (large arrays and lists), so the tables built after it grow into that memory instead of on
-    top of it (a 100,000-session month at ``full``: tens of megabytes less at its peak)."""
+    so each large record is dropped as soon as the last table built from it holds it: the event
+    log once the events table is built (first: it is the largest), the clients' request log once
+    ``api_calls`` and the tallies counted from it are, their arrival log once ``sessions`` and
+    ``clients`` are. Why: those records' columns are returned to the system (large arrays and
+    lists), so the tables built after them grow into that memory instead of on top of it (a
+    100,000-session month at ``full``: tens of megabytes less at its peak)."""
     events = _events(raw)
     if release:
         raw.platform.kernel.events.release()
+    requests, arrivals = _requests(raw), _arrivals(raw)  # the tallies, from the clients' logs
+    api_calls = _api_calls(raw)
+    if release:
+        raw.pool.calls = None
     usage, usage_daily = _usage(raw)
     columns = _session_numbers(raw)
+    sessions, clients = _sessions(raw, columns), _clients(raw)
+    if release:
+        raw.pool.clients = None
     return RunResult(
         scenario=raw.scenario.name,
         seed=raw.seed,
         duration=raw.end,
-        sessions=_sessions(raw, columns),
-        clients=_clients(raw),
-        api_calls=_api_calls(raw),
+        sessions=sessions,
+        clients=clients,
+        api_calls=api_calls,
         events=events,
         ledger=_ledger(raw),
         utilization=_utilization(raw),
@@ -766,8 +775,8 @@ def collect(raw: RawRun, *, release: bool = False) -> RunResult:
         usage_daily=usage_daily,
         organizations=_organizations(raw),
         intervals=_intervals(raw, columns),
-        requests=_requests(raw),
-        arrivals=_arrivals(raw),
+        requests=requests,
+        arrivals=arrivals,
         waits=_waits(columns),
         ledger_daily=_ledger_daily(raw),
         records=raw.records,
