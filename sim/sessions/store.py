@@ -165,6 +165,14 @@ class SessionStore:
         self.barge_ins[row] = state.barge_ins
         del self._live[row]
 
+    def release(self) -> None:
+        """Forget every session, keeping only the vocabularies of end reasons and error codes:
+        who read the store in bulk (a run's collector, which hands the run over) returns its
+        memory. The store is then empty, as a new one."""
+        reasons = self.reasons
+        self.__init__()  # type: ignore[misc]
+        self.reasons = reasons
+
     # -- reading ---------------------------------------------------------------------------
 
     def row(self, session_id: str) -> int | None:
