@@ -44,7 +44,7 @@ def month(sessions: int, records: str) -> dict[str, Any]:
     raw = simulate(scenario)
     simulated = time.perf_counter()
     simulated_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    result = collect(raw)
+    result = collect(raw, release=True)  # as ``run_scenario`` does
     done = time.perf_counter()
     return {
         "sessions": int(result.intervals["sessions_created"].sum()),

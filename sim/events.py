@@ -12,12 +12,21 @@ the few values it needs (``emit_values``); the payload is rendered when someone 
 ``Event.data``, byte for byte what an eager rendering would have been. Rare events keep their
 payload as given (``emit``). With ``keep=False`` nothing is stored at all: subscribers still see
 every event as it happens.
+
+Why the values sit in typed columns rather than a tuple per event: a 100,000-session month at
+``records: full`` stores over half a million events, and a Python tuple of five values plus an
+80-bit int per event cost about 120 bytes each, more than the rest of the event together. The
+session events' payload is always ``(renderer, row, status, seconds, value)``; those five go to
+columns (``handles``, ``rows``, ``statuses``, ``seconds``, and ``values`` for the event's own
+value; the last two hold shared objects: status strings, reasons, ``None``); any other payload is
+kept whole (``whole``). ``payload(i)`` gives back the tuple.
 """
 
 from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import partial
 from types import MappingProxyType
 from typing import Any
 
@@ -27,6 +36,11 @@ from sim.ids import IdFactory, format_id
 from sim.journal import Journal
 
 __all__ = ["Event", "EventLog", "Renderer", "Subscriber"]
+
+Payload = dict[str, Any] | tuple[Any, ...]
+#: ``handles`` value of an event whose payload is kept whole, in ``EventLog.whole`` (a renderer's
+#: handle is its index among the registered ones: far below).
+WHOLE = 0xFFFF_FFFF
 
 #: Builds an event's ``data`` from the values given to ``EventLog.emit_values``.
 Renderer = Callable[[tuple[Any, ...]], dict[str, Any]]
@@ -102,9 +116,17 @@ class EventLog:
         # One value per event, in append order.
         self.kind_codes = array("I")
         self.times = array("d")
-        self.bits: list[int] = []  # the random part of each event id
+        self.id_bits = bytearray()  # the random part of each event id: ten bytes, little-endian
         self.subjects: list[str | None] = []
-        self.payloads: list[dict[str, Any] | tuple[Any, ...]] = []
+        # The payload ``(handle, row, status, seconds, value)``, one column each (filler values
+        # when ``handles`` says ``WHOLE``: the payload is then ``whole[index]``). The status and
+        # the event's own value are shared objects (a status string, a reason, ``None``).
+        self.handles = array("I")
+        self.rows = array("I")
+        self.seconds = array("I")
+        self.statuses: list[Any] = []
+        self.values: list[Any] = []
+        self.whole: dict[int, Payload] = {}
         self._renderers: list[Renderer] = []
         self._subscribers: list[tuple[Subscriber, frozenset[str] | None, str | None]] = []
         #: By (type, organization): its code in ``kinds`` and the subscribers that want it, found
@@ -167,8 +189,10 @@ class EventLog:
         if bits is None:
             bits = self._draw()
         if self._journal.active:  # inside an operation: published once it succeeds
+            # ``partial``, not a lambda: a closure here would make every argument a cell, an
+            # allocation each on every call, deferred or not.
             self._journal.defer(
-                lambda: self.emit_payload(type_, org_id, subject, payload, now, bits, event)
+                partial(self.emit_payload, type_, org_id, subject, payload, now, bits, event)
             )
             return
         lane = self._lanes.get((type_, org_id))
@@ -178,14 +202,87 @@ class EventLog:
         if self.keep:
             self.kind_codes.append(code)
             self.times.append(now)
-            self.bits.append(bits)
             self.subjects.append(subject)
-            self.payloads.append(payload)
+            self.id_bits += bits.to_bytes(10, "little")  # not an 80-bit int object (40 bytes)
+            # ``_store``, inlined for the session events (five a session), whose payload fits:
+            # the arrays refuse what they cannot hold (negative, too large, not an int); a bool
+            # would pass as an int, hence the type tests.
+            if type(payload) is tuple and len(payload) == 5:
+                handle, row, status, seconds, value = payload
+                if type(row) is int and type(seconds) is int:
+                    try:
+                        self.rows.append(row)
+                        self.seconds.append(seconds)
+                        self.handles.append(handle)
+                    except (OverflowError, TypeError):
+                        self._store(payload)
+                    else:
+                        self.statuses.append(status)
+                        self.values.append(value)
+                else:
+                    self._store(payload)
+            else:
+                self._store(payload)
         if route:
             if event is None:
                 event = Event(self, type_, org_id, now, subject, bits, payload)
             for subscriber in route:
                 subscriber(event)
+
+    def _store(self, payload: Payload) -> None:
+        """Append one payload to the payload columns (first undoing what a refused
+        ``emit_payload`` appended to them): a ``(handle, row, status, seconds, value)`` tuple
+        whose handle, row and seconds are ints that fit goes to the columns, anything else is
+        kept whole, with filler values in the columns."""
+        index = len(self.values)
+        del self.rows[index:], self.seconds[index:], self.handles[index:]
+        if type(payload) is tuple and len(payload) == 5:
+            handle, row, status, seconds, value = payload
+            if (
+                type(row) is int
+                and type(seconds) is int
+                and type(handle) is int
+                and 0 <= row < 2**32
+                and 0 <= seconds < 2**32
+                and 0 <= handle < WHOLE
+            ):
+                self.handles.append(handle)
+                self.rows.append(row)
+                self.seconds.append(seconds)
+                self.statuses.append(status)
+                self.values.append(value)
+                return
+        self.whole[index] = payload
+        self.handles.append(WHOLE)
+        self.rows.append(0)
+        self.seconds.append(0)
+        self.statuses.append(None)
+        self.values.append(None)
+
+    def payload(self, index: int) -> Payload:
+        """The payload stored for event ``index``, as it was given."""
+        handle = self.handles[index]
+        if handle == WHOLE:
+            return self.whole[index]
+        return (
+            handle,
+            self.rows[index],
+            self.statuses[index],
+            self.seconds[index],
+            self.values[index],
+        )
+
+    def iter_payloads(self) -> Iterator[Payload]:
+        """``payload(i)`` of every event, in order, without the per-index lookups."""
+        whole = self.whole
+        rows = zip(self.handles, self.rows, self.statuses, self.seconds, self.values, strict=True)
+        for index, (handle, row, status, seconds, value) in enumerate(rows):
+            yield whole[index] if handle == WHOLE else (handle, row, status, seconds, value)
+
+    @property
+    def payloads(self) -> list[Payload]:
+        """Every stored payload, in order (a new list: the log keeps columns)."""
+        return list(self.iter_payloads())
 
     def render(self, payload: dict[str, Any] | tuple[Any, ...]) -> dict[str, Any]:
         """The ``data`` of a stored payload."""
@@ -218,6 +315,15 @@ class EventLog:
         lane = self._lanes[(type_, org_id)] = (self.kinds.code((type_, org_id)), route)
         return lane
 
+    def release(self) -> None:
+        """Drop every stored event and keep none from now on (``keep`` turns off): who read the
+        log in bulk (a run's collector) hands its memory back. Subscribers are still called."""
+        self.keep = False
+        self.kind_codes, self.times = array("I"), array("d")
+        self.id_bits, self.subjects = bytearray(), []
+        self.handles, self.rows, self.seconds = array("I"), array("I"), array("I")
+        self.statuses, self.values, self.whole = [], [], {}
+
     # -- reading ---------------------------------------------------------------------------
 
     def event(self, index: int) -> Event:
@@ -228,8 +334,8 @@ class EventLog:
             org_id,
             self.times[index],
             self.subjects[index],
-            self.bits[index],
-            self.payloads[index],
+            int.from_bytes(self.id_bits[index * 10 : index * 10 + 10], "little"),
+            self.payload(index),
         )
 
     def __iter__(self) -> Iterator[Event]:

@@ -11,5 +11,6 @@ __all__ = ["CallRecord", "ClientRecord", "RawRun", "RunResult", "run_scenario", 
 
 
 def run_scenario(scenario: Scenario, seed: int | None = None) -> RunResult:
-    """Run ``scenario`` in process with ``seed`` (default: the file's); collect its tables."""
-    return collect(simulate(scenario, seed))
+    """Run ``scenario`` in process with ``seed`` (default: the file's); collect its tables
+    (the raw run is released as it is collected: nobody else holds it)."""
+    return collect(simulate(scenario, seed), release=True)

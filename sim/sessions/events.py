@@ -255,7 +255,7 @@ class SessionEvents:
         return self._fragments_of(
             store.ids[row],
             (profile[2], profile[3], profile[4]),  # avatar, quality, surface
-            (profile[5], profile[6]),  # idle timeout, longest duration
+            (profile[5], store.max_durations[row]),  # idle timeout, longest duration
             (
                 store.created_at[row],
                 None if started != started else started,  # NaN: not set

@@ -33,8 +33,11 @@ def _optional(value: float) -> float | None:
     return None if math.isnan(value) else value
 
 
-#: What a create decides that many sessions share, kept as one interned tuple per session.
-_Profile = tuple[str, str, str, str, str, int, int, bool]
+#: What a create decides that many sessions share, kept as one interned tuple per session:
+#: (org, key, avatar, quality, surface, idle timeout, resets on silence). The longest duration is
+#: not in it: clients draw it per session, and a profile unique to each session cost about 200
+#: bytes a session (the tuple, its key id string, its vocabulary entry) instead of four.
+_Profile = tuple[str, str, str, str, str, int, bool]
 _GROW = 4096  # rows added to the final-value columns at a time
 
 
@@ -44,10 +47,11 @@ class SessionStore:
         self._rows: dict[str, int] = {}
         self._live: dict[int, SessionState] = {}
         self._by_org: dict[str, array[int]] = {}
-        # Decided at creation: (org, key, avatar, quality, surface, idle, max, resets) as one
-        # interned profile, the transport's values, metadata, creation time.
+        # Decided at creation: (org, key, avatar, quality, surface, idle, resets) as one
+        # interned profile, the longest duration, the transport's values, metadata, creation time.
         self.profiles: Interner[_Profile] = Interner()
         self.profile_codes = array("I")
+        self.max_durations = array("q")  # any int the configuration allows
         self._transport_shapes: Interner[tuple[str, ...]] = Interner()  # a transport's keys
         self.transports: list[tuple[Any, ...]] = []  # (shape code, *values)
         self.metadata: list[dict[str, Any] | None] = []  # None: empty
@@ -92,12 +96,12 @@ class SessionStore:
             state.quality,
             state.billing_surface,
             state.idle_timeout_seconds,
-            state.max_duration_seconds,
             state.resets_on_silence,
         )
         # ``Interner.code``, its common case (a value seen before) first: two per session.
         code = self.profiles.find(profile)
         self.profile_codes.append(self.profiles.code(profile) if code is None else code)
+        self.max_durations.append(state.max_duration_seconds)
         transport = state.transport
         keys = tuple(transport)
         shape = self._transport_shapes.find(keys)
@@ -127,6 +131,7 @@ class SessionStore:
             del self._by_org[state.org_id]
         profile = self.profile_codes.pop()
         self.profiles.forget(profile, self.profile_codes)
+        self.max_durations.pop()
         shape = self.transports.pop()[0]
         self._transport_shapes.forget(shape, (t[0] for t in self.transports))
         self.metadata.pop()
@@ -171,6 +176,14 @@ class SessionStore:
         self.barge_ins[row] = state.barge_ins
         del self._live[row]
 
+    def release(self) -> None:
+        """Forget every session, keeping only the vocabularies of end reasons and error codes:
+        who read the store in bulk (a run's collector, which hands the run over) returns its
+        memory. The store is then empty, as a new one."""
+        reasons = self.reasons
+        self.__init__()  # type: ignore[misc]
+        self.reasons = reasons
+
     # -- reading ---------------------------------------------------------------------------
 
     def row(self, session_id: str) -> int | None:
@@ -211,7 +224,7 @@ class SessionStore:
     def _read(self, row: int) -> SessionState:
         metadata = self.metadata[row]
         worker = self.workers[self.worker_codes[row]]
-        org_id, key_id, avatar_id, quality, surface, idle, max_duration, resets = self.profiles[
+        org_id, key_id, avatar_id, quality, surface, idle, resets = self.profiles[
             self.profile_codes[row]
         ]
         return SessionState(
@@ -226,7 +239,7 @@ class SessionStore:
             transport=self._transport(row),
             worker_token=None,
             idle_timeout_seconds=idle,
-            max_duration_seconds=max_duration,
+            max_duration_seconds=self.max_durations[row],
             metadata={} if metadata is None else metadata,
             embed_id=self.embeds.get(row),
             resets_on_silence=resets,

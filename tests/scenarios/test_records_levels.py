@@ -240,3 +240,22 @@ def test_ledger_daily_grouped_on_integer_keys_equals_a_group_by_of_the_rows(
     daily = full.ledger_daily.drop(columns="organization").sort_values(keys, ignore_index=True)
     assert len(daily) > 1 and daily["billing_surface"].isna().any()
     pd.testing.assert_frame_equal(daily, general[daily.columns], check_dtype=False)
+
+
+@pytest.mark.req("NB-2", "PERF-3")
+def test_a_released_run_gives_the_same_tables_and_drops_its_event_log() -> None:
+    """``collect(raw, release=True)`` (what ``run_scenario`` does) builds every table exactly as
+    a collect that keeps the run, though it drops each large record once its tables are built:
+    then the event log holds nothing and keeps nothing more, and the clients' logs and the
+    session store's rows are gone."""
+    scenario = _scenario("full")
+    kept = collect(simulate(scenario))
+    raw = simulate(scenario)
+    released = collect(raw, release=True)
+    for name in TABLES:
+        pd.testing.assert_frame_equal(getattr(released, name), getattr(kept, name), obj=name)
+    assert len(kept.events) > 0
+    log = raw.platform.kernel.events
+    assert len(log) == 0 and log.payloads == [] and not log.keep
+    assert raw.pool.calls is None and raw.pool.clients is None
+    assert len(raw.platform.sessions.store) == 0 < len(kept.sessions)

@@ -133,6 +133,7 @@ def test_session_events_keep_raw_values_and_read_back_as_they_were_sent() -> Non
     for payload in log.payloads:  # no copy of a rendered session is kept: five raw values
         assert isinstance(payload, tuple) and payload[0] in handles and len(payload) == 5
         assert not any(isinstance(value, dict) for value in payload)
+    assert log.whole == {}  # and every one sits in the typed columns, no tuple kept
 
 
 @pytest.mark.req("PERF-2", "NB-2")
@@ -170,6 +171,38 @@ def test_event_text_is_the_sorted_json_while_sessions_live_and_after() -> None:
     texts = platform.sessions.events
     for row in range(len(store)):
         assert texts._row_pieces(row) == texts._state_pieces(store.state(row))
+
+
+_ODD_PAYLOADS: list[Any] = [
+    (0, 7, "running", 12, "worker_1"),  # fits the columns
+    (0, 2**32 - 1, "ended", 2**32 - 1, 1.5),  # the largest that fit
+    (0, 2**32, "ended", 0, None),  # a row too large
+    (0, 3, "ended", -1, None),  # negative seconds
+    (0, True, "ended", 0, None),  # a bool is not a row (it would read back as 1)
+    (0, 3, "ended", 1.0, None),  # nor is a float
+    (-1, 3, "ended", 0, None),  # a handle that no renderer has
+    ("x", 3, ["unhashable"], 0, {"a": 1}),
+    (0, 1, "queued", 0),  # four values
+    {"object": {"id": "x"}},  # a dictionary (``emit``)
+]
+
+
+@pytest.mark.req("PERF-3", "SIM-2")
+@given(order=st.permutations(range(len(_ODD_PAYLOADS))))
+def test_payloads_read_back_as_given_from_the_columns_or_whole(order: list[int]) -> None:
+    """The typed payload columns (the fast path, inlined in ``emit_payload``) and the general
+    path (``_store``, which keeps what does not fit whole) give back every payload as it was
+    given, of the same types, whatever came before it."""
+    clock = Clock(EPOCHS[0])
+    log = EventLog(clock, IdFactory(clock, random.Random(1)))
+    payloads = [_ODD_PAYLOADS[i] for i in order]
+    for payload in payloads:
+        log.emit_payload("session.queued", "org_a", "sess_1", payload, 0.0)
+    read = [log.payload(i) for i in range(len(log))]
+    assert read == payloads == log.payloads
+    assert [list(map(type, p)) for p in read] == [list(map(type, p)) for p in payloads]
+    kept = {index for index, payload in enumerate(payloads) if payload not in _ODD_PAYLOADS[:2]}
+    assert set(log.whole) == kept  # only the two that fit went to the columns
 
 
 @pytest.mark.req("PERF-3", "SIM-2")
