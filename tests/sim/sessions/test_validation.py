@@ -294,6 +294,7 @@ def test_the_plain_body_path_gives_the_full_paths_answer(payload: Any) -> None:
     )
 
 
+@pytest.mark.req("EP-SESS-1")
 def test_the_plain_body_path_reads_the_configuration_it_is_given() -> None:
     """The plain path keeps the values it reads from the last configuration: another
     configuration, and then the first again, each get their own defaults and bounds."""
