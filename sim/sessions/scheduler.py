@@ -18,7 +18,8 @@ The scheduler knows nothing about sessions beyond their ids: the service gives i
 ``place`` (a worker took the job) and ``expire`` (the job waited too long), and ``defer`` (the
 journal's): a job enqueued inside a create joins the queue at once (a failed create withdraws it)
 but the timers that dispatch and watch it are scheduled only once the create has succeeded, so a
-failed create leaves nothing on SimPy's calendar (``sim.journal``).
+failed create leaves nothing on SimPy's calendar (``sim.journal``). The dispatch and the watch
+are ``Timer`` entries of the calendar, not ``Timeout`` events (``sim.sessions.timers``).
 """
 
 from __future__ import annotations
@@ -28,12 +29,14 @@ import math
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from heapq import heappush
 from typing import Literal
 
 import simpy
 
 from sim.config import SchedulerConfig
 from sim.errors import ServiceUnavailable
+from sim.sessions.timers import NORMAL, Timer, calendar
 
 __all__ = ["PoolStatus", "Scheduler", "Worker", "WorkerStatus"]
 
@@ -92,6 +95,10 @@ class Scheduler:
         self._queue: deque[_Waiting] = deque()
         self._dispatch_pending = False
         self._watch_at: float | None = None
+        self._calendar, self._eid = calendar(env)
+        #: Each kind of timer's callbacks, one shared list each (``sim.sessions.timers``).
+        self._on_dispatch: list[Callable[[Timer], None]] = [self._dispatch]
+        self._on_watch: list[Callable[[Timer], None]] = [self._watch]
         self.capacity = config.workers
         #: ``queue_bound``, read once for ``admit`` (every create asks; the config is frozen).
         self._queue_bound = self.queue_bound
@@ -286,7 +293,10 @@ class Scheduler:
         if self._dispatch_pending or not self._queue:
             return
         self._dispatch_pending = True
-        self._env.timeout(0).callbacks.append(self._dispatch)
+        timer = Timer()
+        timer.callbacks = self._on_dispatch
+        # ``env.timeout(0)`` as ``Environment.schedule`` pushes it, without its two calls.
+        heappush(self._calendar, (self._env._now + 0, NORMAL, next(self._eid), timer))
 
     def _next_idle(self) -> Worker | None:
         """The idle worker created first (heap entries of workers that changed are skipped)."""
@@ -298,7 +308,7 @@ class Scheduler:
                 return worker
         return None
 
-    def _dispatch(self, _event: simpy.Event) -> None:
+    def _dispatch(self, _timer: Timer) -> None:
         self._dispatch_pending = False
         queue = self._queue
         while queue:
@@ -318,10 +328,15 @@ class Scheduler:
             return
         self._watch_at = deadline
         delay = deadline - float(self._env.now)
-        event = self._env.timeout(delay if delay > 0.0 else 0.0)  # max(0.0, delay), no call
-        event.callbacks.append(lambda _e: self._watch(deadline))
+        timer = Timer()
+        timer.callbacks, timer.value = self._on_watch, deadline
+        # ``env.timeout(max(0.0, delay))``, pushed as in ``_request_dispatch``.
+        moment = self._env._now + (delay if delay > 0.0 else 0.0)
+        heappush(self._calendar, (moment, NORMAL, next(self._eid), timer))
 
-    def _watch(self, armed_for: float) -> None:
+    def _watch(self, timer: Timer) -> None:
+        """The queue's head may be due: fail the jobs that waited too long, re-arm for the rest."""
+        armed_for: float = timer.value
         if self._watch_at == armed_for:
             self._watch_at = None
         now = float(self._env.now)

@@ -6,7 +6,8 @@ need an interrupt (an extra event) for every end, crash or audio change, and a c
 deadline timer at a time, for the *earliest* of its deadlines (max duration, idle, heartbeat
 loss). When audio pushes the idle deadline later nothing is scheduled: the timer wakes at the old
 time, sees the new deadline and re-arms once. Every timer carries the session's ``generation``,
-so a timer that outlived a transition does nothing when it fires.
+so a timer that outlived a transition does nothing when it fires. Timers are ``Timer`` entries
+of SimPy's calendar, not ``Timeout`` events (``sim.sessions.timers``: nobody waits on them).
 
 The runtime decides *when*; the service (through ``fire``) decides *what happens*: it moves the
 session through the transition table and applies the effects (events, billing, caps, worker).
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from heapq import heappush
 
 import simpy
 
@@ -25,6 +27,7 @@ from sim.rng import sampler
 from sim.sessions.faults import FaultState
 from sim.sessions.heartbeat import EPSILON
 from sim.sessions.records import SessionState
+from sim.sessions.timers import NORMAL, Timer, calendar
 
 __all__ = ["Fire", "SessionRuntime"]
 
@@ -49,6 +52,10 @@ class SessionRuntime:
         self._first_frame = sampler(config.scheduler.first_frame_latency, first_frame_rng)
         self._faults = faults
         self._fire = fire
+        self._calendar, self._eid = calendar(env)
+        #: Each kind of timer's callbacks, one shared list each (``sim.sessions.timers``).
+        self._on_due: list[Callable[[Timer], None]] = [self._due]
+        self._on_wake: list[Callable[[Timer], None]] = [self._wake]
 
     @property
     def now(self) -> float:
@@ -56,14 +63,17 @@ class SessionRuntime:
 
     def _after(self, delay: float, state: SessionState, trigger: Trigger) -> None:
         """Fire ``trigger`` after ``delay`` unless the session has moved on by then."""
-        generation = state.generation
-        fire = self._fire
+        timer = Timer()
+        timer.callbacks, timer.state, timer.value = self._on_due, state, trigger
+        timer.generation = state.generation
+        # ``env.timeout(max(0.0, delay))`` as ``Environment.schedule`` pushes it, without a call.
+        moment = self._env._now + (delay if delay > 0.0 else 0.0)
+        heappush(self._calendar, (moment, NORMAL, next(self._eid), timer))
 
-        def run(_event: simpy.Event) -> None:
-            if state.generation == generation:
-                fire(state, trigger)
-
-        self._env.timeout(delay if delay > 0.0 else 0.0).callbacks.append(run)  # max(0.0, delay)
+    def _due(self, timer: Timer) -> None:
+        state = timer.state
+        if state.generation == timer.generation:
+            self._fire(state, timer.value)
 
     # -- boot ------------------------------------------------------------------------------
 
@@ -123,15 +133,19 @@ class SessionRuntime:
         if state.armed_at is not None and state.armed_at <= moment + EPSILON:
             return  # an earlier timer is pending and will re-check
         state.armed_at = moment
-        generation = state.generation
+        timer = Timer()
+        timer.callbacks, timer.state, timer.value = self._on_wake, state, moment
+        timer.generation = state.generation
+        # ``env.timeout(moment - now)`` (later than now: see above), as in ``_after``.
+        heappush(self._calendar, (self._env._now + (moment - now), NORMAL, next(self._eid), timer))
 
-        def wake(_event: simpy.Event) -> None:
-            if state.generation == generation:
-                if state.armed_at == moment:
-                    state.armed_at = None
-                self.check(state)
-
-        self._env.timeout(moment - now).callbacks.append(wake)  # later than now: see above
+    def _wake(self, timer: Timer) -> None:
+        """A deadline timer is due: re-check the session unless it has moved on since."""
+        state = timer.state
+        if state.generation == timer.generation:
+            if state.armed_at == timer.value:
+                state.armed_at = None
+            self.check(state)
 
     # -- drain -----------------------------------------------------------------------------
 
