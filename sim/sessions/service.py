@@ -93,6 +93,11 @@ class SessionService:
         self._session_config = kernel.config.sessions
         #: Each plan's longest session (the configuration is frozen), by plan key.
         self._longest: dict[str, int] = {}
+        #: The shortest of them: a session asking for no more is not clamped whatever the
+        #: organization's plan, so most creates need not look the plan up (``_max_duration``).
+        self._never_clamped = min(
+            plan.max_session_duration_seconds for plan in kernel.config.billing.plans
+        )
         self._relays: dict[str, RelayCredentials] = {}
         self._caps = ConcurrencyCaps(self._config.limits.concurrent_sessions_per_key)
         fault_state = FaultState(kernel.streams.stream("faults"))
@@ -414,11 +419,7 @@ class SessionService:
         maximum duration is clamped to the plan here); the rest is by keyword."""
         org_id = caller.org_id
         journal = self._journal
-        plan_key = self._accounts.organization(org_id).plan_key
-        longest = self._longest.get(plan_key)
-        if longest is None:  # read once per plan: a pydantic attribute costs several plain ones
-            plan = self._config.billing.plan(plan_key)
-            longest = self._longest[plan_key] = plan.max_session_duration_seconds
+        asked = request.max_duration_seconds
         now = self._env._now
         state = SessionState(  # positionally, in the order of its fields (see the class)
             self._ids.new("session"),  # id
@@ -432,9 +433,7 @@ class SessionService:
             transport,
             worker_token,
             request.idle_timeout_seconds,
-            request.max_duration_seconds  # clamped to the plan (``min`` without its call)
-            if request.max_duration_seconds <= longest
-            else longest,
+            asked if asked <= self._never_clamped else self._max_duration(org_id, asked),
             copy.deepcopy(metadata) if metadata else {},
             embed_id,
             resets_on_silence,
@@ -455,6 +454,15 @@ class SessionService:
         self._emit(self._move(state, "admit", now), state, now)
         self._scheduler.enqueue(state.id, now)
         return state
+
+    def _max_duration(self, org_id: str, asked: int) -> int:
+        """``asked`` clamped to the longest session of the organization's plan (RES-SESS-3)."""
+        plan_key = self._accounts.organization(org_id).plan_key
+        longest = self._longest.get(plan_key)
+        if longest is None:  # read once per plan: a pydantic attribute costs several plain ones
+            plan = self._config.billing.plan(plan_key)
+            longest = self._longest[plan_key] = plan.max_session_duration_seconds
+        return asked if asked <= longest else longest
 
     def _unqueue(self, state: SessionState, org_id: str) -> None:
         """Undo of a create's cap slot and queue entry (newest first: the entry, then the slot)."""

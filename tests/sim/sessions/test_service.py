@@ -108,6 +108,29 @@ def test_max_duration_is_clamped_to_the_plan(
     )
 
 
+@pytest.mark.req("RES-SESS-3", "EP-SESS-1")
+def test_the_unclamped_shortcut_agrees_with_every_plan(kit: Kit) -> None:
+    """The create skips the plan lookup when the asked duration is within the shortest plan's
+    longest session. With plans of 90, 600 and 3600 s (the cheapest one added), every asked
+    duration around each bound gives ``min(asked, plan's longest)`` on every plan, the plan read
+    as it is now (a plan change takes effect on the next create)."""
+    defaults = SimConfig().billing.plans
+    tiny = defaults[0].model_copy(update={"key": "tiny", "max_session_duration_seconds": 90})
+    world = kit.world(SimConfig(billing={"plans": (tiny, *defaults)}))
+    longest = {plan.key: plan.max_session_duration_seconds for plan in (tiny, *defaults)}
+    asked_values = sorted({1, 89, 90, 91, 599, 600, 601, 1799, 1800, 1801, 3599, 3600})
+    for plan_key, plan_longest in longest.items():
+        caller = world.caller(plan=plan_key)
+        for asked in asked_values:
+            made = world.service.create(caller, kit.body(max_duration_seconds=asked))
+            assert made["max_duration_seconds"] == min(asked, plan_longest), (plan_key, asked)
+            world.service.end(caller, made["id"])
+    caller = world.caller(plan="pro")
+    world.accounts.set_plan(caller.org_id, "tiny")
+    made = world.service.create(caller, kit.body(max_duration_seconds=91))
+    assert made["max_duration_seconds"] == 90
+
+
 @pytest.mark.req("RES-SESS-4", "EV-1", "SIM-3")
 def test_starting_then_first_frame(world_fixed: World, kit: Kit) -> None:
     world = world_fixed
