@@ -67,7 +67,7 @@ class FleetFaults:
         clock: Clock,
         config: SimConfig,
         state: FaultState,
-        scheduler: Scheduler,
+        scheduler: Scheduler[SessionState],
         *,
         session: Callable[[str], SessionState],
         hosted: Callable[[str], SessionState],

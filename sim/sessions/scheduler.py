@@ -16,10 +16,12 @@ Why these shapes:
 
 The scheduler knows nothing about sessions beyond their ids: the service gives it two callbacks,
 ``place`` (a worker took the job) and ``expire`` (the job waited too long), and ``defer`` (the
-journal's): a job enqueued inside a create joins the queue at once (a failed create withdraws it)
-but the timers that dispatch and watch it are scheduled only once the create has succeeded, so a
-failed create leaves nothing on SimPy's calendar (``sim.journal``). The dispatch and the watch
-are ``Timer`` entries of the calendar, not ``Timeout`` events (``sim.sessions.timers``).
+journal's). A queued job is the session's id and an opaque ``job`` value that the service hands
+in and gets back in those callbacks (its working state: no lookup by id per placement). A job
+enqueued inside a create joins the queue at once (a failed create withdraws it) but the timers
+that dispatch and watch it are scheduled only once the create has succeeded, so a failed create
+leaves nothing on SimPy's calendar (``sim.journal``). The dispatch and the watch are ``Timer``
+entries of the calendar, not ``Timeout`` events (``sim.sessions.timers``).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from heapq import heappush
-from typing import Literal
+from typing import Generic, Literal, TypeVar
 
 import simpy
 
@@ -67,19 +69,19 @@ class PoolStatus:
     queued: int
 
 
-#: A queued job: (session id, start-up deadline). A plain tuple: one is made per create.
-_Waiting = tuple[str, float]
+#: What the service queues with a session's id and gets back when it is placed or expires.
+Job = TypeVar("Job")
 
 
-class Scheduler:
+class Scheduler(Generic[Job]):
     def __init__(
         self,
         env: simpy.Environment,
         config: SchedulerConfig,
         startup_timeout: float,
         *,
-        place: Callable[[str, Worker], None],
-        expire: Callable[[str], None],
+        place: Callable[[Job, Worker], None],
+        expire: Callable[[Job], None],
         defer: Callable[[Callable[[], object]], None] | None = None,
     ) -> None:
         self._env = env
@@ -92,7 +94,8 @@ class Scheduler:
         self._counts: Counter[WorkerStatus] = Counter()
         self._idle: list[tuple[int, str]] = []  # heap of (order, id); stale entries skipped
         self._next_worker = 0
-        self._queue: deque[_Waiting] = deque()
+        #: Queued jobs: (session id, start-up deadline, job). A plain tuple: one per create.
+        self._queue: deque[tuple[str, float, Job]] = deque()
         self._dispatch_pending = False
         self._watch_at: float | None = None
         self._calendar, self._eid = calendar(env)
@@ -121,7 +124,7 @@ class Scheduler:
         return self._workers.get(worker_id)
 
     def queued(self) -> list[str]:
-        return [session_id for session_id, _deadline in self._queue]
+        return [waiting[0] for waiting in self._queue]
 
     def status(self) -> PoolStatus:
         counts = self._counts
@@ -169,8 +172,8 @@ class Scheduler:
             moment = min(known) if known else now + self._startup_timeout
         return max(1, math.ceil(moment - now - 1e-9))
 
-    def enqueue(self, session_id: str, created_at: float) -> None:
-        self._queue.append((session_id, created_at + self._startup_timeout))
+    def enqueue(self, session_id: str, created_at: float, job: Job) -> None:
+        self._queue.append((session_id, created_at + self._startup_timeout, job))
         self._defer(self._wake)
 
     def _wake(self) -> None:
@@ -310,15 +313,14 @@ class Scheduler:
 
     def _dispatch(self, _timer: Timer) -> None:
         self._dispatch_pending = False
-        queue = self._queue
-        while queue:
+        queue, counts = self._queue, self._counts
+        while queue and counts["idle"]:  # no idle worker: nothing to pop from the heap
             worker = self._next_idle()
-            if worker is None:
-                break
-            session_id = queue.popleft()[0]
+            assert worker is not None  # a worker counted idle has an entry in the heap
+            session_id, _deadline, job = queue.popleft()
             self._set(worker, "busy")
             worker.session_id = session_id
-            self._place(session_id, worker)
+            self._place(job, worker)
 
     def _arm_watch(self) -> None:
         if not self._queue:
@@ -341,7 +343,7 @@ class Scheduler:
             self._watch_at = None
         now = float(self._env.now)
         while self._queue and self._queue[0][1] <= now + 1e-9:
-            self._expire(self._queue.popleft()[0])
+            self._expire(self._queue.popleft()[2])
         self._arm_watch()
 
 

@@ -109,7 +109,7 @@ class SessionService:
             faults=fault_state,
             fire=self._fire,
         )
-        self._scheduler = Scheduler(
+        self._scheduler: Scheduler[SessionState] = Scheduler(
             kernel.clock.env,
             self._config.scheduler,
             self._config.limits.startup_timeout_seconds,
@@ -452,7 +452,7 @@ class SessionService:
         # does nothing, so it is registered before the enqueue too.
         journal.on_undo(lambda: self._unqueue(state, org_id))
         self._emit(self._move(state, "admit", now), state, now)
-        self._scheduler.enqueue(state.id, now)
+        self._scheduler.enqueue(state.id, now, state)
         return state
 
     def _max_duration(self, org_id: str, asked: int) -> int:
@@ -503,8 +503,7 @@ class SessionService:
         assert state is not None  # the scheduler only holds sessions that are not terminal
         return state
 
-    def _place(self, session_id: str, worker: Worker) -> None:
-        state = self._live(session_id)
+    def _place(self, state: SessionState, worker: Worker) -> None:
         now = self._env._now
         row = self._move(state, "place", now)
         state.started_at = now
@@ -513,8 +512,8 @@ class SessionService:
             self.events.publish(row.event, state, now, worker.id)
         self._runtime.boot(state, now)
 
-    def _expire(self, session_id: str) -> None:
-        self._finish(self._live(session_id), "startup_timeout", self._env._now)
+    def _expire(self, state: SessionState) -> None:
+        self._finish(state, "startup_timeout", self._env._now)
 
     def _fire(self, state: SessionState, trigger: Trigger) -> None:
         """Apply a worker-side trigger (first frame, deadlines, drain, crash, loss)."""
