@@ -25,10 +25,6 @@ _NAN = math.nan
 _STATUS_CODE = {status: code for code, status in enumerate(STATUSES)}
 
 
-def _time(value: float | None) -> float:
-    return _NAN if value is None else value
-
-
 def _optional(value: float) -> float | None:
     return None if math.isnan(value) else value
 
@@ -159,7 +155,9 @@ class SessionStore:
             self.first_frame_at[row] = first_frame
         if ending is not None:
             self.ending_at[row] = ending
-        self.ended_at[row] = _time(state.ended_at)
+        ended = state.ended_at
+        if ended is not None:  # always, once terminal
+            self.ended_at[row] = ended
         # "" (none) is code 0 of both vocabularies: a session has a reason or an error, not both.
         reason, error, worker = state.end_reason, state.error_code, state.worker_id
         # ``Interner.code`` after its cheap ``find`` (a value seen before: the common case).
