@@ -5,6 +5,9 @@ time and the trigger and target status packed in one byte. When it turns termina
 written to the columns in one go, so a finished session's transitions are contiguous and the
 store only keeps where they start and how many there are. They are read back as ``Transition``
 records (the source status is the previous target). With ``keep=False`` nothing is kept.
+
+The byte-sized columns are ``bytearray``s, not ``array("B")``: every finished session extends
+them, and an ``array`` parses each item it stores with ``PyArg_Parse`` (about twice the cost).
 """
 
 from __future__ import annotations
@@ -24,9 +27,9 @@ class TransitionLog:
     def __init__(self, *, keep: bool = True) -> None:
         self.keep = keep
         self.times = array("d")
-        self.moves = array("B")  # ``move_code``: trigger * len(STATUSES) + target
+        self.moves = bytearray()  # ``move_code``: trigger * len(STATUSES) + target (< 256)
         self._first = array("I")  # by session row: its first transition in the columns
-        self._count = array("B")  # by session row: how many (0 until it is finished)
+        self._count = bytearray()  # by session row: how many (0 until it is finished)
 
     def append(
         self, state: SessionState, at: float, trigger: Trigger, target: SessionStatus
@@ -47,7 +50,7 @@ class TransitionLog:
         if row >= len(self._first):
             grow = max(_GROW, row + 1 - len(self._first))
             self._first.frombytes(bytes(self._first.itemsize * grow))
-            self._count.frombytes(bytes(grow))  # not ``extend``: it goes value by value
+            self._count += bytes(grow)
         self._first[row] = len(self.times)
         self._count[row] = len(state.move_codes)
         self.times.extend(state.move_times)
@@ -61,10 +64,8 @@ class TransitionLog:
         if state.move_codes or row >= len(self._count):
             steps = list(zip(state.move_times, state.move_codes, strict=True))
         else:
-            first = self._first[row]
-            steps = list(
-                zip(self.times[first : first + self._count[row]], self.moves[first:], strict=False)
-            )
+            first, end = self._first[row], self._first[row] + self._count[row]
+            steps = list(zip(self.times[first:end], self.moves[first:end], strict=True))
         history: list[Transition] = []
         source: SessionStatus | None = None
         for at, move in steps:

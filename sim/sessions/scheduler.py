@@ -237,7 +237,8 @@ class Scheduler(Generic[Job]):
             self._remove(worker)
             return
         self._set(worker, "idle")
-        self._request_dispatch()
+        if self._queue:  # ``_request_dispatch`` would do nothing otherwise: no call
+            self._request_dispatch()
 
     def crash(self, worker_id: str, restart_seconds: float) -> str | None:
         """The worker dies; it returns after ``restart_seconds``. Returns the session it hosted."""

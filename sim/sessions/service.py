@@ -186,7 +186,7 @@ class SessionService:
                     embed_id=embed_id,
                     resets_on_silence=transport.audio_source == "track",
                 )
-                return self._render(state)
+                return state.to_resource(self._clock, self._fps)  # ``_render``, inlined
 
         return _new_tuple(Prepared, (commit,))  # ``Prepared(commit)`` without its frame
 
@@ -265,7 +265,7 @@ class SessionService:
             drain = self._runtime.drain(state, now)
             self._worker_free_by(state, now + drain)
             self._emit(row, state, now, drain)
-        return self._render(state)
+        return state.to_resource(self._clock, self._fps)  # ``_render``, inlined
 
     # -- the audio a client sends ------------------------------------------------------------
 
