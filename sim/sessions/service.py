@@ -259,7 +259,7 @@ class SessionService:
                 self._scheduler.withdraw(state.id)
             self._finish(state, "end", self._env._now)
         elif state.status == "running":
-            now = self._clock.now
+            now = self._env._now
             row = self._move(state, "end", now)
             state.ending_at = now
             drain = self._runtime.drain(state, now)

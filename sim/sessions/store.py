@@ -47,7 +47,9 @@ class SessionStore:
         # interned profile, the longest duration, the transport's values, metadata, creation time.
         self.profiles: Interner[_Profile] = Interner()
         self.profile_codes = array("I")
-        self.max_durations = array("q")  # any int the configuration allows
+        # Any int the configuration allows (at least 1): unsigned, as an array stores those
+        # without parsing each one (``PyArg_Parse``) as it does signed and byte items.
+        self.max_durations = array("Q")
         self._transport_shapes: Interner[tuple[str, ...]] = Interner()  # a transport's keys
         self.transports: list[tuple[Any, ...]] = []  # (shape code, *values)
         self.metadata: list[dict[str, Any] | None] = []  # None: empty

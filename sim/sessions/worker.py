@@ -48,6 +48,9 @@ class SessionRuntime:
     ) -> None:
         self._env = env
         self._config = config
+        #: The drain's bounds, read once (a pydantic attribute costs several plain ones).
+        self._drain_base = config.sessions.drain_base_seconds
+        self._drain_max = config.sessions.drain_max_seconds
         self._boot = sampler(config.scheduler.worker_boot, boot_rng)
         self._first_frame = sampler(config.scheduler.first_frame_latency, first_frame_rng)
         self._faults = faults
@@ -155,12 +158,14 @@ class SessionRuntime:
         The customer stops publishing when it ends the session: its audio is cut here, and what
         the worker still has buffered is played out within the drain.
         """
-        sessions = self._config.sessions
         buffered = 0.0
-        if state.audio is not None:
-            state.audio.cut(now)
-            buffered = state.audio.buffered(now)
-        seconds = min(sessions.drain_base_seconds + buffered, sessions.drain_max_seconds)
+        audio = state.audio
+        if audio is not None:
+            audio.cut(now)
+            buffered = audio.buffered(now)
+        seconds = self._drain_base + buffered
+        if self._drain_max < seconds:  # ``min(seconds, drain_max)``, without the builtin
+            seconds = self._drain_max
         if state.heartbeat_lost_at is not None and state.heartbeat_lost_at < now + seconds:
             lost_in = state.heartbeat_lost_at - now
             self._after(lost_in, state, "heartbeat_lost")
