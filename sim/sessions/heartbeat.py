@@ -14,7 +14,7 @@ heartbeat without another one arriving.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 __all__ = ["EPSILON", "HeartbeatTrack", "billable_seconds"]
 
@@ -32,7 +32,9 @@ def billable_seconds(first_frame_at: float, until: float) -> int:
 class HeartbeatTrack:
     first_frame_at: float
     interval: float
-    losses: list[tuple[float, float]] = field(default_factory=list)  # merged [start, end)
+    #: Merged [start, end) windows, replaced as a whole by ``lose``: a tuple, so that every
+    #: running session (almost none of which loses a heartbeat) shares the empty default.
+    losses: tuple[tuple[float, float], ...] = ()
 
     def _boundary_at_or_before(self, moment: float) -> float:
         k = math.floor((moment - self.first_frame_at) / self.interval + EPSILON)
@@ -85,7 +87,7 @@ class HeartbeatTrack:
                 merged.append((s, e))
         merged.append((start, end))
         merged.sort()
-        self.losses = merged
+        self.losses = tuple(merged)
         last = self.last_received(start)
         resumed = self._boundary_at_or_after(end)
         deadline = last + loss_limit

@@ -330,7 +330,7 @@ class Scheduler(Generic[Job]):
         if self._watch_at is not None and self._watch_at <= deadline:
             return
         self._watch_at = deadline
-        delay = deadline - float(self._env.now)
+        delay = deadline - self._env._now  # ``env.now`` without its property's frame
         timer = Timer()
         timer.callbacks, timer.value = self._on_watch, deadline
         # ``env.timeout(max(0.0, delay))``, pushed as in ``_request_dispatch``.
@@ -342,7 +342,7 @@ class Scheduler(Generic[Job]):
         armed_for: float = timer.value
         if self._watch_at == armed_for:
             self._watch_at = None
-        now = float(self._env.now)
+        now = self._env._now
         while self._queue and self._queue[0][1] <= now + 1e-9:
             self._expire(self._queue.popleft()[2])
         self._arm_watch()

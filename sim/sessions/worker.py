@@ -128,7 +128,7 @@ class SessionRuntime:
         """Fire the earliest deadline if it is due; otherwise make sure a timer wakes for it."""
         if state.status != "running":
             return
-        now = float(self._env._now)
+        now = self._env._now  # a float: the clock starts it at 0.0 and adds delays
         moment, trigger = self.earliest(state, now)
         if moment <= now + EPSILON:
             self._fire(state, trigger)
