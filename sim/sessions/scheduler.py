@@ -26,12 +26,11 @@ entries of the calendar, not ``Timeout`` events (``sim.sessions.timers``).
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from heapq import heappush
+from heapq import heappop, heappush
 from typing import Generic, Literal, TypeVar
 
 import simpy
@@ -92,7 +91,10 @@ class Scheduler(Generic[Job]):
         self._defer = defer if defer is not None else _now
         self._workers: dict[str, Worker] = {}
         self._counts: Counter[WorkerStatus] = Counter()
-        self._idle: list[tuple[int, str]] = []  # heap of (order, id); stale entries skipped
+        #: Idle workers' creation orders, a heap (stale entries skipped), and the workers by
+        #: order: an int heap, as integers compare several times cheaper than (order, id) pairs.
+        self._idle: list[int] = []
+        self._by_order: dict[int, Worker] = {}
         self._next_worker = 0
         #: Queued jobs: (session id, start-up deadline, job). A plain tuple: one per create.
         self._queue: deque[tuple[str, float, Job]] = deque()
@@ -202,8 +204,9 @@ class Scheduler(Generic[Job]):
         self._next_worker += 1
         worker = Worker(id=f"worker-{self._next_worker:04d}", order=self._next_worker)
         self._workers[worker.id] = worker
+        self._by_order[worker.order] = worker
         self._counts["idle"] += 1
-        heapq.heappush(self._idle, (worker.order, worker.id))
+        heappush(self._idle, worker.order)
         return worker
 
     def _set(self, worker: Worker, status: WorkerStatus) -> None:
@@ -213,11 +216,12 @@ class Scheduler(Generic[Job]):
         counts[status] += 1
         worker.status = status
         if status == "idle":
-            heapq.heappush(self._idle, (worker.order, worker.id))
+            heappush(self._idle, worker.order)
 
     def _remove(self, worker: Worker) -> None:
         self._counts[worker.status] -= 1
         del self._workers[worker.id]
+        del self._by_order[worker.order]
 
     def _active(self) -> list[Worker]:
         return [w for w in self._workers.values() if not w.retiring]
@@ -304,10 +308,9 @@ class Scheduler(Generic[Job]):
 
     def _next_idle(self) -> Worker | None:
         """The idle worker created first (heap entries of workers that changed are skipped)."""
-        idle, workers = self._idle, self._workers
+        idle, workers = self._idle, self._by_order
         while idle:
-            _order, worker_id = heapq.heappop(idle)
-            worker = workers.get(worker_id)
+            worker = workers.get(heappop(idle))
             if worker is not None and worker.status == "idle":
                 return worker
         return None

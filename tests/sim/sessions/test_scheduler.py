@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import random
 from typing import TYPE_CHECKING, Any
 
 import pytest
+import simpy
 
 from sim.config import Constant, SchedulerConfig, SimConfig
 from sim.errors import ServiceUnavailable
+from sim.sessions.scheduler import Scheduler, Worker
 
 if TYPE_CHECKING:
     from conftest import Kit, World
@@ -143,3 +146,44 @@ def test_capacity_gain_places_queued_jobs(kit: Kit) -> None:
     pool = world.service.pool_status()
     assert (pool.workers, pool.busy) == (1, 1)
     assert [w.retiring for w in world.service.workers()] == [False]
+
+
+@pytest.mark.req("SIM-3", "PERF-4")
+def test_the_idle_worker_created_first_takes_each_job_through_crashes_and_resizes() -> None:
+    """The idle heap keeps creation orders only (stale entries skipped): n = 400 random steps
+    (enqueue, finish a job, crash a worker, resize the pool, advance the clock) on a pool of 6,
+    and every placement goes to the idle worker with the lowest creation order at that moment,
+    the rule a scan of the pool would apply."""
+    rng = random.Random(3)
+    env = simpy.Environment(initial_time=0.0)
+    placed: list[tuple[str, str]] = []
+    scheduler: Scheduler[str] | None = None
+
+    def place(job: str, worker: Worker) -> None:
+        assert scheduler is not None
+        idle = [w.order for w in scheduler.workers() if w.status == "idle"]
+        assert all(order > worker.order for order in idle), (worker.id, idle)
+        placed.append((job, worker.id))
+
+    scheduler = Scheduler(
+        env,
+        SchedulerConfig(workers=6, max_queue_length=1000),
+        1000.0,
+        place=place,
+        expire=lambda _job: None,
+    )
+    for step in range(400):
+        running = {w.session_id: w.id for w in scheduler.workers() if w.session_id is not None}
+        action = rng.random()
+        if action < 0.4:
+            job = f"job-{step}"
+            scheduler.enqueue(job, env.now, job)
+        elif action < 0.65 and running:
+            job = rng.choice(sorted(running))
+            scheduler.release(running[job], job)
+        elif action < 0.75:
+            scheduler.crash(rng.choice(scheduler.workers()).id, rng.choice([1.0, 5.0]))
+        elif action < 0.82:
+            scheduler.set_capacity(rng.randint(2, 8))
+        env.run(until=env.now + rng.choice([0.5, 2.0]))
+    assert len(placed) > 100  # the rule was really exercised
