@@ -30,7 +30,7 @@ from sim.config import BILLING_SURFACES
 from sim.errors import NotFound, Unprocessable
 from sim.journal import Prepared
 from sim.kernel import Kernel
-from sim.lifecycle import ROWS, STATUSES, SessionTransition, Trigger, transition
+from sim.lifecycle import ROWS_FROM, STATUSES, SessionTransition, Trigger, transition
 from sim.pagination import paginate
 from sim.ports import AvatarLookup, BillingPort, SessionUsage
 from sim.sessions.audio import AudioKind, AudioTrack, TalkSpurts
@@ -480,7 +480,7 @@ class SessionService:
 
     def _move(self, state: SessionState, trigger: Trigger, now: float) -> SessionTransition:
         """The one place a status changes, and only along a row of the table."""
-        row = ROWS.get((state.status, trigger)) or transition(state.status, trigger)
+        row = ROWS_FROM[state.status].get(trigger) or transition(state.status, trigger)
         state.status = row.target
         state.generation += 1
         state.armed_at = None

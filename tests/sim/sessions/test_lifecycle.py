@@ -8,6 +8,8 @@ from sim.errors import InternalError
 from sim.lifecycle import (
     ACTIVE,
     NOT_STARTED,
+    ROWS,
+    ROWS_FROM,
     STATUSES,
     TERMINAL,
     TRANSITIONS,
@@ -59,3 +61,13 @@ def test_the_gap_rows_and_nothing_else() -> None:
     with pytest.raises(InternalError):
         next_status("queued", "drain_complete")
     assert frozenset(STATUSES) - TERMINAL == ACTIVE
+
+
+@pytest.mark.req("SES-ST-1")
+def test_rows_by_status_are_the_table() -> None:
+    """``ROWS_FROM`` (what the service reads on every move) gives, for every status (``None``
+    included) and every trigger, the very row ``ROWS`` gives, or none where the table has none."""
+    for source in (None, *STATUSES):
+        for trigger in TRIGGERS:
+            assert ROWS_FROM[source].get(trigger) is ROWS.get((source, trigger))
+    assert sum(len(rows) for rows in ROWS_FROM.values()) == len(ROWS)

@@ -250,6 +250,8 @@ def test_a_session_takes_its_outcome_from_the_row(
     key = ("running", "max_duration")
     patched = replace(lifecycle.ROWS[key], end_reason="stopwatch")
     monkeypatch.setitem(lifecycle.ROWS, key, patched)  # type: ignore[arg-type]
+    # The same row as the service reads it on every move (the table by status, then trigger).
+    monkeypatch.setitem(lifecycle.ROWS_FROM["running"], "max_duration", patched)
     _caller, session_id = running(world_fixed, kit, max_duration_seconds=5)
     world_fixed.advance(10)
     assert world_fixed.kernel.events.of_type("session.ended")[0].data["reason"] == "stopwatch"
