@@ -57,10 +57,8 @@ from sim.sessions.worker import SessionRuntime
 
 __all__ = ["BILLING_SURFACES", "SessionService"]
 
-#: The table's rows for ``create`` (into the status a session is created in) and ``admit``
-#: (into the wait queue), read once: a create takes both at once (``_open``).
+#: The table's row for ``create`` (into the status a session is created in), read once.
 _CREATE = transition(None, "create")
-_ADMIT = transition(_CREATE.target, "admit")
 _new_tuple: Final = tuple.__new__  # a NamedTuple built without its generated ``__new__``
 
 
@@ -186,7 +184,7 @@ class SessionService:
                     embed_id=embed_id,
                     resets_on_silence=transport.audio_source == "track",
                 )
-                return state.to_resource(self._clock, self._fps)  # ``_render``, inlined
+                return self._render(state)
 
         return _new_tuple(Prepared, (commit,))  # ``Prepared(commit)`` without its frame
 
@@ -440,14 +438,10 @@ class SessionService:
             embed_id,
             resets_on_silence,
             now,  # created_at
-            # Created and admitted in the same instant, by the table's two rows: the status they
-            # lead to is set here, and both moves are recorded below, as ``_move`` records them
-            # (without its frame; no timer exists yet, so the generation needs no bump).
-            _ADMIT.target,  # status
         )
         if self._keep_moves:  # ``TransitionLog.record``, inlined as in ``_move``
-            state.move_times += (now, now)
-            state.move_codes += (_CREATE.code, _ADMIT.code)
+            state.move_times.append(now)
+            state.move_codes.append(_CREATE.code)
         # Each undo is registered before its change and is safe to run whether or not the change
         # happened, so a change that fails half-way is undone too. The state's own history and
         # status go with the state; its event is held back by the journal until the unit ends.
@@ -457,8 +451,9 @@ class SessionService:
         # One undo for the slot and the queue entry: withdrawing a job that was never queued
         # does nothing, so it is registered before the enqueue too.
         journal.on_undo(lambda: self._unqueue(state, org_id))
-        if _ADMIT.event is not None:  # ``_emit``, inlined as in ``_place``
-            self.events.publish(_ADMIT.event, state, now)
+        # ``_move``, ``_emit`` and (in ``commit``) ``_render`` stay calls here, not inlined: the
+        # atomic-create tests inject a failure right after each named step of a create.
+        self._emit(self._move(state, "admit", now), state, now)
         self._scheduler.enqueue(state.id, now, state)
         return state
 
