@@ -196,16 +196,9 @@ class EventLog:
                 partial(self.emit_payload, type_, org_id, subject, payload, now, bits, event)
             )
             return
-        lanes = self._lanes.get(org_id)
-        lane = None if lanes is None else lanes.get(type_)
-        if lane is None:
-            lane = self._lane(type_, org_id)
-        code, route = lane
+        code, route = self._lane(type_, org_id)
         if self.keep:
-            self.kind_codes.append(code)
-            self.times.append(now)
-            self.subjects.append(subject)
-            self.id_bits += bits.to_bytes(10, "little")  # not an 80-bit int object (40 bytes)
+            self._append(code, now, subject, bits)
             self._store(payload)
         if route:
             if event is None:
@@ -252,11 +245,9 @@ class EventLog:
                 )
             )
             return
-        lanes = self._lanes.get(org_id)
+        lanes = self._lanes.get(org_id)  # ``_lane`` and ``_append``, inlined: six a session
         lane = None if lanes is None else lanes.get(type_)
-        if lane is None:
-            lane = self._lane(type_, org_id)
-        code, route = lane
+        code, route = self._lane(type_, org_id) if lane is None else lane
         if self.keep:
             self.kind_codes.append(code)
             self.times.append(now)
@@ -277,6 +268,13 @@ class EventLog:
             )
             for subscriber in route:
                 subscriber(event)
+
+    def _append(self, code: int, now: float, subject: str | None, bits: int) -> None:
+        """Append what every stored event has: its kind, time, subject and id bits."""
+        self.kind_codes.append(code)
+        self.times.append(now)
+        self.subjects.append(subject)
+        self.id_bits += bits.to_bytes(10, "little")  # not an 80-bit int object (40 bytes)
 
     def _store(self, payload: Payload) -> None:
         """Append one payload to the payload columns (first undoing what a refused
@@ -356,6 +354,11 @@ class EventLog:
         self._lanes = {}
 
     def _lane(self, type_: str, org_id: str) -> tuple[int, tuple[Subscriber, ...]]:
+        """The code and route of events of ``type_`` of ``org_id`` (made on first use)."""
+        lanes = self._lanes.get(org_id)
+        lane = None if lanes is None else lanes.get(type_)
+        if lane is not None:
+            return lane
         route = tuple(
             subscriber
             for subscriber, types, org in self._subscribers
