@@ -8,10 +8,10 @@ organization it wants, and an event nobody wants costs no call at all.
 Why events are stored as raw values: the payload of a session event is the session as it was at
 that moment, and a long run has millions of events. The log keeps the raw values (the simulated
 time, the random bits of the id, interned codes) and, for high-volume producers, a renderer and
-the few values it needs (``emit_values``); the payload is rendered when someone reads
-``Event.data``, byte for byte what an eager rendering would have been. Rare events keep their
-payload as given (``emit``). With ``keep=False`` nothing is stored at all: subscribers still see
-every event as it happens.
+the few values it needs (``emit_values``; the session events, most of all, ``emit_row``); the
+payload is rendered when someone reads ``Event.data``, byte for byte what an eager rendering would
+have been. Rare events keep their payload as given (``emit``). With ``keep=False`` nothing is
+stored at all: subscribers still see every event as it happens.
 
 Why the values sit in typed columns rather than a tuple per event: a 100,000-session month at
 ``records: full`` stores over half a million events, and a Python tuple of five values plus an
@@ -129,9 +129,10 @@ class EventLog:
         self.whole: dict[int, Payload] = {}
         self._renderers: list[Renderer] = []
         self._subscribers: list[tuple[Subscriber, frozenset[str] | None, str | None]] = []
-        #: By (type, organization): its code in ``kinds`` and the subscribers that want it, found
-        #: with one lookup per event (forgotten when someone subscribes).
-        self._lanes: dict[tuple[str, str], tuple[int, tuple[Subscriber, ...]]] = {}
+        #: By organization, then type: the (type, organization) pair's code in ``kinds`` and the
+        #: subscribers that want it (forgotten when someone subscribes). Two lookups of a string
+        #: (whose hash is cached) cost less than building and hashing a pair per event.
+        self._lanes: dict[str, dict[str, tuple[int, tuple[Subscriber, ...]]]] = {}
 
     # -- producers -------------------------------------------------------------------------
 
@@ -179,8 +180,8 @@ class EventLog:
         bits: int | None = None,
         event: Event | None = None,
     ) -> None:
-        """Append an event with its stored payload as given: ``(renderer, *values)`` (the
-        session events, five a session, build it in one step) or a dictionary (``emit``).
+        """Append an event with its stored payload as given: ``(renderer, *values)`` or a
+        dictionary (``emit``). The session events take ``emit_row``, the same without the tuple.
 
         The id's random bits are drawn now (``bits``: already drawn). Inside an operation the
         rest waits until it succeeds (the journal calls this again then); otherwise the event is
@@ -195,43 +196,89 @@ class EventLog:
                 partial(self.emit_payload, type_, org_id, subject, payload, now, bits, event)
             )
             return
-        lane = self._lanes.get((type_, org_id))
-        if lane is None:
-            lane = self._lane(type_, org_id)
-        code, route = lane
+        code, route = self._lane(type_, org_id)
         if self.keep:
-            self.kind_codes.append(code)
-            self.times.append(now)
-            self.subjects.append(subject)
-            self.id_bits += bits.to_bytes(10, "little")  # not an 80-bit int object (40 bytes)
-            # ``_store``, inlined for the session events (five a session), whose payload fits:
-            # the arrays refuse what they cannot hold (negative, too large, not an int); a bool
-            # would pass as an int, hence the type tests.
-            if type(payload) is tuple and len(payload) == 5:
-                handle, row, status, seconds, value = payload
-                if type(row) is int and type(seconds) is int:
-                    try:
-                        self.rows.append(row)
-                        self.seconds.append(seconds)
-                        self.handles.append(handle)
-                    except (OverflowError, TypeError):
-                        self._store(payload)
-                    else:
-                        self.statuses.append(status)
-                        self.values.append(value)
-                else:
-                    self._store(payload)
-            else:
-                self._store(payload)
+            self._append(code, now, subject, bits)
+            self._store(payload)
         if route:
             if event is None:
                 event = Event(self, type_, org_id, now, subject, bits, payload)
             for subscriber in route:
                 subscriber(event)
 
+    def emit_row(
+        self,
+        type_: str,
+        org_id: str,
+        subject: str,
+        handle: int,
+        row: int,
+        status: Any,
+        seconds: int,
+        value: Any,
+        now: float,
+        bits: int | None = None,
+    ) -> None:
+        """``emit_payload(type_, org_id, subject, (handle, row, status, seconds, value), now)``
+        for a producer whose ``handle`` (from ``register``), ``row`` and ``seconds`` are ints
+        (never bools): the session events, six a session, the most frequent event there is.
+
+        The same event stored the same way (a test holds the two paths equal), without building
+        the payload tuple to take it apart again or testing its values' types: a value the
+        columns refuse (too large, negative) still goes to ``_store``, which keeps it whole."""
+        if bits is None:
+            bits = self._draw()
+        if self._journal.active:  # inside an operation: published once it succeeds
+            self._journal.defer(
+                partial(
+                    self.emit_row,
+                    type_,
+                    org_id,
+                    subject,
+                    handle,
+                    row,
+                    status,
+                    seconds,
+                    value,
+                    now,
+                    bits,
+                )
+            )
+            return
+        lanes = self._lanes.get(org_id)  # ``_lane`` and ``_append``, inlined: six a session
+        lane = None if lanes is None else lanes.get(type_)
+        code, route = self._lane(type_, org_id) if lane is None else lane
+        if self.keep:
+            self.kind_codes.append(code)
+            self.times.append(now)
+            self.subjects.append(subject)
+            self.id_bits += bits.to_bytes(10, "little")
+            try:
+                self.rows.append(row)
+                self.seconds.append(seconds)
+                self.handles.append(handle)
+            except (OverflowError, TypeError):
+                self._store((handle, row, status, seconds, value))
+            else:
+                self.statuses.append(status)
+                self.values.append(value)
+        if route:
+            event = Event(
+                self, type_, org_id, now, subject, bits, (handle, row, status, seconds, value)
+            )
+            for subscriber in route:
+                subscriber(event)
+
+    def _append(self, code: int, now: float, subject: str | None, bits: int) -> None:
+        """Append what every stored event has: its kind, time, subject and id bits."""
+        self.kind_codes.append(code)
+        self.times.append(now)
+        self.subjects.append(subject)
+        self.id_bits += bits.to_bytes(10, "little")  # not an 80-bit int object (40 bytes)
+
     def _store(self, payload: Payload) -> None:
         """Append one payload to the payload columns (first undoing what a refused
-        ``emit_payload`` appended to them): a ``(handle, row, status, seconds, value)`` tuple
+        ``emit_row`` appended to them): a ``(handle, row, status, seconds, value)`` tuple
         whose handle, row and seconds are ints that fit goes to the columns, anything else is
         kept whole, with filler values in the columns."""
         index = len(self.values)
@@ -307,12 +354,18 @@ class EventLog:
         self._lanes = {}
 
     def _lane(self, type_: str, org_id: str) -> tuple[int, tuple[Subscriber, ...]]:
+        """The code and route of events of ``type_`` of ``org_id`` (made on first use)."""
+        lanes = self._lanes.get(org_id)
+        lane = None if lanes is None else lanes.get(type_)
+        if lane is not None:
+            return lane
         route = tuple(
             subscriber
             for subscriber, types, org in self._subscribers
             if (types is None or type_ in types) and (org is None or org == org_id)
         )
-        lane = self._lanes[(type_, org_id)] = (self.kinds.code((type_, org_id)), route)
+        lane = (self.kinds.code((type_, org_id)), route)
+        self._lanes.setdefault(org_id, {})[type_] = lane
         return lane
 
     def release(self) -> None:

@@ -92,11 +92,15 @@ class SessionEvents:
         seconds = state.final_billable_seconds
         if seconds is None:
             seconds = 0 if state.heartbeats is None else state.heartbeats.usage_seconds(now)
-        self._log.emit_payload(
+        self._log.emit_row(
             type_,
             state.org_id,
             state.id,
-            (self.handles[type_], state.number, state.status, seconds, value),
+            self.handles[type_],
+            state.number,
+            state.status,
+            seconds,
+            value,
             now,
         )
 

@@ -7,6 +7,7 @@ keep (the event log may keep nothing, the API log is a ring) and whom an event r
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 from datetime import UTC, datetime, timedelta
@@ -22,6 +23,7 @@ from sim.clock import Clock, format_timestamp
 from sim.config import HistoryConfig, SimConfig
 from sim.events import Event, EventLog
 from sim.ids import IdFactory, format_id, format_ulid
+from sim.journal import Journal
 from sim.platform import Platform
 
 EPOCHS = (
@@ -190,9 +192,9 @@ _ODD_PAYLOADS: list[Any] = [
 @pytest.mark.req("PERF-3", "SIM-2")
 @given(order=st.permutations(range(len(_ODD_PAYLOADS))))
 def test_payloads_read_back_as_given_from_the_columns_or_whole(order: list[int]) -> None:
-    """The typed payload columns (the fast path, inlined in ``emit_payload``) and the general
-    path (``_store``, which keeps what does not fit whole) give back every payload as it was
-    given, of the same types, whatever came before it."""
+    """The typed payload columns and the payloads kept whole (``_store``, which sends what
+    does not fit to ``whole``) give back every payload as it was given, of the same types,
+    whatever came before it."""
     clock = Clock(EPOCHS[0])
     log = EventLog(clock, IdFactory(clock, random.Random(1)))
     payloads = [_ODD_PAYLOADS[i] for i in order]
@@ -203,6 +205,61 @@ def test_payloads_read_back_as_given_from_the_columns_or_whole(order: list[int])
     assert [list(map(type, p)) for p in read] == [list(map(type, p)) for p in payloads]
     kept = {index for index, payload in enumerate(payloads) if payload not in _ODD_PAYLOADS[:2]}
     assert set(log.whole) == kept  # only the two that fit went to the columns
+
+
+_ROW_VALUES = st.one_of(st.integers(0, 50), st.sampled_from([-1, 2**32 - 1, 2**32, 2**40]))
+_ROWS = st.lists(
+    st.tuples(
+        st.sampled_from(["session.queued", "session.ended"]),
+        st.sampled_from(["org_a", "org_b"]),
+        _ROW_VALUES,  # the row
+        _ROW_VALUES,  # the seconds
+        st.sampled_from(["queued", "ended", None]),  # the status
+        st.sampled_from([None, "worker_1", 2.5]),  # the event's own value
+        st.booleans(),  # inside an operation (held back until it succeeds)
+    ),
+    max_size=12,
+)
+
+
+def _logs_of_rows(rows: list[Any], *, cheap: bool) -> tuple[EventLog, list[str]]:
+    """A log fed ``rows`` through ``emit_row`` (``cheap``) or ``emit_payload``, and what its
+    subscriber saw."""
+    clock = Clock(EPOCHS[0])
+    journal = Journal()
+    log = EventLog(clock, IdFactory(clock, random.Random(1)), journal)
+    seen: list[str] = []
+    log.subscribe(lambda e: seen.append(json.dumps(e.to_payload())), types=["session.ended"])
+    handle = log.register(lambda values: {"values": list(values)})
+    for type_, org_id, row, seconds, status, value, held in rows:
+        clock.advance(1.5)
+        with journal if held else contextlib.nullcontext():
+            if cheap:
+                log.emit_row(type_, org_id, "s", handle, row, status, seconds, value, clock.now)
+            else:
+                payload = (handle, row, status, seconds, value)
+                log.emit_payload(type_, org_id, "s", payload, clock.now)
+    return log, seen
+
+
+@pytest.mark.req("PERF-3", "SIM-2")
+@given(rows=_ROWS)
+def test_emit_row_stores_and_tells_what_emit_payload_does(rows: list[Any]) -> None:
+    """``emit_row``, the session events' path (no payload tuple, no type tests), stores the same
+    columns, keeps the same payloads whole and tells subscribers the same events as the general
+    ``emit_payload`` with the same values, rows and seconds that do not fit included, inside an
+    operation or not."""
+    cheap, cheap_seen = _logs_of_rows(rows, cheap=True)
+    general, general_seen = _logs_of_rows(rows, cheap=False)
+    assert cheap_seen == general_seen
+    assert cheap.payloads == general.payloads
+    assert cheap.whole == general.whole
+    for column in ("kind_codes", "times", "id_bits", "subjects", "handles", "rows", "seconds"):
+        assert getattr(cheap, column) == getattr(general, column), column
+    assert cheap.kinds.values == general.kinds.values
+    assert [json.dumps(e.to_payload()) for e in cheap] == [
+        json.dumps(e.to_payload()) for e in general
+    ]
 
 
 @pytest.mark.req("PERF-3", "SIM-2")
