@@ -27,8 +27,9 @@ import json
 import math
 from array import array
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain, islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -400,23 +401,40 @@ def _events(raw: RawRun) -> pd.DataFrame:
     session_types = session_events.types
     ended = session_events.handles["session.ended"]
     write = session_events.writer()
-    reasons: dict[int, str | None] = {}
+    handles = codes(log.handles)[:count]
+    values = log.values
+    reasons: dict[int, str | None] = {
+        index: values[index] for index in np.flatnonzero(handles == ended).tolist()
+    }
     object_types: dict[int, str | None] = {}
 
-    def data() -> Iterator[str]:
-        for index, payload in enumerate(log.iter_payloads()):
-            if type(payload) is tuple and payload[0] in session_types:
-                if payload[0] == ended:
-                    reasons[index] = payload[4]
-                yield write(payload)
-                continue
-            rendered = log.render(payload)
-            obj = rendered.get("object")
-            object_types[index] = obj.get("object") if isinstance(obj, dict) else None
-            reasons[index] = rendered.get("reason")
-            yield json.dumps(rendered, sort_keys=True, separators=(",", ":"))
+    def text(index: int) -> str:
+        """The text of event ``index``, whose payload is not in the columns (kept whole)."""
+        payload = log.payload(index)
+        if type(payload) is tuple and payload[0] in session_types:
+            if payload[0] == ended:
+                reasons[index] = payload[4]
+            return write(payload)
+        rendered = log.render(payload)
+        obj = rendered.get("object")
+        object_types[index] = obj.get("object") if isinstance(obj, dict) else None
+        reasons[index] = rendered.get("reason")
+        return json.dumps(rendered, sort_keys=True, separators=(",", ":"))
 
-    payloads = text_column(data())
+    def texts() -> Iterator[Iterable[str]]:
+        """The texts in runs: each run of session events whose payload is in the columns is
+        written by ``map`` over the columns zipped (the payload tuples, with no Python loop of
+        ours per event), and each other event on its own."""
+        payloads = zip(log.handles, log.rows, log.statuses, log.seconds, values, strict=True)
+        start = 0
+        for index in np.flatnonzero(~np.isin(handles, list(session_types))).tolist():
+            yield map(write, islice(payloads, index - start))
+            next(payloads)
+            yield (text(index),)
+            start = index + 1
+        yield map(write, payloads)
+
+    payloads = text_column(chain.from_iterable(texts()))
     return pd.DataFrame(
         {
             "event_id": ulids(high, low, "evt_"),
