@@ -230,21 +230,20 @@ def _sessions(raw: RawRun, numbers: dict[str, np.ndarray[Any, Any]]) -> pd.DataF
     unknown = np.ones(rows, dtype=bool)
     planned = np.full(rows, math.nan)
     log = raw.pool.clients
-    if log is not None:
-        session_kinds = {code for code, kind in enumerate(log.kinds) if kind[0] == "session"}
-        row_of = store.row
-        found = [
-            (row, made_by, length)
-            for code, made_by, length, resource in zip(
-                log.kind, log.client, log.planned_length, log.resource_id, strict=True
-            )
-            if code in session_kinds and resource and (row := row_of(resource)) is not None
-        ]
-        if found:
-            at = np.fromiter((f[0] for f in found), dtype=np.int64, count=len(found))
-            client[at] = np.fromiter((f[1] for f in found), dtype=np.int64, count=len(found))
-            planned[at] = np.fromiter((f[2] for f in found), dtype=float, count=len(found))
-            unknown[at] = False
+    if log is not None and len(log):
+        session_kinds = [code for code, kind in enumerate(log.kinds) if kind[0] == "session"]
+        # Each arrival's session row, found in bulk (Arrow's hash lookup, -1: none or unknown).
+        found = pc.index_in(
+            pa.array(log.resource_id, type=pa.large_string(), memory_pool=POOL),
+            value_set=pa.array(store.ids, type=pa.large_string(), memory_pool=POOL),
+            memory_pool=POOL,
+        )
+        at = found.fill_null(-1).to_numpy().astype(np.int64)
+        made = np.isin(codes(log.kind), session_kinds) & (at >= 0)
+        at = at[made]
+        client[at] = codes(log.client)[made]
+        planned[at] = floats(log.planned_length)[made]
+        unknown[at] = False
     ids = store.ids
     profiles = codes(store.profile_codes)
     profile_values = store.profiles.values
