@@ -229,13 +229,14 @@ def _sessions(raw: RawRun, numbers: dict[str, np.ndarray[Any, Any]]) -> pd.DataF
     client = np.zeros(rows, dtype=np.int64)
     unknown = np.ones(rows, dtype=bool)
     planned = np.full(rows, math.nan)
+    ids = pa.array(store.ids, type=pa.large_string(), memory_pool=POOL)  # the ``session_id``s
     log = raw.pool.clients
     if log is not None and len(log):
         session_kinds = [code for code, kind in enumerate(log.kinds) if kind[0] == "session"]
         # Each arrival's session row, found in bulk (Arrow's hash lookup, -1: none or unknown).
         found = pc.index_in(
             pa.array(log.resource_id, type=pa.large_string(), memory_pool=POOL),
-            value_set=pa.array(store.ids, type=pa.large_string(), memory_pool=POOL),
+            value_set=ids,
             memory_pool=POOL,
         )
         at = found.fill_null(-1).to_numpy().astype(np.int64)
@@ -244,7 +245,6 @@ def _sessions(raw: RawRun, numbers: dict[str, np.ndarray[Any, Any]]) -> pd.DataF
         client[at] = codes(log.client)[made]
         planned[at] = floats(log.planned_length)[made]
         unknown[at] = False
-    ids = store.ids
     profiles = codes(store.profile_codes)
     profile_values = store.profiles.values
     reasons = [reason or None for reason in store.reasons.values]  # "" is none
@@ -258,7 +258,7 @@ def _sessions(raw: RawRun, numbers: dict[str, np.ndarray[Any, Any]]) -> pd.DataF
     billable = numbers["billable_seconds"]
     return pd.DataFrame(
         {
-            "session_id": _optional_strings(ids),
+            "session_id": arrow_strings(ids),
             "organization": organization,
             "org_id": org_id,
             "client": pd.Series(pd.arrays.IntegerArray(client, unknown)),
@@ -766,29 +766,38 @@ def _trimmed(table: pd.DataFrame, release: bool) -> pd.DataFrame:
 def collect(raw: RawRun, *, release: bool = False) -> RunResult:
     """The tables of one raw run.
 
+    First the tables that do not grow with traffic, while the large ones are not built yet:
+    their conversions take room for a while, which is then found in what the run left free
+    rather than on top of every large table (built last, they added about 15 MB to a
+    100,000-session month's peak at ``full``, which is its end).
+
     ``release``: the caller hands the run over (``run_scenario``, whose run nobody else sees),
     so each large record is dropped as soon as the last table built from it holds it: the event
-    log once the events table is built (first: it is the largest), the clients' request log once
-    ``api_calls`` and the tallies counted from it are, the session store once ``sessions`` is,
-    their arrival log once ``clients`` is. Why: those records' columns are returned to the
-    system (large arrays and lists), so the tables built after them grow into that memory
-    instead of on top of it (a 100,000-session month at ``full``: its peak about 50 MB lower)."""
+    log once the events table is built (the first large one: it is the largest), the clients'
+    request log once ``api_calls`` is, the session store once ``sessions`` is, their arrival
+    log once ``clients`` is. Why: those records' columns are returned to the system (large
+    arrays and lists), so the tables built after them grow into that memory instead of on top
+    of it (a 100,000-session month at ``full``: its peak about 50 MB lower)."""
+    columns = _session_numbers(raw)
+    intervals, waits = _intervals(raw, columns), _waits(columns)
+    utilization, runs, organizations = _utilization(raw), _runs(raw), _organizations(raw)
+    ledger_daily = _ledger_daily(raw)
+    usage, usage_daily = _usage(raw)
+    requests, arrivals = _requests(raw), _arrivals(raw)  # the tallies, from the clients' logs
     events = _events(raw)
     if release:
         raw.platform.kernel.events.release()
         return_free_memory()
     # The ledger next: its conversions need room for a while, best found before the rest.
     ledger = _trimmed(_ledger(raw), release)
-    requests, arrivals = _requests(raw), _arrivals(raw)  # the tallies, from the clients' logs
     api_calls = _api_calls(raw)
     if release:
         raw.pool.calls = None
     api_calls = _trimmed(api_calls, release)
-    usage, usage_daily = _usage(raw)
-    columns = _session_numbers(raw)
     sessions = _sessions(raw, columns)
+    del columns
     if release:
-        raw.platform.sessions.store.release()  # ``_intervals`` needs only its reasons
+        raw.platform.sessions.store.release()
     sessions = _trimmed(sessions, release)
     clients = _clients(raw)
     if release:
@@ -803,15 +812,15 @@ def collect(raw: RawRun, *, release: bool = False) -> RunResult:
         api_calls=api_calls,
         events=events,
         ledger=ledger,
-        utilization=_utilization(raw),
-        runs=_runs(raw),
+        utilization=utilization,
+        runs=runs,
         usage=usage,
         usage_daily=usage_daily,
-        organizations=_organizations(raw),
-        intervals=_intervals(raw, columns),
+        organizations=organizations,
+        intervals=intervals,
         requests=requests,
         arrivals=arrivals,
-        waits=_waits(columns),
-        ledger_daily=_ledger_daily(raw),
+        waits=waits,
+        ledger_daily=ledger_daily,
         records=raw.records,
     )
