@@ -277,7 +277,8 @@ def _sessions(raw: RawRun, numbers: dict[str, np.ndarray[Any, Any]]) -> pd.DataF
             "ended_at": times(clock, numbers["ended_at"]),
             "wait_seconds": numbers["started_at"] - numbers["created_at"],
             "planned_length": planned,
-        }
+        },
+        copy=False,  # fresh arrays: neither copied nor consolidated (transient room)
     )
 
 
@@ -328,7 +329,8 @@ def _clients(raw: RawRun) -> pd.DataFrame:
             "attempts": _ints(attempts),
             "resource_id": _optional_strings(resource, order),
             "final_outcome": by_kind["final_outcome"],
-        }
+        },
+        copy=False,  # fresh arrays: neither copied nor consolidated (transient room)
     )
 
 
@@ -373,7 +375,8 @@ def _api_calls(raw: RawRun) -> pd.DataFrame:
             "idempotency_key": _optional_strings(idempotency),
             "resource_id": _optional_strings(resource),
             "retried": attempt > 1,
-        }
+        },
+        copy=False,  # fresh arrays: neither copied nor consolidated (transient room)
     )
 
 
@@ -385,15 +388,23 @@ def _events(raw: RawRun) -> pd.DataFrame:
     clock = raw.platform.clock
     log = raw.platform.kernel.events
     count = len(log)
+    # Every column but the texts first, and what they are built from dropped: their
+    # conversions then take their room before the texts take theirs, not on top of them.
     at = floats(log.times)
-    picked = codes(log.kind_codes)
-    kinds = log.kinds.values
-    organization, org_id = _org_columns(raw, [k[1] for k in kinds], picked)
     # An id's 80 random bits are kept as ten little-endian bytes: its low 64 bits, then 16.
     bits = np.frombuffer(log.id_bits, dtype=_ID_BITS, count=count)
     high = (epoch_ms(clock, at).astype(np.uint64) << np.uint64(16)) | bits["high"].astype(np.uint64)
     low = bits["low"].astype(np.uint64)
     del bits  # a view of the log's buffer, which must stay free to grow
+    event_ids = ulids(high, low, "evt_")
+    del high, low
+    moments = times(clock, at)
+    picked = codes(log.kind_codes)
+    kinds = log.kinds.values
+    organization, org_id = _org_columns(raw, [k[1] for k in kinds], picked)
+    types = lookup([k[0] for k in kinds], picked)
+    del picked
+    subjects = _optional_strings(log.subjects)
     # Every session event is about a session, and only ``session.ended`` has a reason (its own
     # value): what the other events show is read from their rendered payloads, by index.
     session_events = raw.platform.sessions.events
@@ -405,6 +416,8 @@ def _events(raw: RawRun) -> pd.DataFrame:
     reasons: dict[int, str | None] = {
         index: values[index] for index in np.flatnonzero(handles == ended).tolist()
     }
+    others = np.flatnonzero(~np.isin(handles, list(session_types))).tolist()
+    del handles
     object_types: dict[int, str | None] = {}
 
     def text(index: int) -> str:
@@ -426,7 +439,7 @@ def _events(raw: RawRun) -> pd.DataFrame:
         ours per event), and each other event on its own."""
         payloads = zip(log.handles, log.rows, log.statuses, log.seconds, values, strict=True)
         start = 0
-        for index in np.flatnonzero(~np.isin(handles, list(session_types))).tolist():
+        for index in others:
             yield map(write, islice(payloads, index - start))
             next(payloads)
             yield (text(index),)
@@ -436,17 +449,18 @@ def _events(raw: RawRun) -> pd.DataFrame:
     payloads = text_column(chain.from_iterable(texts()))
     return pd.DataFrame(
         {
-            "event_id": ulids(high, low, "evt_"),
-            "at": times(clock, at),
+            "event_id": event_ids,
+            "at": moments,
             "t": at,
-            "type": lookup([k[0] for k in kinds], picked),
+            "type": types,
             "organization": organization,
             "org_id": org_id,
             "object_type": _sparse(object_types, count, "session"),
-            "object_id": _optional_strings(log.subjects),
+            "object_id": subjects,
             "reason": _sparse(reasons, count, None),
             "data": payloads,
-        }
+        },
+        copy=False,  # fresh arrays: neither copied nor consolidated (transient room)
     )
 
 
@@ -773,11 +787,12 @@ def collect(raw: RawRun, *, release: bool = False) -> RunResult:
 
     ``release``: the caller hands the run over (``run_scenario``, whose run nobody else sees),
     so each large record is dropped as soon as the last table built from it holds it: the event
-    log once the events table is built (the first large one: it is the largest), the clients'
-    request log once ``api_calls`` is, the session store once ``sessions`` is, their arrival
-    log once ``clients`` is. Why: those records' columns are returned to the system (large
-    arrays and lists), so the tables built after them grow into that memory instead of on top
-    of it (a 100,000-session month at ``full``: its peak about 50 MB lower)."""
+    log once the events table is built (the first large one: it is the largest), the ledger's
+    rows once ``ledger`` is, the clients' request log once ``api_calls`` is, the session store
+    once ``sessions`` is, their arrival log once ``clients`` is. Why: those records' columns
+    are returned to the system (large arrays and lists), so the tables built after them grow
+    into that memory instead of on top of it (a 100,000-session month at ``full``: its peak
+    about 50 MB lower)."""
     columns = _session_numbers(raw)
     intervals, waits = _intervals(raw, columns), _waits(columns)
     utilization, runs, organizations = _utilization(raw), _runs(raw), _organizations(raw)
@@ -789,16 +804,19 @@ def collect(raw: RawRun, *, release: bool = False) -> RunResult:
         raw.platform.kernel.events.release()
         return_free_memory()
     # The ledger next: its conversions need room for a while, best found before the rest.
-    ledger = _trimmed(_ledger(raw), release)
-    api_calls = _api_calls(raw)
+    ledger = _ledger(raw)
     if release:
-        raw.pool.calls = None
-    api_calls = _trimmed(api_calls, release)
+        raw.platform.billing.ledger.release()  # ``ledger_daily`` is built already
+    ledger = _trimmed(ledger, release)
     sessions = _sessions(raw, columns)
     del columns
     if release:
         raw.platform.sessions.store.release()
     sessions = _trimmed(sessions, release)
+    api_calls = _api_calls(raw)
+    if release:
+        raw.pool.calls = None
+    api_calls = _trimmed(api_calls, release)
     clients = _clients(raw)
     if release:
         raw.pool.clients = None
