@@ -27,8 +27,9 @@ import json
 import math
 from array import array
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain, islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -228,23 +229,22 @@ def _sessions(raw: RawRun, numbers: dict[str, np.ndarray[Any, Any]]) -> pd.DataF
     client = np.zeros(rows, dtype=np.int64)
     unknown = np.ones(rows, dtype=bool)
     planned = np.full(rows, math.nan)
+    ids = pa.array(store.ids, type=pa.large_string(), memory_pool=POOL)  # the ``session_id``s
     log = raw.pool.clients
-    if log is not None:
-        session_kinds = {code for code, kind in enumerate(log.kinds) if kind[0] == "session"}
-        row_of = store.row
-        found = [
-            (row, made_by, length)
-            for code, made_by, length, resource in zip(
-                log.kind, log.client, log.planned_length, log.resource_id, strict=True
-            )
-            if code in session_kinds and resource and (row := row_of(resource)) is not None
-        ]
-        if found:
-            at = np.fromiter((f[0] for f in found), dtype=np.int64, count=len(found))
-            client[at] = np.fromiter((f[1] for f in found), dtype=np.int64, count=len(found))
-            planned[at] = np.fromiter((f[2] for f in found), dtype=float, count=len(found))
-            unknown[at] = False
-    ids = store.ids
+    if log is not None and len(log):
+        session_kinds = [code for code, kind in enumerate(log.kinds) if kind[0] == "session"]
+        # Each arrival's session row, found in bulk (Arrow's hash lookup, -1: none or unknown).
+        found = pc.index_in(
+            pa.array(log.resource_id, type=pa.large_string(), memory_pool=POOL),
+            value_set=ids,
+            memory_pool=POOL,
+        )
+        at = found.fill_null(-1).to_numpy().astype(np.int64)
+        made = np.isin(codes(log.kind), session_kinds) & (at >= 0)
+        at = at[made]
+        client[at] = codes(log.client)[made]
+        planned[at] = floats(log.planned_length)[made]
+        unknown[at] = False
     profiles = codes(store.profile_codes)
     profile_values = store.profiles.values
     reasons = [reason or None for reason in store.reasons.values]  # "" is none
@@ -258,7 +258,7 @@ def _sessions(raw: RawRun, numbers: dict[str, np.ndarray[Any, Any]]) -> pd.DataF
     billable = numbers["billable_seconds"]
     return pd.DataFrame(
         {
-            "session_id": _optional_strings(ids),
+            "session_id": arrow_strings(ids),
             "organization": organization,
             "org_id": org_id,
             "client": pd.Series(pd.arrays.IntegerArray(client, unknown)),
@@ -277,7 +277,8 @@ def _sessions(raw: RawRun, numbers: dict[str, np.ndarray[Any, Any]]) -> pd.DataF
             "ended_at": times(clock, numbers["ended_at"]),
             "wait_seconds": numbers["started_at"] - numbers["created_at"],
             "planned_length": planned,
-        }
+        },
+        copy=False,  # fresh arrays: neither copied nor consolidated (transient room)
     )
 
 
@@ -328,7 +329,8 @@ def _clients(raw: RawRun) -> pd.DataFrame:
             "attempts": _ints(attempts),
             "resource_id": _optional_strings(resource, order),
             "final_outcome": by_kind["final_outcome"],
-        }
+        },
+        copy=False,  # fresh arrays: neither copied nor consolidated (transient room)
     )
 
 
@@ -373,7 +375,8 @@ def _api_calls(raw: RawRun) -> pd.DataFrame:
             "idempotency_key": _optional_strings(idempotency),
             "resource_id": _optional_strings(resource),
             "retried": attempt > 1,
-        }
+        },
+        copy=False,  # fresh arrays: neither copied nor consolidated (transient room)
     )
 
 
@@ -385,51 +388,79 @@ def _events(raw: RawRun) -> pd.DataFrame:
     clock = raw.platform.clock
     log = raw.platform.kernel.events
     count = len(log)
+    # Every column but the texts first, and what they are built from dropped: their
+    # conversions then take their room before the texts take theirs, not on top of them.
     at = floats(log.times)
-    picked = codes(log.kind_codes)
-    kinds = log.kinds.values
-    organization, org_id = _org_columns(raw, [k[1] for k in kinds], picked)
     # An id's 80 random bits are kept as ten little-endian bytes: its low 64 bits, then 16.
     bits = np.frombuffer(log.id_bits, dtype=_ID_BITS, count=count)
     high = (epoch_ms(clock, at).astype(np.uint64) << np.uint64(16)) | bits["high"].astype(np.uint64)
     low = bits["low"].astype(np.uint64)
     del bits  # a view of the log's buffer, which must stay free to grow
+    event_ids = ulids(high, low, "evt_")
+    del high, low
+    moments = times(clock, at)
+    picked = codes(log.kind_codes)
+    kinds = log.kinds.values
+    organization, org_id = _org_columns(raw, [k[1] for k in kinds], picked)
+    types = lookup([k[0] for k in kinds], picked)
+    del picked
+    subjects = _optional_strings(log.subjects)
     # Every session event is about a session, and only ``session.ended`` has a reason (its own
     # value): what the other events show is read from their rendered payloads, by index.
     session_events = raw.platform.sessions.events
     session_types = session_events.types
     ended = session_events.handles["session.ended"]
     write = session_events.writer()
-    reasons: dict[int, str | None] = {}
+    handles = codes(log.handles)[:count]
+    values = log.values
+    reasons: dict[int, str | None] = {
+        index: values[index] for index in np.flatnonzero(handles == ended).tolist()
+    }
+    others = np.flatnonzero(~np.isin(handles, list(session_types))).tolist()
+    del handles
     object_types: dict[int, str | None] = {}
 
-    def data() -> Iterator[str]:
-        for index, payload in enumerate(log.iter_payloads()):
-            if type(payload) is tuple and payload[0] in session_types:
-                if payload[0] == ended:
-                    reasons[index] = payload[4]
-                yield write(payload)
-                continue
-            rendered = log.render(payload)
-            obj = rendered.get("object")
-            object_types[index] = obj.get("object") if isinstance(obj, dict) else None
-            reasons[index] = rendered.get("reason")
-            yield json.dumps(rendered, sort_keys=True, separators=(",", ":"))
+    def text(index: int) -> str:
+        """The text of event ``index``, whose payload is not in the columns (kept whole)."""
+        payload = log.payload(index)
+        if type(payload) is tuple and payload[0] in session_types:
+            if payload[0] == ended:
+                reasons[index] = payload[4]
+            return write(payload)
+        rendered = log.render(payload)
+        obj = rendered.get("object")
+        object_types[index] = obj.get("object") if isinstance(obj, dict) else None
+        reasons[index] = rendered.get("reason")
+        return json.dumps(rendered, sort_keys=True, separators=(",", ":"))
 
-    payloads = text_column(data())
+    def texts() -> Iterator[Iterable[str]]:
+        """The texts in runs: each run of session events whose payload is in the columns is
+        written by ``map`` over the columns zipped (the payload tuples, with no Python loop of
+        ours per event), and each other event on its own."""
+        payloads = zip(log.handles, log.rows, log.statuses, log.seconds, values, strict=True)
+        start = 0
+        for index in others:
+            yield map(write, islice(payloads, index - start))
+            next(payloads)
+            yield (text(index),)
+            start = index + 1
+        yield map(write, payloads)
+
+    payloads = text_column(chain.from_iterable(texts()))
     return pd.DataFrame(
         {
-            "event_id": ulids(high, low, "evt_"),
-            "at": times(clock, at),
+            "event_id": event_ids,
+            "at": moments,
             "t": at,
-            "type": lookup([k[0] for k in kinds], picked),
+            "type": types,
             "organization": organization,
             "org_id": org_id,
             "object_type": _sparse(object_types, count, "session"),
-            "object_id": _optional_strings(log.subjects),
+            "object_id": subjects,
             "reason": _sparse(reasons, count, None),
             "data": payloads,
-        }
+        },
+        copy=False,  # fresh arrays: neither copied nor consolidated (transient room)
     )
 
 
@@ -749,30 +780,43 @@ def _trimmed(table: pd.DataFrame, release: bool) -> pd.DataFrame:
 def collect(raw: RawRun, *, release: bool = False) -> RunResult:
     """The tables of one raw run.
 
+    First the tables that do not grow with traffic, while the large ones are not built yet:
+    their conversions take room for a while, which is then found in what the run left free
+    rather than on top of every large table (built last, they added about 15 MB to a
+    100,000-session month's peak at ``full``, which is its end).
+
     ``release``: the caller hands the run over (``run_scenario``, whose run nobody else sees),
     so each large record is dropped as soon as the last table built from it holds it: the event
-    log once the events table is built (first: it is the largest), the clients' request log once
-    ``api_calls`` and the tallies counted from it are, the session store once ``sessions`` is,
-    their arrival log once ``clients`` is. Why: those records' columns are returned to the
-    system (large arrays and lists), so the tables built after them grow into that memory
-    instead of on top of it (a 100,000-session month at ``full``: its peak about 50 MB lower)."""
+    log once the events table is built (the first large one: it is the largest), the ledger's
+    rows once ``ledger`` is, the clients' request log once ``api_calls`` is, the session store
+    once ``sessions`` is, their arrival log once ``clients`` is. Why: those records' columns
+    are returned to the system (large arrays and lists), so the tables built after them grow
+    into that memory instead of on top of it (a 100,000-session month at ``full``: its peak
+    about 50 MB lower)."""
+    columns = _session_numbers(raw)
+    intervals, waits = _intervals(raw, columns), _waits(columns)
+    utilization, runs, organizations = _utilization(raw), _runs(raw), _organizations(raw)
+    ledger_daily = _ledger_daily(raw)
+    usage, usage_daily = _usage(raw)
+    requests, arrivals = _requests(raw), _arrivals(raw)  # the tallies, from the clients' logs
     events = _events(raw)
     if release:
         raw.platform.kernel.events.release()
         return_free_memory()
     # The ledger next: its conversions need room for a while, best found before the rest.
-    ledger = _trimmed(_ledger(raw), release)
-    requests, arrivals = _requests(raw), _arrivals(raw)  # the tallies, from the clients' logs
+    ledger = _ledger(raw)
+    if release:
+        raw.platform.billing.ledger.release()  # ``ledger_daily`` is built already
+    ledger = _trimmed(ledger, release)
+    sessions = _sessions(raw, columns)
+    del columns
+    if release:
+        raw.platform.sessions.store.release()
+    sessions = _trimmed(sessions, release)
     api_calls = _api_calls(raw)
     if release:
         raw.pool.calls = None
     api_calls = _trimmed(api_calls, release)
-    usage, usage_daily = _usage(raw)
-    columns = _session_numbers(raw)
-    sessions = _sessions(raw, columns)
-    if release:
-        raw.platform.sessions.store.release()  # ``_intervals`` needs only its reasons
-    sessions = _trimmed(sessions, release)
     clients = _clients(raw)
     if release:
         raw.pool.clients = None
@@ -786,15 +830,15 @@ def collect(raw: RawRun, *, release: bool = False) -> RunResult:
         api_calls=api_calls,
         events=events,
         ledger=ledger,
-        utilization=_utilization(raw),
-        runs=_runs(raw),
+        utilization=utilization,
+        runs=runs,
         usage=usage,
         usage_daily=usage_daily,
-        organizations=_organizations(raw),
-        intervals=_intervals(raw, columns),
+        organizations=organizations,
+        intervals=intervals,
         requests=requests,
         arrivals=arrivals,
-        waits=_waits(columns),
-        ledger_daily=_ledger_daily(raw),
+        waits=waits,
+        ledger_daily=ledger_daily,
         records=raw.records,
     )

@@ -33,9 +33,16 @@ import simpy
 
 from harness.runner.door import Door
 from harness.runner.picks import WeightedPick
-from harness.runner.records import CallLog, ClientLog, Tallies
-from harness.scenarios.model import RUN_MODELS, ClientBehaviour, RunMix, SessionProfile
+from harness.runner.records import CallLog, CallRecorder, ClientLog, ClientRecorder, Tallies
+from harness.scenarios.model import (
+    RUN_MODELS,
+    ClientBehaviour,
+    RunMix,
+    SessionProfile,
+    max_duration,
+)
 from sim.accounts import Caller
+from sim.config import LimitsConfig
 from sim.errors import DomainError
 from sim.events import Event
 from sim.platform import Platform
@@ -83,28 +90,22 @@ class _Streams:
 
 class _Client:
     """One arrival's creates: an attempt now, each retry a timer's callback, every request
-    logged. Subclasses say what is created (``create``) and what follows (``done``)."""
+    recorded. Subclasses say what is created (``create``) and what follows (``done``)."""
 
     __slots__ = (
         "arrived", "attempts", "caller", "idem", "key_index", "number", "org", "pool", "surface",
     )  # fmt: skip
 
-    operation = ""  # the operationId every attempt is logged under
+    operation = ""  # the operationId every attempt is recorded under
 
     def __init__(
-        self,
-        pool: ClientPool,
-        number: int,
-        org: OrgHandle,
-        surface: str | None,
-        *,
-        idempotent: bool,
+        self, pool: ClientPool, number: int, org: OrgHandle, surface: str | None, idempotent: bool
     ) -> None:
         self.pool = pool
         self.number = number
         self.org = org
-        self.surface = surface  # the billing surface of a session create (logged)
-        self.arrived = float(pool.env.now)
+        self.surface = surface  # the billing surface of a session create (recorded)
+        self.arrived = pool.env._now  # simpy's ``now`` without its property (always a float)
         self.key_index, self.caller = org.take_key()
         # One key for every attempt of this client: that is what makes a retry safe.
         self.idem = f"scn-{number}" if idempotent else None
@@ -120,23 +121,27 @@ class _Client:
 
     def attempt(self, _timer: simpy.Event | None = None) -> None:
         """Try to create; on a retryable refusal, try again after ``ClientPool.delay``."""
-        pool = self.pool
+        pool, org = self.pool, self.org
         self.attempts = attempt = self.attempts + 1
-        at = float(pool.env.now)
+        at = pool.env._now
         try:
             result, replayed = self.create()
         except DomainError as error:
             delay = pool.delay(attempt, error)
-            pool.log(self, self.operation, self.surface, attempt, error.code, error.type,
-                     error.retry_after, delay, None, self.idem, at)  # fmt: skip
+            pool.record_call(
+                at, self.number, self.operation, self.surface, org.name, org.id, self.key_index,
+                attempt, error.code, error.type, error.retry_after, delay, self.idem, None,
+            )  # fmt: skip
             if delay is None:
                 self.done(None, error.code)
             else:
                 pool.env.timeout(delay).callbacks.append(self.attempt)
             return
         outcome = "replayed" if replayed else "ok"
-        pool.log(self, self.operation, self.surface, attempt, outcome, None, None, None,
-                 str(result["id"]), self.idem, at)  # fmt: skip
+        pool.record_call(
+            at, self.number, self.operation, self.surface, org.name, org.id, self.key_index,
+            attempt, outcome, None, None, None, self.idem, str(result["id"]),
+        )  # fmt: skip
         self.done(result, outcome)
 
 
@@ -158,8 +163,7 @@ class _SessionClient(_Client):
         surface: str,
         length: float,
     ) -> None:
-        keys = pool.behaviour.idempotency_keys
-        super().__init__(pool, number, org, surface, idempotent=surface == "api" and keys)
+        super().__init__(pool, number, org, surface, surface == "api" and pool.idempotency_keys)
         self.quality = quality
         self.length = length
         self.body: dict[str, Any] | None = pool.session_body(number, quality, surface, length)
@@ -172,7 +176,10 @@ class _SessionClient(_Client):
             if self.idem is not None:
                 params["idempotency_key"] = self.idem
             answer = pool.door.call("createSession", self.caller, params)
-            return _json(answer.body), answer.replayed
+            created = answer.body
+            if type(created) is not dict:  # ``_json``, inlined: most sessions come this way
+                raise TypeError("expected a JSON object from the service")
+            return created, answer.replayed
         if surface == "pipecat":
             answer = pool.door.call("createPipecatSession", self.caller, {"body": body})
             return _json(_json(answer.body)["session"]), False
@@ -185,13 +192,10 @@ class _SessionClient(_Client):
         pool = self.pool
         self.body = None  # sent for good: nothing to keep while the session runs
         session_id = None if resource is None else str(resource["id"])
-        if pool.clients is None:
-            pool.counted.client(self.arrived, "session", outcome, self.attempts)
-        else:
-            pool.clients.append(
-                self.number, self.arrived, "session", self.org.name, self.surface, self.quality,
-                None, self.length, self.attempts, session_id, outcome,
-            )  # fmt: skip
+        pool.record_client(
+            self.number, self.arrived, "session", self.org.name, self.surface, self.quality, None,
+            self.length, self.attempts, session_id, outcome,
+        )  # fmt: skip
         if session_id is not None:
             self.session_id = session_id
             pool.live[session_id] = self  # until the service or the client ends it
@@ -202,7 +206,7 @@ class _SessionClient(_Client):
         length = self.length
         if pool.talk is not None:
             assert self.session_id is not None
-            until = float(pool.env.now) + length
+            until = pool.env._now + length
             pool.platform.sessions.play_audio(
                 self.session_id, pool.talk, rng=pool.streams.audio, until=until
             )
@@ -214,14 +218,18 @@ class _SessionClient(_Client):
         assert session_id is not None
         if pool.live.pop(session_id, None) is None:
             return  # the service ended it (at this instant, at the latest)
-        at = float(pool.env.now)
+        at = pool.env._now
         try:
             pool.door.call("endSession", self.caller, {"session_id": session_id})
         except DomainError as error:  # pragma: no cover - the owner may always end its session
             outcome = error.code
         else:
             outcome = "ok"
-        pool.log(self, "endSession", None, 1, outcome, None, None, None, session_id, None, at)
+        org = self.org
+        pool.record_call(
+            at, self.number, "endSession", None, org.name, org.id, self.key_index, 1, outcome,
+            None, None, None, None, session_id,
+        )  # fmt: skip
 
 
 class _RunClient(_Client):
@@ -232,7 +240,7 @@ class _RunClient(_Client):
     operation = "createRun"
 
     def __init__(self, pool: ClientPool, number: int, org: OrgHandle, mix: RunMix) -> None:
-        super().__init__(pool, number, org, None, idempotent=pool.behaviour.idempotency_keys)
+        super().__init__(pool, number, org, None, pool.idempotency_keys)
         self.mix = mix
         text = ("The quick brown fox jumps over the lazy dog. " * (mix.characters // 45 + 1))[
             : mix.characters
@@ -247,14 +255,34 @@ class _RunClient(_Client):
         return _json(answer.body), answer.replayed
 
     def done(self, resource: dict[str, Any] | None, outcome: str) -> None:
-        pool = self.pool
-        if pool.clients is None:
-            pool.counted.client(self.arrived, "run", outcome, self.attempts)
-        else:
-            pool.clients.append(
-                self.number, self.arrived, "run", self.org.name, None, None, self.mix.model,
-                None, self.attempts, None if resource is None else str(resource["id"]), outcome,
-            )  # fmt: skip
+        self.pool.record_client(
+            self.number, self.arrived, "run", self.org.name, None, None, self.mix.model, None,
+            self.attempts, None if resource is None else str(resource["id"]), outcome,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class _BodyParts:
+    """What every session body takes from the scenario's profile and the service's limits."""
+
+    avatar_id: str
+    idle_timeout_seconds: int | None
+    audio_source: str
+    #: ``max_duration``'s arguments after the planned length: the profile's value, the range.
+    max_duration: tuple[int | None, int, int]
+
+    @classmethod
+    def of(cls, profile: SessionProfile, limits: LimitsConfig) -> _BodyParts:
+        return cls(
+            profile.avatar_id,
+            profile.idle_timeout_seconds,
+            profile.audio_source,
+            (
+                profile.max_duration_seconds,
+                limits.max_duration_min_seconds,
+                limits.max_duration_ceiling_seconds,
+            ),
+        )
 
 
 @dataclass(slots=True)
@@ -274,11 +302,19 @@ class ClientPool:
     talk: TalkSpurts | None = None
     #: Draws the organization of an arrival that names none (set by whoever starts arrivals).
     organizations: WeightedPick[OrgHandle] | None = None
-    # Bound once: the clock's environment, the quality and surface picks, the length sampler.
+    # Bound once: the clock's environment, the quality and surface picks, the length sampler,
+    # what every session body shares, whether creates carry idempotency keys (the last two:
+    # plain values for pydantic attributes, which cost several plain ones each), and where a
+    # request and an arrival are recorded: the logs' ``append`` or the tallies' counters, with
+    # the same arguments (one call per record either way).
     env: simpy.Environment = field(init=False)
     quality: WeightedPick[str] = field(init=False)
     surface: WeightedPick[str] = field(init=False)
     length: Sampler = field(init=False)
+    bodies: _BodyParts = field(init=False)
+    idempotency_keys: bool = field(init=False)
+    record_call: CallRecorder = field(init=False)
+    record_client: ClientRecorder = field(init=False)
     #: The session clients whose session is under way, by session id: the event handler's
     #: address book. A client leaves it when it hangs up or the service ends its session.
     live: dict[str, _SessionClient] = field(default_factory=dict)
@@ -326,6 +362,11 @@ class ClientPool:
         self.quality = WeightedPick(list(profile.quality), list(profile.quality.values()), mix)
         self.surface = WeightedPick(list(profile.surface), list(profile.surface.values()), mix)
         self.length = sampler(profile.length, self.streams.length)
+        self.bodies = _BodyParts.of(profile, self.platform.config.limits)
+        self.idempotency_keys = self.behaviour.idempotency_keys
+        calls, clients = self.calls, self.clients
+        self.record_call = self.counted.request if calls is None else calls.append
+        self.record_client = self.counted.arrival if clients is None else clients.append
 
     @property
     def tallies(self) -> Tallies:
@@ -373,18 +414,17 @@ class ClientPool:
         self, client: int, quality: str, surface: str, length: float
     ) -> dict[str, Any]:
         """What client number ``client`` asks for: a fresh body (the service may keep it)."""
-        profile = self.profile
-        body: dict[str, Any] = {"avatar_id": profile.avatar_id, "quality": quality}
-        if profile.idle_timeout_seconds is not None:
-            body["idle_timeout_seconds"] = profile.idle_timeout_seconds
-        limits = self.platform.config.limits
-        body["max_duration_seconds"] = profile.max_duration_for(length, limits)
+        parts = self.bodies
+        body: dict[str, Any] = {"avatar_id": parts.avatar_id, "quality": quality}
+        if parts.idle_timeout_seconds is not None:
+            body["idle_timeout_seconds"] = parts.idle_timeout_seconds
+        body["max_duration_seconds"] = max_duration(length, *parts.max_duration)
         if surface != "pipecat":
             body["transport"] = {
                 "type": "livekit",
                 "url": "wss://rtc.example",
                 "room_name": f"room-{client}",
-                "audio_source": profile.audio_source,
+                "audio_source": parts.audio_source,
             }
         return body
 
@@ -407,27 +447,3 @@ class ClientPool:
         if behaviour.jitter:
             delay *= 1.0 + self.streams.backoff.uniform(-behaviour.jitter, behaviour.jitter)
         return delay
-
-    def log(
-        self,
-        client: _Client,
-        operation: str,
-        surface: str | None,
-        attempt: int,
-        outcome: str,
-        error_type: str | None,
-        retry_after: float | None,
-        delay: float | None,
-        resource_id: str | None,
-        idempotency_key: str | None,
-        at: float,
-    ) -> None:
-        """Append one request made at ``at`` to the log, or tally it if the run keeps none."""
-        if self.calls is None:
-            self.counted.call(at, operation, outcome, attempt)
-        else:
-            org = client.org
-            self.calls.append(  # positional (the fields of ``CallRecord``): once per request
-                at, client.number, operation, surface, org.name, org.id, client.key_index, attempt,
-                outcome, error_type, retry_after, delay, idempotency_key, resource_id,
-            )  # fmt: skip

@@ -18,12 +18,23 @@ from __future__ import annotations
 import math
 from array import array
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from sim.columns import Interner
 
-__all__ = ["CallLog", "CallRecord", "ClientLog", "ClientRecord", "Tallies"]
+__all__ = [
+    "CallLog",
+    "CallRecord",
+    "CallRecorder",
+    "ClientLog",
+    "ClientRecord",
+    "ClientRecorder",
+    "Tallies",
+]
 
 _NAN = math.nan
 
@@ -65,6 +76,37 @@ class ClientRecord:
     final_outcome: str
 
 
+#: Records one request: ``CallLog.append`` or ``Tallies.request`` (the fields of ``CallRecord``).
+CallRecorder = Callable[
+    [float, int, str, str | None, str, str, int, int, str, str | None, float | None,
+     float | None, str | None, str | None],
+    None,
+]  # fmt: skip
+#: Records one arrival: ``ClientLog.append`` or ``Tallies.arrival`` (the fields of
+#: ``ClientRecord``).
+ClientRecorder = Callable[
+    [int, float, str, str, str | None, str | None, str | None, float | None, int, str | None, str],
+    None,
+]
+
+
+def _floats(values: array[float]) -> np.ndarray[Any, Any]:
+    return np.frombuffer(values, dtype=np.float64) if len(values) else np.zeros(0)
+
+
+def _ints(values: array[int]) -> np.ndarray[Any, Any]:
+    return np.asarray(values, dtype=np.int64) if len(values) else np.zeros(0, dtype=np.int64)
+
+
+def _labels(
+    values: list[tuple[str, str]],
+) -> tuple[list[tuple[str, str]], np.ndarray[Any, Any]]:
+    """The distinct ``values`` (in first-seen order) and, per value, the index of its own."""
+    index: dict[tuple[str, str], int] = {}
+    label = [index.setdefault(value, len(index)) for value in values]
+    return list(index) or [("", "")], np.array(label, dtype=np.int64)
+
+
 def _optional(value: float) -> float | None:
     return None if math.isnan(value) else value
 
@@ -82,6 +124,7 @@ class CallLog:
         # (operation, surface, organization, org_id, outcome, error_type): few combinations
         self._kinds: Interner[tuple[str, str | None, str, str, str, str | None]] = Interner()
         self.kinds = self._kinds.values
+        self._find = self._kinds.find
         self.kind = array("I")
         self.idempotency_key: list[str | None] = []
         self.resource_id: list[str | None] = []
@@ -111,7 +154,8 @@ class CallLog:
         self.retry_after.append(_NAN if retry_after is None else retry_after)
         self.delay.append(_NAN if delay is None else delay)
         kind = (operation, surface, organization, org_id, outcome, error_type)
-        self.kind.append(self._kinds.code(kind))
+        code = self._find(kind)  # ``code`` only for a new combination: one frame less per request
+        self.kind.append(self._kinds.code(kind) if code is None else code)
         self.idempotency_key.append(idempotency_key)
         self.resource_id.append(resource_id)
 
@@ -152,6 +196,7 @@ class ClientLog:
         # (kind, organization, surface, quality, model, final outcome): few combinations
         self._kinds: Interner[tuple[str, str, str | None, str | None, str | None, str]] = Interner()
         self.kinds = self._kinds.values
+        self._find = self._kinds.find
         self.kind = array("I")
         self.resource_id: list[str | None] = []
 
@@ -175,7 +220,8 @@ class ClientLog:
         self.planned_length.append(_NAN if planned_length is None else planned_length)
         self.attempts.append(attempts)
         kinds = (kind, organization, surface, quality, model, final_outcome)
-        self.kind.append(self._kinds.code(kinds))
+        code = self._find(kinds)  # ``code`` only for a new combination: one frame less per arrival
+        self.kind.append(self._kinds.code(kinds) if code is None else code)
         self.resource_id.append(resource_id)
 
     def __getitem__(self, index: int) -> ClientRecord:
@@ -217,34 +263,80 @@ class Tallies:
 
     @classmethod
     def of(cls, interval: float, calls: CallLog, clients: ClientLog) -> Tallies:
-        """The tallies of the requests and arrivals in ``calls`` and ``clients``: what ``call``
-        and ``client`` would have counted, one by one, as they were made."""
+        """The tallies of the requests and arrivals in ``calls`` and ``clients``: what ``request``
+        and ``arrival`` would have counted, one by one, as they were made."""
         tallies = cls(interval)
-        slots = [int(at // interval) for at in calls.at]
-        firsts = [attempt == 1 for attempt in calls.attempt]
-        counted = tallies.calls
-        for (slot, code, first), count in Counter(
-            zip(slots, calls.kind, firsts, strict=True)
-        ).items():
-            operation, _surface, _org, _org_id, outcome, _error = calls.kinds[code]
-            call = (slot, operation, outcome, first)
-            counted[call] = counted.get(call, 0) + count
-        arrivals, tried = tallies.clients, tallies.attempts
-        for at, code, attempts in zip(clients.at, clients.kind, clients.attempts, strict=True):
-            kind, _org, _surface, _quality, _model, outcome = clients.kinds[code]
-            arrival = (int(at // interval), kind, outcome)
-            arrivals[arrival] = arrivals.get(arrival, 0) + 1
-            tried[arrival] = tried.get(arrival, 0) + attempts
+        # Counted in bulk: each record's interned code is mapped to the labels it is tallied by,
+        # and the records are counted on one integer key (interval, labels, first attempt).
+        # NumPy's floor division of floats is Python's; a month has hundreds of thousands of
+        # records for a few thousand keys.
+        labels, label = _labels([(kind[0], kind[4]) for kind in calls.kinds])
+        slots = np.floor_divide(_floats(calls.at), interval).astype(np.int64)
+        keys = (slots * len(labels) + label[_ints(calls.kind)]) * 2 + (_ints(calls.attempt) == 1)
+        unique, counts = np.unique(keys, return_counts=True)
+        for key, count in zip(unique.tolist(), counts.tolist(), strict=True):
+            rest, first = divmod(key, 2)
+            slot, code = divmod(rest, len(labels))
+            operation, outcome = labels[code]
+            tallies.calls[(slot, operation, outcome, first == 1)] = count
+        labels, label = _labels([(kind[0], kind[5]) for kind in clients.kinds])
+        slots = np.floor_divide(_floats(clients.at), interval).astype(np.int64)
+        unique, where = np.unique(
+            slots * len(labels) + label[_ints(clients.kind)], return_inverse=True
+        )
+        counts = np.bincount(where, minlength=len(unique))
+        attempts = np.zeros(len(unique), dtype=np.int64)
+        np.add.at(attempts, where, _ints(clients.attempts))
+        for key, count, tries in zip(
+            unique.tolist(), counts.tolist(), attempts.tolist(), strict=True
+        ):
+            slot, code = divmod(key, len(labels))
+            kind, outcome = labels[code]
+            tallies.clients[(slot, kind, outcome)] = count
+            tallies.attempts[(slot, kind, outcome)] = tries
         return tallies
 
     # ``get`` and a store rather than ``Counter``'s ``+=``: about a third cheaper, once per request.
-    def call(self, at: float, operation: str, outcome: str, attempt: int) -> None:
+    def request(
+        self,
+        at: float,
+        client: int,
+        operation: str,
+        surface: str | None,
+        organization: str,
+        org_id: str,
+        key: int,
+        attempt: int,
+        outcome: str,
+        error_type: str | None,
+        retry_after: float | None,
+        delay: float | None,
+        idempotency_key: str | None,
+        resource_id: str | None,
+    ) -> None:
+        """Count one request made at ``at``: ``CallLog.append``'s signature, so that a client
+        records a request with one call whether the run keeps the log or only these tallies."""
         calls = self.calls
-        key = (int(at // self.interval), operation, outcome, attempt == 1)
-        calls[key] = calls.get(key, 0) + 1
+        bucket = (int(at // self.interval), operation, outcome, attempt == 1)
+        calls[bucket] = calls.get(bucket, 0) + 1
 
-    def client(self, at: float, kind: str, outcome: str, attempts: int) -> None:
+    def arrival(
+        self,
+        client: int,
+        at: float,
+        kind: str,
+        organization: str,
+        surface: str | None,
+        quality: str | None,
+        model: str | None,
+        planned_length: float | None,
+        attempts: int,
+        resource_id: str | None,
+        final_outcome: str,
+    ) -> None:
+        """Count one arrival at ``at`` and its attempts: ``ClientLog.append``'s signature (see
+        ``request``)."""
         clients, tried = self.clients, self.attempts
-        key = (int(at // self.interval), kind, outcome)
-        clients[key] = clients.get(key, 0) + 1
-        tried[key] = tried.get(key, 0) + attempts
+        bucket = (int(at // self.interval), kind, final_outcome)
+        clients[bucket] = clients.get(bucket, 0) + 1
+        tried[bucket] = tried.get(bucket, 0) + attempts

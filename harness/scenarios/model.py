@@ -45,6 +45,7 @@ __all__ = [
     "RunMix",
     "Scenario",
     "SessionProfile",
+    "max_duration",
 ]
 
 #: Models a scenario can drive: those whose input is plain text the runner can generate.
@@ -165,19 +166,28 @@ class SessionProfile(_Strict):
         return _weights(value, BILLING_SURFACES, "billing surface")
 
     def max_duration_for(self, length: float, limits: LimitsConfig) -> int:
-        """The ``max_duration_seconds`` a client planning ``length`` seconds asks for.
-
-        Unless the scenario names a value, a client asks for its planned length rounded up, plus
-        a second so that its own hang-up comes first, within the range the service accepts: a
-        session is then truncated only by its plan's clamp, never by the 600 s default the
-        client forgot to raise.
-        """
-        if self.max_duration_seconds is not None:
-            return self.max_duration_seconds
-        wanted = math.ceil(length) + 1
-        return min(
-            max(wanted, limits.max_duration_min_seconds), limits.max_duration_ceiling_seconds
+        """The ``max_duration_seconds`` a client planning ``length`` seconds asks for
+        (``max_duration``, with this profile's value and ``limits``' range)."""
+        return max_duration(
+            length,
+            self.max_duration_seconds,
+            limits.max_duration_min_seconds,
+            limits.max_duration_ceiling_seconds,
         )
+
+
+def max_duration(length: float, named: int | None, low: int, high: int) -> int:
+    """The ``max_duration_seconds`` a client planning ``length`` seconds asks for.
+
+    Unless the scenario names a value (``named``), a client asks for its planned length rounded
+    up, plus a second so that its own hang-up comes first, within the range ``[low, high]`` the
+    service accepts: a session is then truncated only by its plan's clamp, never by the 600 s
+    default the client forgot to raise. Plain values, not the profile and the limits: every
+    arrival asks, and a pydantic attribute costs several plain ones.
+    """
+    if named is not None:
+        return named
+    return min(max(math.ceil(length) + 1, low), high)
 
 
 class ClientBehaviour(_Strict):

@@ -593,3 +593,8 @@ class Ledger:
     def window(self, org_id: str, start: float, end: float) -> Sequence[LedgerEntry]:
         """The organization's entries dated in ``[start, end)``, by time (then append order)."""
         return tuple(self.entry(row) for row in self.window_rows(org_id, start, end))
+
+    def release(self) -> None:
+        """Forget every row and running total: who read the ledger in bulk (a run's collector,
+        which hands the run over) returns its memory. The ledger is then empty, as a new one."""
+        self.__init__(self._ids)  # type: ignore[misc]

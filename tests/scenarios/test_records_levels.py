@@ -246,8 +246,8 @@ def test_ledger_daily_grouped_on_integer_keys_equals_a_group_by_of_the_rows(
 def test_a_released_run_gives_the_same_tables_and_drops_its_event_log() -> None:
     """``collect(raw, release=True)`` (what ``run_scenario`` does) builds every table exactly as
     a collect that keeps the run, though it drops each large record once its tables are built:
-    then the event log holds nothing and keeps nothing more, and the clients' logs and the
-    session store's rows are gone."""
+    then the event log holds nothing and keeps nothing more, and the clients' logs, the
+    session store's rows and the ledger's rows are gone."""
     scenario = _scenario("full")
     kept = collect(simulate(scenario))
     raw = simulate(scenario)
@@ -259,3 +259,4 @@ def test_a_released_run_gives_the_same_tables_and_drops_its_event_log() -> None:
     assert len(log) == 0 and log.payloads == [] and not log.keep
     assert raw.pool.calls is None and raw.pool.clients is None
     assert len(raw.platform.sessions.store) == 0 < len(kept.sessions)
+    assert len(raw.platform.billing.ledger) == 0 < len(kept.ledger)

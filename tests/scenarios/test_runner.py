@@ -11,9 +11,10 @@ import pytest
 
 from harness.collect import TABLES, RunResult
 from harness.runner import run_scenario
-from harness.runner.arrivals import arrival_instants, arrival_times, merged
+from harness.runner.arrivals import arrival_instants, arrival_times, merged, poisson_times
 from harness.runner.metrics import METRICS, USAGE_KINDS, summarize, summary_markdown
 from harness.scenarios import parse_scenario
+from harness.scenarios.model import Diurnal
 from tests.scenarios.helpers import scenario, small
 
 UTC_TIME = "datetime64[us, UTC]"
@@ -228,6 +229,38 @@ def test_sources_drawn_lazily_and_merged_give_the_sorted_arrivals() -> None:
     )
     assert [(t, index) for t, index, _seq in whole] == list(lazy)
     assert len(whole) > 100 and sum(1 for t, _i, _s in whole if t == 3600.0) == 8
+
+
+@pytest.mark.req("NB-1", "SIM-2")
+def test_arrival_gaps_written_out_are_the_streams_expovariate() -> None:
+    """The arrival processes draw their gaps with ``expovariate``'s formula written out: the
+    instants are those of the plain loop over ``rng.expovariate`` (hour by hour for a diurnal
+    profile, zero-rate hours included), and a single source is tagged as the merge would."""
+    import random
+
+    def reference(pieces: list[tuple[float, float, float]], seed: int) -> list[float]:
+        rng, out = random.Random(seed), []
+        for rate, start, end in pieces:
+            if rate <= 0:
+                continue
+            t = start + rng.expovariate(rate / 3600.0)
+            while t < end:
+                out.append(t)
+                t += rng.expovariate(rate / 3600.0)
+        return out
+
+    loaded = parse_scenario(small())
+    epoch = loaded.sim_config().epoch.replace(hour=0, minute=0, second=0)
+    profile = [0.0, 0.5, 2.0] + [1.0] * 21
+    for seed in range(5):
+        steady = poisson_times(37.0, 0.0, 5 * 3600.0, random.Random(seed))
+        assert steady == reference([(37.0, 0.0, 5 * 3600.0)], seed) and len(steady) > 100
+        diurnal = Diurnal(kind="diurnal", base_rate_per_hour=90.0, profile=profile)
+        instants = arrival_times(diurnal, 30 * 3600.0, epoch, random.Random(seed))
+        hours = [(90.0 * profile[h % 24], h * 3600.0, (h + 1) * 3600.0) for h in range(30)]
+        assert instants == reference(hours, seed)
+        assert not any(0.0 <= t < 3600.0 or 24 * 3600.0 <= t < 25 * 3600.0 for t in instants)
+        assert list(merged([(iter(instants), "only")])) == [(t, "only") for t in instants]
 
 
 @pytest.mark.req("NB-2")
