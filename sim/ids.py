@@ -68,7 +68,7 @@ def _encode_random(bits: int) -> str:
     """The last 16 characters of a ULID: its 80 random bits.
 
     Cut in two 40-bit halves first: shifting and masking an 80-bit integer eight times cost a
-    third more than once, then the halves (``IdFactory.new`` writes this out)."""
+    third more than once, then the halves."""
     p, high, low = _PAIRS, bits >> 40, bits & _LOW_40
     return "".join(
         (
@@ -139,10 +139,10 @@ class IdFactory:
     def new(self, kind: str) -> str:
         """A fresh id for resource ``kind`` (a key of ``PREFIXES``).
 
-        ``ulid()`` with ``value()`` and ``_encode_random`` written out, and the time part's text
-        kept per instant (and its first six characters for as long as they last): every session
-        takes an id, and the calls, the shifts of a 128-bit integer and the time part's five
-        lookups were most of what it cost."""
+        ``ulid()`` with ``value()`` written out, and the time part's text kept per instant (and
+        its first six characters for as long as they last): every session takes an id, and the
+        calls, the shifts of a 128-bit integer and the time part's five lookups were most of
+        what it cost."""
         now = self._env._now
         if now != self._text_at:
             ms = int((self._epoch_us + round(now * 1_000_000)) / 1_000_000 * 1000)
@@ -150,22 +150,7 @@ class IdFactory:
                 self._block, self._block_text = ms >> 20, _encode_time(ms)[:6]
             self._text_at = now
             self._time_text = self._block_text + _PAIRS[(ms >> 10) & 0x3FF] + _PAIRS[ms & 0x3FF]
-        bits = self._rng.getrandbits(80)
-        p, high, low = _PAIRS, bits >> 40, bits & _LOW_40
-        return "".join(
-            (
-                PREFIXES[kind],
-                self._time_text,
-                p[high >> 30],
-                p[(high >> 20) & 0x3FF],
-                p[(high >> 10) & 0x3FF],
-                p[high & 0x3FF],
-                p[low >> 30],
-                p[(low >> 20) & 0x3FF],
-                p[(low >> 10) & 0x3FF],
-                p[low & 0x3FF],
-            )
-        )
+        return PREFIXES[kind] + self._time_text + _encode_random(self._rng.getrandbits(80))
 
     def token(self, prefix: str, length: int = 32) -> str:
         """A random base62 secret such as an API key (``sk_live_``) or webhook secret."""
