@@ -73,11 +73,12 @@ class Caller:
 
     org_id: str
     key: ApiKey = field(repr=False)
+    #: A stable, non-secret handle of the key (for per-key limits and logs): a field set once,
+    #: not a property that sliced the secret again for every create that asked.
+    key_id: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def key_id(self) -> str:
-        """A stable, non-secret handle of the key (for per-key limits and logs)."""
-        return self.key.secret[: len(KEY_PREFIX) + 6]
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key_id", self.key.secret[: len(KEY_PREFIX) + 6])
 
     def require(self, *scopes: Scope) -> None:
         """Refuse with 403 ``api_key.scope_required`` unless the key has every scope."""

@@ -93,10 +93,19 @@ class _Entry(NamedTuple):
     replay: Replay
 
 
+_new_tuple = tuple.__new__
+
+
 class IdempotencyStore:
     def __init__(self, clock: Clock, limits: LimitsConfig) -> None:
         self._clock = clock
+        self._env = clock.env
         self._limits = limits
+        #: The configured bounds, read once: every keyed create looks up and stores, and a
+        #: pydantic attribute costs several times a plain one.
+        self._window = limits.idempotency_window_seconds
+        self._shortest = limits.idempotency_key_min_length
+        self._longest = limits.idempotency_key_max_length
         self._entries: dict[tuple[str, str], _Entry] = {}
         self._order: deque[tuple[float, tuple[str, str]]] = deque()  # (stored at, key)
 
@@ -104,15 +113,10 @@ class IdempotencyStore:
         return len(self._entries)
 
     def validate_key(self, key: str) -> None:
-        if not isinstance(key, str) or not (
-            self._limits.idempotency_key_min_length
-            <= len(key)
-            <= self._limits.idempotency_key_max_length
-        ):
+        if not isinstance(key, str) or not self._shortest <= len(key) <= self._longest:
             raise Unprocessable(
                 "idempotency_key.invalid",
-                f"Idempotency-Key must be {self._limits.idempotency_key_min_length} to "
-                f"{self._limits.idempotency_key_max_length} characters.",
+                f"Idempotency-Key must be {self._shortest} to {self._longest} characters.",
                 param="Idempotency-Key",
             )
 
@@ -126,7 +130,7 @@ class IdempotencyStore:
         entry = self._entries.get((org_id, key))
         if entry is None:
             return None
-        if self._clock.now - entry.replay.stored_at >= self._limits.idempotency_window_seconds:
+        if self._clock.now - entry.replay.stored_at >= self._window:
             del self._entries[(org_id, key)]
             return None
         if not same_request(entry.fingerprint, digest or fingerprint(operation, body)):
@@ -147,13 +151,18 @@ class IdempotencyStore:
         *,
         digest: bytes | None = None,
     ) -> None:
-        now = self._clock.now
+        now = float(self._env._now)  # ``clock.now`` without its property's frame
         order = self._order
-        if order and order[0][0] <= now - self._limits.idempotency_window_seconds:
+        if order and order[0][0] <= now - self._window:
             self._expire(now)
-        entry = _Entry(digest or fingerprint(operation, body), Replay(body=result, stored_at=now))
-        self._entries[(org_id, key)] = entry
-        self._order.append((now, (org_id, key)))
+        # ``_Entry(digest, Replay(result, now))`` without the generated ``__new__``s' frames:
+        # every keyed create stores one, and the two frames were most of what storing cost.
+        entry = _new_tuple(
+            _Entry, (digest or fingerprint(operation, body), _new_tuple(Replay, (result, now)))
+        )
+        place = (org_id, key)
+        self._entries[place] = entry
+        order.append((now, place))
 
     def forget(self, org_id: str, key: str) -> None:
         """Drop the outcome just stored for ``key`` (the operation that stored it failed after
@@ -165,7 +174,7 @@ class IdempotencyStore:
 
     def _expire(self, now: float) -> None:
         """Drop the entries whose window has passed (oldest first)."""
-        horizon = now - self._limits.idempotency_window_seconds
+        horizon = now - self._window
         order, entries = self._order, self._entries
         while order and order[0][0] <= horizon:
             stored_at, key = order.popleft()

@@ -32,6 +32,7 @@ from sim.runs.assets import AssetService
 from sim.runs.service import RunService
 from sim.sessions.rollup import status_body
 from sim.sessions.service import SessionService
+from sim.sessions.validation import SessionRequest, plain_create
 from sim.values import check_values
 from sim.webhooks import WebhookDispatcher
 
@@ -100,6 +101,8 @@ OPERATIONS: dict[str, Operation] = {
     "getUsage": Operation("op_get_usage"),
     "getQuota": Operation("op_get_quota"),
 }
+#: The operation whose parameters ``plain_create`` may read in one pass (compared by identity).
+_CREATE_SESSION: Final = OPERATIONS["createSession"]
 
 
 class Platform:
@@ -125,6 +128,8 @@ class Platform:
         self.api_log = ApiLog(kernel.config.history.api_log_size)
         self.admin = PlatformAdmin(self)
         self._max_depth = kernel.config.limits.json_max_depth
+        self._limits = kernel.config.limits
+        self._session_config = kernel.config.sessions
         #: Each operation's bound method, looked up once rather than by name on every call.
         self._methods: dict[str, Callable[[Caller | None, dict[str, Any]], Any]] = {
             operation_id: getattr(self, operation.method)
@@ -161,8 +166,10 @@ class Platform:
 
         In order: the values (``sim.values``), an idempotent replay (which the rate limiter does
         not count, GAP-LIM-2), the rate limiter, the operation's checks, ``check``, then the
-        change itself. The whole call is one unit of ``Journal.atomic``: if it fails half-way,
-        nothing it stored, counted against a cap or charged remains (GAP-ERR-6).
+        change itself; a create whose parameters are plainly fine has its values checked and its
+        body read in one pass (``plain_create``, which gives the same answers). The whole call is
+        one unit of ``Journal.atomic``: if it fails half-way, nothing it stored, counted against a
+        cap or charged remains (GAP-ERR-6).
         """
         try:
             operation = OPERATIONS[operation_id]
@@ -202,10 +209,14 @@ class Platform:
             else self._limiters.get(operation.rate_limit)
         )
         refusal: DomainError | None = None
+        request: SessionRequest | None = None
         try:  # the parameters (the facade's parser runs here) and their values; a refusal is
             # kept, not raised, so the rate limiter counts the request first
             read = params() if callable(params) else params
-            check_values(read, max_depth=self._max_depth)
+            if operation is _CREATE_SESSION:  # most calls: values and body read in one pass
+                request = plain_create(read, self._limits, self._session_config, self._max_depth)
+            if request is None:
+                check_values(read, max_depth=self._max_depth)
         except DomainError as error:
             read, refusal = {}, error
         key = read.get("idempotency_key") if operation.idempotent else None
@@ -228,7 +239,12 @@ class Platform:
             if refusal is not None:
                 raise refusal
             # The operation's checks, the caller's ``check``, then (a ``Prepared``) its change.
-            result = self._methods[operation_id](caller, read)
+            result = (
+                self._methods[operation_id](caller, read)
+                if request is None or caller is None
+                # ``op_create_session``, with the body read already (``parse_session_request``)
+                else self.sessions.prepare_create(caller, request)
+            )
             if check is not None:
                 check(read)
             if isinstance(result, Prepared):

@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from sim.errors import InvalidRequest
 
-__all__ = ["LARGEST_NUMBER", "check_values"]
+__all__ = ["LARGEST_NUMBER", "check_values", "fine"]
 
 LARGEST_NUMBER: Final = int(sys.float_info.max)
 """The largest magnitude a JSON number may have: the largest finite IEEE 754 double."""
@@ -47,18 +47,18 @@ def check_values(params: Mapping[str, Any], *, max_depth: int) -> None:
             raise InvalidRequest(
                 "value.invalid_type", "Parameter names must be strings.", param=None
             )
-        # The common case cheaply (``_fine``, its dispatch written out: every request pays it
+        # The common case cheaply (``fine``, its dispatch written out: every request pays it
         # for every parameter), then the full check to find what is wrong.
         kind = type(value)
         if kind is dict or kind is list:
-            fine = _fine_container(value, max_depth, _RECURSION)
+            ok = _fine_container(value, max_depth, _RECURSION)
         elif kind is str:
-            fine = value.isascii() or _encodable(value)
+            ok = value.isascii() or _encodable(value)
         elif name in _BINARY_PARAMS and isinstance(value, bytes | bytearray):
             continue
         else:
-            fine = _fine_scalar(value, kind)
-        if not fine:
+            ok = _fine_scalar(value, kind)
+        if not ok:
             _check(value, () if name == _BODY else (name,), max_depth)
 
 
@@ -68,11 +68,13 @@ def check_values(params: Mapping[str, Any], *, max_depth: int) -> None:
 _RECURSION = 48
 
 
-def _fine(root: Any, max_depth: int) -> bool:
+def fine(root: Any, max_depth: int) -> bool:
     """Whether ``root`` is certainly acceptable, without keeping paths (every request pays it).
 
     It accepts exactly what ``_check`` accepts (a property test holds the two together); when it
-    answers ``False`` the full check runs and names the offending field.
+    answers ``False`` the full check runs and names the offending field. Public for the cheap
+    readers of a whole request (``sim.sessions.validation.plain_create``), which check the
+    values of a nested object with it.
     """
     kind = type(root)
     if kind is dict or kind is list:
@@ -122,7 +124,7 @@ def _fine_scalar(value: Any, kind: type) -> bool:
 
 
 def _fine_deep(root: Any, max_depth: int) -> bool:
-    """``_fine`` without recursion, for what lies deeper than ``_RECURSION`` levels."""
+    """``fine`` without recursion, for what lies deeper than ``_RECURSION`` levels."""
     stack: list[tuple[Any, int]] = [(root, 0)]
     while stack:
         value, depth = stack.pop()

@@ -21,8 +21,9 @@ from collections.abc import Mapping
 from typing import Any, Final, NamedTuple
 
 from sim.config import QUALITIES, LimitsConfig, SessionConfig
-from sim.errors import InvalidRequest, Unprocessable
+from sim.errors import DomainError, InvalidRequest, Unprocessable
 from sim.metadata import check_metadata, reserved_key
+from sim.values import fine
 
 __all__ = [
     "AUDIO_SOURCES",
@@ -32,6 +33,7 @@ __all__ = [
     "TransportRequest",
     "parse_pipecat_request",
     "parse_session_request",
+    "plain_create",
 ]
 
 AUDIO_SOURCES: Final[tuple[str, ...]] = ("track", "data_stream")
@@ -248,9 +250,42 @@ def _common(
 def parse_session_request(
     body: Any, limits: LimitsConfig, sessions: SessionConfig
 ) -> SessionRequest:
-    """Validate a ``POST /v1/sessions`` body; raise the contract's error for the first fault."""
+    """Validate a ``POST /v1/sessions`` body; raise the contract's error for the first fault.
+
+    A body the door has read already (``plain_create``) comes as its ``SessionRequest``: that
+    is the answer this function gives for it, so it is not read twice."""
+    if type(body) is SessionRequest:
+        return body
     request = _plain_session_request(body, limits, sessions)
     return _parse_session_request(body, limits, sessions) if request is None else request
+
+
+def plain_create(
+    params: Mapping[str, Any], limits: LimitsConfig, sessions: SessionConfig, max_depth: int
+) -> SessionRequest | None:
+    """The request of a ``createSession`` call whose parameters are certainly fine, or ``None``.
+
+    ``Platform.call`` checks every request's values (``sim.values.check_values``) before
+    anything else, and the create then parses its body: two walks over the same few values,
+    each a good share of what a create cost. For the parameters clients send (a plain body, an
+    ASCII ``Idempotency-Key``) this reads them once, and answers only when both would pass:
+    ``check_values(params, max_depth=max_depth)`` would accept them and
+    ``parse_session_request`` would give the returned request. Anything else (``None``) takes
+    both general steps, in their order, so every refusal is theirs. It never raises: a refusal
+    found here could come before one that ``check_values`` gives first. A property test holds
+    it to the general steps.
+    """
+    body = None
+    for name, value in params.items():
+        if name == "body":
+            body = value
+        elif type(name) is not str or not (
+            value is None or (type(value) is str and value.isascii())
+        ):
+            return None
+    if max_depth < 2:  # the body and its transport are two levels
+        return None
+    return _plain_session_request(body, limits, sessions, max_depth - 1)
 
 
 def _parse_session_request(
@@ -274,16 +309,18 @@ def _parse_session_request(
 
 
 def _plain_session_request(
-    body: Any, limits: LimitsConfig, sessions: SessionConfig
+    body: Any, limits: LimitsConfig, sessions: SessionConfig, metadata_depth: int = 0
 ) -> SessionRequest | None:
     """The request a body that is certainly valid asks for, or ``None`` to take the full path.
 
     Every create parses its body, and the full path spends a dozen calls on a body like the
     month's clients send. This one reads such a body straight through and gives up (``None``) at
     the first value it does not take as it is: a field it does not know, a value of another
-    type (a whole-number float, a ``bool`` for an integer), one out of range, metadata with a
-    reserved key. Given up, the full path decides which error the body gets, in its order; taken,
-    a property test holds its answer to the full path's.
+    type (a whole-number float, a ``bool`` for an integer), one out of range, a string that is
+    not ASCII, metadata the full path refuses. Given up, the full path decides which error the
+    body gets, in its order; taken, a property test holds its answer to the full path's. It never
+    raises. With ``metadata_depth`` (``plain_create``), the metadata's values must also be ones
+    ``sim.values`` accepts at that depth: every other value it takes is a JSON value by type.
     """
     if type(body) is not dict or not _SESSION_FIELDS.issuperset(body):
         return None
@@ -297,11 +334,17 @@ def _plain_session_request(
     if (
         type(avatar_id) is not str
         or not avatar_id
+        or not avatar_id.isascii()
         or type(url) is not str
         or _WSS.match(url) is None
+        or not url.isascii()
         or type(room_name) is not str
         or not room_name
-        or ("worker_token" in raw and (type(worker_token) is not str or not worker_token))
+        or not room_name.isascii()
+        or (
+            "worker_token" in raw
+            and (type(worker_token) is not str or not worker_token or not worker_token.isascii())
+        )
     ):
         return None
     bounds = _bounds
@@ -337,10 +380,13 @@ def _plain_session_request(
     metadata: dict[str, Any] = {}
     if "metadata" in body:
         metadata = body["metadata"]
-        if type(metadata) is not dict:
+        if type(metadata) is not dict or (metadata_depth and not fine(metadata, metadata_depth)):
             return None
-        reserved_key(metadata, limits)  # the only refusals left, in the full path's order
-        metadata = check_metadata(metadata, limits)
+        try:  # the only refusals left: the full path gives them, in its order
+            reserved_key(metadata, limits)
+            metadata = check_metadata(metadata, limits)
+        except DomainError:
+            return None
     # ``tuple.__new__`` with the fields in order: what the NamedTuples' generated ``__new__``
     # does, without its Python frame (two per create).
     transport = _new_tuple(TransportRequest, (_LIVEKIT, url, room_name, audio_source, worker_token))

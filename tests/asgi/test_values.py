@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.errors import InvalidRequest
-from sim.values import _check, _fine, _fine_deep, check_values
+from sim.values import _check, _fine_deep, check_values, fine
 from tests.asgi.doors import Doors, Request
 from tests.asgi.support import LIVEKIT, strict_json
 
@@ -185,7 +185,7 @@ def test_the_quick_pass_accepts_exactly_what_the_full_check_accepts(value: Any, 
         accepted = False
     else:
         accepted = True
-    assert _fine(value, depth) is accepted
+    assert fine(value, depth) is accepted
 
 
 @pytest.mark.req("ERR-1")
@@ -197,7 +197,7 @@ def test_the_quick_pass_hands_deep_values_to_its_iterative_twin_unchanged(
     """The quick pass recurses only so deep, then walks the rest without recursion: wherever that
     hand-over falls, the answer is the iterative walk's over the whole value."""
     with mock.patch("sim.values._RECURSION", frames):
-        quick = _fine(value, depth)
+        quick = fine(value, depth)
     assert quick is _fine_deep(value, depth)
 
 

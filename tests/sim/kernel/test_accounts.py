@@ -23,6 +23,11 @@ def test_keys_belong_to_one_org_and_one_environment() -> None:
     assert key.secret.startswith("sk_live_") and key.environment == "staging"
     caller = reg.authenticate(f"Bearer {key.secret}")
     assert caller.org_id == org.id and caller.key.environment == "staging"
+    # The key's non-secret handle (per-key limits, logs): the prefix and six characters, set
+    # once per caller; callers of the same key are equal and share it.
+    assert caller.key_id == key.secret[: len("sk_live_") + 6]
+    again = reg.authenticate(f"Bearer {key.secret}")
+    assert again == caller and again.key_id == caller.key_id and "sk_live" not in repr(caller)
 
 
 @pytest.mark.req("AUTH-3", "AUTH-6")

@@ -66,6 +66,25 @@ def test_an_id_made_from_its_parts_is_the_id_made_at_once() -> None:
     assert later.value() >> 80 == clock.epoch_ms()
 
 
+@pytest.mark.req("SIM-2", "CONV-1")
+@given(
+    steps=st.lists(st.sampled_from([0.0, 0.0004, 0.5, 1.0, 61.0, 1048.576, 1100.0]), max_size=40)
+)
+def test_ids_made_one_after_another_are_the_ids_made_from_their_parts(steps: list[float]) -> None:
+    """``IdFactory.new`` keeps the text of the current instant's time part, and of its first six
+    characters for their ~17.5 minutes: each id is still the one its parts make, at the same
+    instant again, a new instant, and across a boundary of those six characters."""
+    clock = Clock(EPOCHS[1])
+    eager = IdFactory(clock, random.Random(3))
+    later = IdFactory(clock, random.Random(3))
+    for step in steps:
+        clock.advance(step)
+        for kind in ("session", "request"):
+            assert eager.new(kind) == format_id(kind, clock.epoch_ms(), later.draw())
+            assert eager.value() >> 80 == clock.epoch_ms()
+            later.draw()
+
+
 def _session_platform(history: HistoryConfig | None = None) -> tuple[Platform, Any]:
     config = SimConfig(seed=4) if history is None else SimConfig(seed=4, history=history)
     platform = Platform.create(config)

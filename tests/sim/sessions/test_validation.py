@@ -12,6 +12,7 @@ from sim.config import SimConfig
 from sim.errors import Conflict, DomainError, InvalidRequest, NotFound, Unprocessable
 from sim.sessions import validation
 from sim.sessions.validation import parse_session_request
+from sim.values import check_values
 
 if TYPE_CHECKING:
     from conftest import World
@@ -319,8 +320,10 @@ def test_the_plain_body_path_reads_the_configuration_it_is_given() -> None:
 
 
 def test_the_plain_body_path_takes_the_bodies_clients_send() -> None:
-    """The shortcut is really taken for the bodies clients send (else it only costs)."""
+    """The shortcut is really taken for the bodies clients send (else it only costs), and so is
+    the door's one-pass reading of a create's parameters (``plain_create``)."""
     limits, sessions = _CONFIG.limits, _CONFIG.sessions
+    depth = _CONFIG.limits.json_max_depth
     sent = [
         body(),
         body(quality="mock", idle_timeout_seconds=60, max_duration_seconds=900),
@@ -331,3 +334,69 @@ def test_the_plain_body_path_takes_the_bodies_clients_send() -> None:
         quick = validation._plain_session_request(payload, limits, sessions)
         assert quick is not None
         assert quick == validation._parse_session_request(payload, limits, sessions)
+        for params in ({"body": payload}, {"body": payload, "idempotency_key": "k" * 16}):
+            assert validation.plain_create(params, limits, sessions, depth) == quick
+            # ... and the service takes the request as read, without reading it again
+            assert parse_session_request(quick, limits, sessions) is quick
+
+
+#: Values that are not JSON every answer can carry back, or that only just are.
+_ODD_VALUES = st.sampled_from(
+    ["\ud800", "caf\u00e9", "x\udfff", float("nan"), float("inf"), 1.5, 10**400, -(10**400)]
+)
+#: Metadata whose values ``sim.values`` may refuse, at any depth up to four levels.
+_ODD_METADATA = st.dictionaries(
+    st.sampled_from(["k", "_avatar.debug_record", "_avatar.x", "\ud800"]),
+    st.recursive(
+        _ODD_VALUES | st.booleans() | st.text(max_size=2),
+        lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.just("n"), inner),
+        max_leaves=4,
+    ),
+    max_size=2,
+)
+_ODD_CHANGES = st.lists(
+    st.tuples(_PLACES, _ODD_VALUES | _ODD_METADATA | _NEAR_MISSES | st.just(_DROP)), max_size=3
+)
+#: A create's parameters: a body (plain, changed, odd or none), maybe a key, maybe another name.
+_PARAMS = st.builds(
+    lambda payload, extra: {**payload, **extra},
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "body": st.one_of(
+                st.builds(_changed, _VALID, _CHANGES),
+                st.builds(_changed, _VALID, _ODD_CHANGES),
+                _ANY_VALUE,
+            )
+        },
+    ),
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "idempotency_key": st.none() | st.text(max_size=3) | _ODD_VALUES | st.integers(),
+            "limit": st.integers(0, 3) | st.just([]),
+        },
+    ),
+)
+
+
+@pytest.mark.req("EP-SESS-1", "EP-SESS-2", "EP-SESS-3")
+@settings(max_examples=600, deadline=None)
+@given(params=_PARAMS, depth=st.integers(1, 4))
+@example(params={"body": body(metadata={"k": float("nan")})}, depth=4)
+@example(params={"body": body(metadata={"k": {"n": {"n": 1}}})}, depth=3)
+@example(params={"body": body(avatar_id="\ud800")}, depth=4)
+@example(params={"body": body(transport={**TRANSPORT, "room_name": "\udfff"})}, depth=4)
+@example(params={"body": body(), "idempotency_key": "\ud800"}, depth=4)
+@example(params={"body": body(), 1: "k"}, depth=4)
+@example(params={"body": body()}, depth=1)
+def test_the_doors_one_pass_over_a_create_is_the_general_steps(
+    params: dict[Any, Any], depth: int
+) -> None:
+    """``plain_create`` answers only for parameters that ``check_values`` accepts at that depth
+    and whose body ``parse_session_request``'s full path reads as that very request."""
+    limits, sessions = _CONFIG.limits, _CONFIG.sessions
+    quick = validation.plain_create(params, limits, sessions, depth)
+    if quick is not None:
+        check_values(params, max_depth=depth)  # raises if the door should have refused
+        assert quick == validation._parse_session_request(params["body"], limits, sessions)
