@@ -265,6 +265,10 @@ class Ledger:
 
     def __init__(self, ids: IdFactory) -> None:
         self._ids = ids
+        self._start_empty()
+
+    def _start_empty(self) -> None:
+        """Every column and index, empty (a new ledger, or one whose rows were released)."""
         self.ulids = Ulids()
         self.kinds = array("B")
         self.orgs: Interner[str] = Interner()
@@ -597,4 +601,4 @@ class Ledger:
     def release(self) -> None:
         """Forget every row and running total: who read the ledger in bulk (a run's collector,
         which hands the run over) returns its memory. The ledger is then empty, as a new one."""
-        self.__init__(self._ids)  # type: ignore[misc]
+        self._start_empty()
