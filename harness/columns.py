@@ -11,7 +11,6 @@ from __future__ import annotations
 import ctypes
 from array import array
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime, timedelta
 from itertools import islice
 from typing import Any
 
@@ -42,7 +41,6 @@ try:  # glibc's: hands the C heap's free pages back to the system
 except (OSError, AttributeError):  # another C library: it keeps them
     _MALLOC_TRIM = None
 
-_UNIX = datetime(1970, 1, 1, tzinfo=UTC)
 _CROCKFORD = np.frombuffer(b"0123456789ABCDEFGHJKMNPQRSTVWXYZ", dtype=np.uint8)
 #: The allocator of the Arrow buffers the tables are built in. Not pyarrow's default (mimalloc):
 #: it kept about 50 MB more resident for a month's tables (20,000 sessions at ``records: full``,
@@ -70,9 +68,8 @@ def codes(values: array[int], length: int | None = None) -> np.ndarray[Any, Any]
 def unix_us(clock: Clock, seconds: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     """Microseconds since the Unix epoch of simulated seconds (``Clock._unix_us``, vectorized:
     NumPy's ``rint`` rounds half to even, like Python's ``round``)."""
-    epoch_us = (clock.epoch - _UNIX) // timedelta(microseconds=1)
     with np.errstate(invalid="ignore"):
-        us: np.ndarray[Any, Any] = epoch_us + np.rint(seconds * 1_000_000).astype(np.int64)
+        us: np.ndarray[Any, Any] = clock.epoch_us + np.rint(seconds * 1_000_000).astype(np.int64)
     return us
 
 

@@ -113,11 +113,8 @@ class SessionState:
         and that usage (an event's payload): what a later transition set is left out.
         """
         shown = self.status if status is None else status
-        if usage_seconds is None:  # ``usage_of``, inlined; the time is read only if needed
-            usage_seconds = self.final_billable_seconds
-            if usage_seconds is None:
-                heartbeats = self.heartbeats
-                usage_seconds = 0 if heartbeats is None else heartbeats.usage_seconds(clock.now)
+        if usage_seconds is None:
+            usage_seconds = usage_of(self, clock.now)
         started = None if shown in NOT_PLACED else self.started_at
         first_frame = None if shown in NO_FRAME else self.first_frame_at
         error = (

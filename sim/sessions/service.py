@@ -526,10 +526,7 @@ class SessionService:
             # ``AudioTrack.start``, positionally: the idle timer counts from the first frame.
             state.audio = AudioTrack(state.resets_on_silence, now, now, now, now)
             state.heartbeats = HeartbeatTrack(now, self._heartbeat_interval)
-            worker_id = state.worker_id  # ``_worker_free_by``, inlined
-            worker = None if worker_id is None else self._scheduler.find(worker_id)
-            if worker is not None and worker.session_id == state.id:
-                worker.free_by = now + state.max_duration_seconds + self._drain_max
+            self._worker_free_by(state, now + state.max_duration_seconds + self._drain_max)
             if row.event is not None:
                 self.events.publish(row.event, state, now)
             self._runtime.check(state)

@@ -39,6 +39,10 @@ _GROW = 4096  # rows added to the final-value columns at a time
 
 class SessionStore:
     def __init__(self) -> None:
+        self._start_empty()
+
+    def _start_empty(self) -> None:
+        """Every column and index, empty (a new store, or one whose sessions were released)."""
         self.ids: list[str] = []
         self._rows: dict[str, int] = {}
         self._live: dict[int, SessionState] = {}
@@ -181,7 +185,7 @@ class SessionStore:
         who read the store in bulk (a run's collector, which hands the run over) returns its
         memory. The store is then empty, as a new one."""
         reasons = self.reasons
-        self.__init__()  # type: ignore[misc]
+        self._start_empty()
         self.reasons = reasons
 
     # -- reading ---------------------------------------------------------------------------
