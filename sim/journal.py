@@ -29,6 +29,9 @@ __all__ = ["Journal", "Prepared", "discard"]
 Action = Callable[[], object]
 """A change or its undo; whatever it returns is ignored."""
 
+Held = tuple[Callable[..., object], tuple[Any, ...]]
+"""A held-back call: the function and its arguments (``defer`` holds ``(action, ())``)."""
+
 
 class Prepared(NamedTuple):
     """An operation whose every check has passed and which has changed nothing yet.
@@ -56,8 +59,12 @@ class Journal:
     def __init__(self) -> None:
         #: Undo steps of the open blocks, oldest first; always empty outside a block.
         self._undo: list[Action] = []
-        #: Held-back actions; always empty outside a block (``defer`` runs them at once there).
-        self._deferred: list[Action] = []
+        #: Held-back calls, ``(function, arguments)``, run in order when the outermost block
+        #: succeeds; always empty outside a block (``defer`` runs its action at once there).
+        #: A hot producer that has just seen ``active`` true may append its pair here itself:
+        #: the same as ``defer(partial(function, *arguments))`` without the partial object and
+        #: the call (the session events are held so, twice a session: ``sim.events``).
+        self.deferred: list[Held] = []
         #: Savepoints of the open NESTED blocks, innermost last: (undo length, deferred length).
         #: The outermost block's savepoint is always (0, 0), so it keeps none: opening and
         #: closing it, which every operation does, costs no tuple and no lengths.
@@ -75,7 +82,7 @@ class Journal:
 
     def __enter__(self) -> None:
         if self.active:
-            self._marks.append((len(self._undo), len(self._deferred)))
+            self._marks.append((len(self._undo), len(self.deferred)))
         else:
             self.active = True
 
@@ -93,13 +100,13 @@ class Journal:
             self.active = False
             if self._undo:
                 self._undo = []
-            deferred = self._deferred
-            if deferred:  # every held-back action runs; the first failure is raised
-                self._deferred = []
+            deferred = self.deferred
+            if deferred:  # every held-back call runs; the first failure is raised
+                self.deferred = []
                 first: Exception | None = None
-                for action in deferred:
+                for action, arguments in deferred:
                     try:
-                        action()
+                        action(*arguments)
                     except Exception as failure:
                         first = first or failure
                 if first is not None:
@@ -110,7 +117,7 @@ class Journal:
         undo = self._undo
         steps = undo[mark:]
         del undo[mark:]
-        del self._deferred[deferred_mark:]
+        del self.deferred[deferred_mark:]
         if outermost:
             self.active = False
         _undo_all(steps, error)
@@ -124,7 +131,7 @@ class Journal:
     def defer(self, action: Action) -> None:
         """Run ``action`` once the outermost block succeeds (at once outside any block)."""
         if self.active:
-            self._deferred.append(action)
+            self.deferred.append((action, ()))
         else:
             action()
 

@@ -53,6 +53,21 @@ def test_a_block_that_succeeds_runs_its_held_back_actions_in_order_and_forgets_i
     assert done == ["first", "nested", "last", "second undo"]
 
 
+def test_a_call_held_directly_runs_with_its_arguments_in_order_with_deferred_ones() -> None:
+    """A hot producer appends ``(function, arguments)`` to ``deferred`` itself (``sim.events``):
+    it runs in its place among ``defer``'s actions, and is dropped with them when a block fails."""
+    journal = Journal()
+    done: list[str] = []
+    with journal:
+        journal.defer(lambda: done.append("first"))
+        journal.deferred.append((done.append, ("held",)))
+        with pytest.raises(Boom), journal:
+            journal.deferred.append((done.append, ("dropped",)))
+            raise Boom
+        journal.defer(lambda: done.append("last"))
+    assert done == ["first", "held", "last"] and journal.deferred == []
+
+
 def test_a_failed_block_undoes_newest_first_and_drops_what_it_held_back() -> None:
     journal = Journal()
     done: list[str] = []
