@@ -61,9 +61,8 @@ def test_a_call_held_directly_runs_with_its_arguments_in_order_with_deferred_one
     with journal:
         journal.defer(lambda: done.append("first"))
         journal.deferred.append((done.append, ("held",)))
-        with pytest.raises(Boom), journal:
-            journal.deferred.append((done.append, ("dropped",)))
-            raise Boom
+        with pytest.raises(Boom):
+            _failing_block(journal, lambda: journal.deferred.append((done.append, ("dropped",))))
         journal.defer(lambda: done.append("last"))
     assert done == ["first", "held", "last"] and journal.deferred == []
 

@@ -25,6 +25,7 @@ from sim.events import Event, EventLog
 from sim.ids import IdFactory, format_id, format_ulid
 from sim.journal import Journal
 from sim.platform import Platform
+from sim.sessions.records import usage_of
 
 EPOCHS = (
     datetime(2026, 1, 1, tzinfo=UTC),
@@ -155,6 +156,34 @@ def test_session_events_keep_raw_values_and_read_back_as_they_were_sent() -> Non
         assert isinstance(payload, tuple) and payload[0] in handles and len(payload) == 5
         assert not any(isinstance(value, dict) for value in payload)
     assert log.whole == {}  # and every one sits in the typed columns, no tuple kept
+
+
+@pytest.mark.req("PERF-2", "SIM-2", "EV-1")
+def test_every_session_event_shows_the_status_and_usage_of_its_moment() -> None:
+    """The service publishes most session events with the usage it knows (0 before the first
+    frame's instant is over, the final figure once terminal) instead of asking
+    ``SessionEvents.publish`` to work it out: each stored event's status and usage are what
+    ``usage_of`` gives for the session at the moment its subscribers are told."""
+    platform, caller = _session_platform()
+    log = platform.kernel.events
+    checked: list[str] = []
+
+    def check(event: Event) -> None:
+        payload = log.payload(len(log) - 1)  # the event just stored
+        assert isinstance(payload, tuple)
+        _handle, row, status, seconds, _value = payload
+        state = platform.sessions.store.state(row)
+        assert (status, seconds) == (state.status, usage_of(state, event.at)), event.type
+        checked.append(event.type)
+
+    log.subscribe(check)
+    _drive(platform, caller)
+    assert len(checked) == len(log)
+    assert set(checked) >= {
+        "session.queued", "session.starting", "session.first_frame", "session.ending",
+        "session.ended", "session.usage", "session.failed", "session.canceled",
+    }  # fmt: skip
+    assert any(e.type == "session.usage" and log.payload(i)[3] > 0 for i, e in enumerate(log))
 
 
 @pytest.mark.req("PERF-2", "NB-2")
@@ -320,12 +349,21 @@ def test_a_log_that_keeps_nothing_holds_back_only_what_someone_wants() -> None:
         log.emit_row("session.ended", "org_a", "s", handle, 1, "ended", 0, None, 0.0)
         assert len(journal.deferred) == 1 and seen == []
     assert seen == [f"session.ended {format_id('event', clock.epoch_ms(0.0), _bits(7, 4))}"]
-    with pytest.raises(RuntimeError), journal:
-        log.emit_row("session.ended", "org_a", "s", handle, 2, "ended", 0, None, 0.0)
-        raise RuntimeError("the operation fails")
+    with pytest.raises(RuntimeError):
+        _failing(
+            journal,
+            lambda: log.emit_row("session.ended", "org_a", "s", handle, 2, "ended", 0, None, 0.0),
+        )
     assert len(seen) == 1 and journal.deferred == [] and len(log) == 0
     # Every event drew its id's bits, held back or not: the stream is where five draws leave it.
     assert rng.getrandbits(80) == _bits(7, 6)
+
+
+def _failing(journal: Journal, step: Any) -> None:
+    """Take ``step`` in an operation that then fails."""
+    with journal:
+        step()
+        raise RuntimeError("the operation fails")
 
 
 def _bits(seed: int, draw: int) -> int:
