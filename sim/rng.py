@@ -71,7 +71,14 @@ def sampler(dist: Distribution, rng: random.Random) -> Sampler:
             gauss, exp = rng.gauss, math.exp
             if cap is None:
                 return lambda: median * exp(gauss(0.0, sigma))
-            return lambda: min(median * exp(gauss(0.0, sigma)), cap)
+
+            def capped() -> float:
+                value = median * exp(gauss(0.0, sigma))
+                # ``min(value, cap)`` with its ties, without the builtin's call (it parses its
+                # arguments like a keyword call): a session draws about three of these.
+                return cap if cap < value else value
+
+            return capped
         case Uniform():
             low, high = dist.low, dist.high
             uniform = rng.uniform

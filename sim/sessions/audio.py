@@ -189,7 +189,8 @@ class AudioTrack:
         """Seconds of avatar output still waiting to be played at ``now`` (a playing stream
         counts once it is cut)."""
         self._settle(now)
-        return max(0.0, self.output_end - now)
+        left = self.output_end - now
+        return left if left > 0.0 else 0.0  # max(0.0, left), as in ``play``
 
     def clear(self, now: float) -> float:
         """Barge-in: cut the inbound timeline and drop the buffer; returns the seconds dropped."""

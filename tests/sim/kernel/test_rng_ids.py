@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from ulid import ULID
 
 from sim.clock import Clock
-from sim.config import Constant, Exponential, LogNormal, Uniform
+from sim.config import Constant, Distribution, Exponential, LogNormal, Uniform
 from sim.ids import IdFactory, format_value
-from sim.rng import RandomStreams, length_biased, sample, sample_length_biased
+from sim.rng import RandomStreams, length_biased, sample, sample_length_biased, sampler
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -41,7 +41,29 @@ def test_samples_respect_their_distribution_bounds(seed: int) -> None:
     assert 0 < sample(LogNormal(median=2.0, sigma=0.5, cap=4.0), rng) <= 4.0
 
 
-def _length_biased_by_hand(dist: object, rng: random.Random) -> float:
+@pytest.mark.req("SIM-2")
+@pytest.mark.parametrize(
+    "dist",
+    [
+        Constant(value=2.5),
+        Exponential(mean=4.0),
+        Uniform(low=1.0, high=3.0),
+        LogNormal(median=4.0, sigma=0.6),
+        LogNormal(median=4.0, sigma=0.6, cap=5.0),  # capped about a third of the time
+    ],
+)
+def test_a_bound_sampler_draws_what_sample_draws(dist: Distribution) -> None:
+    """``sampler`` (bound once, hot paths) and ``sample`` (one-off) give the same values from
+    the same stream, draw by draw (2,000 each), the cap's ties included."""
+    bound = sampler(dist, random.Random(3))
+    rng = random.Random(3)
+    draws = [bound() for _ in range(2000)]
+    assert draws == [sample(dist, rng) for _ in range(2000)]
+    if isinstance(dist, LogNormal) and dist.cap is not None:
+        assert 100 < draws.count(dist.cap) < 1900
+
+
+def _length_biased_by_hand(dist: Distribution, rng: random.Random) -> float:
     """A length-biased draw computed from scratch on each call, with the stdlib's samplers:
     what ``length_biased`` binds once and writes out must give exactly these values."""
     normal = NormalDist()
@@ -79,16 +101,16 @@ def _length_biased_by_hand(dist: object, rng: random.Random) -> float:
         LogNormal(median=4.0, sigma=0.6, cap=10.0),
     ],
 )
-def test_a_bound_length_biased_draw_is_the_draw_computed_afresh(dist: object) -> None:
+def test_a_bound_length_biased_draw_is_the_draw_computed_afresh(dist: Distribution) -> None:
     """The same stream gives the same values, draw by draw, through ``length_biased`` bound
     once, through ``sample_length_biased`` and computed from scratch with the stdlib (2,000
     draws each, so both branches of the capped lognormal are taken)."""
-    bound = length_biased(dist)  # type: ignore[arg-type]
+    bound = length_biased(dist)
     rngs = [random.Random(5), random.Random(5), random.Random(5)]
     for _ in range(2000):
         expected = _length_biased_by_hand(dist, rngs[0])
         assert bound(rngs[1]) == expected
-        assert sample_length_biased(dist, rngs[2]) == expected  # type: ignore[arg-type]
+        assert sample_length_biased(dist, rngs[2]) == expected
     assert rngs[0].random() == rngs[1].random() == rngs[2].random()  # as many draws each
 
 
