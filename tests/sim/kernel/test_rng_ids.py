@@ -41,17 +41,18 @@ def test_samples_respect_their_distribution_bounds(seed: int) -> None:
     assert 0 < sample(LogNormal(median=2.0, sigma=0.5, cap=4.0), rng) <= 4.0
 
 
+#: One of each kind; the capped lognormal is capped about a third of the time.
+DISTRIBUTIONS = [
+    Constant(value=2.5),
+    Exponential(mean=4.0),
+    Uniform(low=1.0, high=3.0),
+    LogNormal(median=4.0, sigma=0.6),
+    LogNormal(median=4.0, sigma=0.6, cap=5.0),
+]
+
+
 @pytest.mark.req("SIM-2")
-@pytest.mark.parametrize(
-    "dist",
-    [
-        Constant(value=2.5),
-        Exponential(mean=4.0),
-        Uniform(low=1.0, high=3.0),
-        LogNormal(median=4.0, sigma=0.6),
-        LogNormal(median=4.0, sigma=0.6, cap=5.0),  # capped about a third of the time
-    ],
-)
+@pytest.mark.parametrize("dist", DISTRIBUTIONS)
 def test_a_bound_sampler_draws_what_sample_draws(dist: Distribution) -> None:
     """``sampler`` (bound once, hot paths) and ``sample`` (one-off) give the same values from
     the same stream, draw by draw (2,000 each), the cap's ties included."""
@@ -91,16 +92,7 @@ def _length_biased_by_hand(dist: Distribution, rng: random.Random) -> float:
 
 
 @pytest.mark.req("SIM-2")
-@pytest.mark.parametrize(
-    "dist",
-    [
-        Constant(value=2.5),
-        Exponential(mean=4.0),
-        Uniform(low=1.0, high=3.0),
-        LogNormal(median=4.0, sigma=0.6),
-        LogNormal(median=4.0, sigma=0.6, cap=10.0),
-    ],
-)
+@pytest.mark.parametrize("dist", DISTRIBUTIONS)
 def test_a_bound_length_biased_draw_is_the_draw_computed_afresh(dist: Distribution) -> None:
     """The same stream gives the same values, draw by draw, through ``length_biased`` bound
     once, through ``sample_length_biased`` and computed from scratch with the stdlib (2,000
