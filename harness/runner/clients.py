@@ -223,22 +223,22 @@ class _SessionClient(_Client):
         """The planned length has passed (``timer.value`` is the client): end the session,
         unless the service already did. A static method so that one callbacks list serves
         every hang-up timer."""
-        self: _SessionClient = timer.value
-        pool = self.pool
-        session_id = self.session_id
+        client: _SessionClient = timer.value
+        pool = client.pool
+        session_id = client.session_id
         assert session_id is not None
         if pool.live.pop(session_id, None) is None:
             return  # the service ended it (at this instant, at the latest)
         at = pool.env._now
         try:
-            pool.door.call("endSession", self.caller, {"session_id": session_id})
+            pool.door.call("endSession", client.caller, {"session_id": session_id})
         except DomainError as error:  # pragma: no cover - the owner may always end its session
             outcome = error.code
         else:
             outcome = "ok"
-        org = self.org
+        org = client.org
         pool.record_call(
-            at, self.number, "endSession", None, org.name, org.id, self.key_index, 1, outcome,
+            at, client.number, "endSession", None, org.name, org.id, client.key_index, 1, outcome,
             None, None, None, None, session_id,
         )  # fmt: skip
 
