@@ -354,7 +354,7 @@ def _api_calls(raw: RawRun) -> pd.DataFrame:
             codes(log.key),
             codes(log.attempt),
         )
-        retry_after, delay = floats(log.retry_after), floats(log.delay)
+        retry_after, delay = log.retry_afters(), log.delays()
         idempotency, resource = log.idempotency_key, log.resource_id
     by_kind = {name: lookup([k[i] for k in kinds], picked) for i, name in enumerate(_CALL_KINDS)}
     return pd.DataFrame(

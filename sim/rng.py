@@ -8,7 +8,8 @@ No module in ``sim/`` touches the global ``random`` state.
 a value, so a hot path pays for the dispatch on the distribution's kind once, not per draw.
 ``sample_length_biased`` draws the length of the interval that covers a fixed moment of a
 stationary renewal process (long intervals are proportionally more likely to cover it), which is
-what lets a talk-spurt pattern be observed at one moment without replaying its past.
+what lets a talk-spurt pattern be observed at one moment without replaying its past;
+``length_biased(dist)`` binds it to its distribution once.
 """
 
 from __future__ import annotations
@@ -21,10 +22,20 @@ from statistics import NormalDist
 
 from sim.config import Constant, Distribution, Exponential, LogNormal, Uniform
 
-__all__ = ["RandomStreams", "Sampler", "sample", "sample_length_biased", "sampler"]
+__all__ = [
+    "Draw",
+    "RandomStreams",
+    "Sampler",
+    "length_biased",
+    "sample",
+    "sample_length_biased",
+    "sampler",
+]
 
 #: Draws one value (a bound distribution and stream).
 Sampler = Callable[[], float]
+#: Draws one value from the stream it is given (a distribution bound once, not its stream).
+Draw = Callable[[random.Random], float]
 
 _NORMAL = NormalDist()
 
@@ -60,7 +71,14 @@ def sampler(dist: Distribution, rng: random.Random) -> Sampler:
             gauss, exp = rng.gauss, math.exp
             if cap is None:
                 return lambda: median * exp(gauss(0.0, sigma))
-            return lambda: min(median * exp(gauss(0.0, sigma)), cap)
+
+            def capped() -> float:
+                value = median * exp(gauss(0.0, sigma))
+                # ``min(value, cap)`` with its ties, without the builtin's call (it parses its
+                # arguments like a keyword call): a session draws about three of these.
+                return cap if cap < value else value
+
+            return capped
         case Uniform():
             low, high = dist.low, dist.high
             uniform = rng.uniform
@@ -88,35 +106,68 @@ def sample_length_biased(dist: Distribution, rng: random.Random) -> float:
 
     In a stationary sequence of intervals drawn from ``dist``, this is the law of the interval
     that contains a given moment; the moment falls uniformly inside it. ``dist`` must have a
-    positive mean.
+    positive mean. (A one-off ``length_biased(dist)(rng)``: bind ``length_biased`` in loops.)
+    """
+    return length_biased(dist)(rng)
+
+
+def length_biased(dist: Distribution) -> Draw:
+    """A function drawing ``sample_length_biased(dist, rng)`` from the stream it is given.
+
+    Why bound: what depends only on ``dist`` (a rate, a capped lognormal's edge and its two
+    normal CDFs) is computed once here rather than on every draw; the draws are the same
+    values from the same calls to ``rng``.
     """
     match dist:
         case Constant():
-            return dist.value
+            value = dist.value
+            return lambda rng: value
         case Exponential():  # Gamma(2, mean): the sum of two exponentials
-            rate = 1.0 / dist.mean_value
-            return rng.expovariate(rate) + rng.expovariate(rate)
+            return _sum_of_two_exponentials(1.0 / dist.mean_value)
         case Uniform():  # density proportional to x on [low, high]
-            low, high = dist.low, dist.high
-            return math.sqrt(low * low + rng.random() * (high * high - low * low))
+            low_squared = dist.low * dist.low
+            spread = dist.high * dist.high - low_squared
+            sqrt = math.sqrt
+            return lambda rng: sqrt(low_squared + rng.random() * spread)
         case LogNormal():
-            return _lognormal_length_biased(dist, rng)
+            return _lognormal_length_biased(dist)
     raise TypeError(f"unknown distribution {dist!r}")  # pragma: no cover
 
 
-def _lognormal_length_biased(dist: LogNormal, rng: random.Random) -> float:
+def _sum_of_two_exponentials(rate: float) -> Draw:
+    """``rng.expovariate(rate) + rng.expovariate(rate)`` written out (CPython's
+    ``-log(1.0 - random()) / rate`` each; a test holds them equal): two Python calls fewer."""
+    log = math.log
+
+    def draw(rng: random.Random) -> float:
+        random = rng.random
+        return -log(1.0 - random()) / rate + -log(1.0 - random()) / rate
+
+    return draw
+
+
+def _lognormal_length_biased(dist: LogNormal) -> Draw:
     median, sigma, cap = dist.median, dist.sigma, dist.cap
+    exp = math.exp
     if sigma == 0.0:
-        return median if cap is None else min(median, cap)
+        value = median if cap is None else min(median, cap)
+        return lambda rng: value
     # X·f(X)/E[X] for a lognormal (mu, sigma) is the lognormal (mu + sigma², sigma).
     if cap is None:
-        return median * math.exp(sigma * sigma + sigma * rng.gauss(0.0, 1.0))
+        return lambda rng: median * exp(sigma * sigma + sigma * rng.gauss(0.0, 1.0))
     # min(X, cap): a continuous part below the cap and an atom at the cap, weighted by size.
     edge = math.log(cap / median) / sigma
     below = median * math.exp(sigma * sigma / 2) * _NORMAL.cdf(edge - sigma)
     at_cap = cap * (1.0 - _NORMAL.cdf(edge))
-    if rng.random() * (below + at_cap) >= below:
-        return cap
-    # The shifted lognormal conditioned below the cap, by inversion of its normal CDF.
-    u = (1.0 - rng.random()) * _NORMAL.cdf(edge - sigma)
-    return median * math.exp(sigma * sigma + sigma * _NORMAL.inv_cdf(u))
+    weight = below + at_cap
+    below_edge = _NORMAL.cdf(edge - sigma)
+    inv_cdf = _NORMAL.inv_cdf
+
+    def draw(rng: random.Random) -> float:
+        if rng.random() * weight >= below:
+            return cap
+        # The shifted lognormal conditioned below the cap, by inversion of its normal CDF.
+        u = (1.0 - rng.random()) * below_edge
+        return median * exp(sigma * sigma + sigma * inv_cdf(u))
+
+    return draw

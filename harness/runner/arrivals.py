@@ -12,7 +12,7 @@ the same instants as lists.
 
 Why ``follow`` walks a plan with timer callbacks rather than a SimPy process: a process pays a
 generator resume on top of each timer; ``follow`` pays the timer alone, one per distinct instant
-(arrivals due at the same instant are started together).
+(arrivals due at the same instant are started together), and a plain calendar entry at that.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import math
 import random
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
+from heapq import heappush
 from itertools import repeat
 from operator import itemgetter
 from typing import Generic, TypeVar
@@ -29,6 +30,7 @@ from typing import Generic, TypeVar
 import simpy
 
 from harness.scenarios.model import Arrival, Burst, Diurnal, Poisson
+from sim.sessions.timers import NORMAL, Timer, calendar
 
 __all__ = [
     "arrival_instants",
@@ -132,9 +134,13 @@ def merged(sources: Iterable[tuple[Iterator[float], T]]) -> Iterator[tuple[float
 
 
 class _Follower(Generic[T]):
-    """``follow``'s state: the plan, the action and the pending instant's tag."""
+    """``follow``'s state: the plan, the action and the pending instant's tag.
 
-    __slots__ = ("act", "env", "plan", "tag")
+    Its timers are ``sim.sessions.timers.Timer`` entries pushed on SimPy's calendar where a
+    ``Timeout`` would be (the same instant and order) without the ``Timeout``'s two frames; they
+    share one callbacks list, which SimPy never changes."""
+
+    __slots__ = ("act", "eid", "env", "on_wake", "plan", "queue", "tag")
     tag: T
 
     def __init__(
@@ -143,19 +149,28 @@ class _Follower(Generic[T]):
         self.env = env
         self.plan = plan
         self.act = act
+        self.queue, self.eid = calendar(env)
+        self.on_wake: list[Callable[[Timer], None]] = [self.wake]
 
     def sleep(self, at: float, tag: T) -> None:
+        """Wake at ``at`` (or now, if it is past) to act on ``tag``."""
         self.tag = tag
-        self.env.timeout(max(0.0, at - self.env.now)).callbacks.append(self.wake)
+        now = self.env._now
+        timer = Timer()
+        timer.callbacks = self.on_wake
+        # ``env.timeout(max(0.0, at - now))``, pushed as ``Environment.schedule`` pushes it.
+        heappush(self.queue, (now + max(0.0, at - now), NORMAL, next(self.eid), timer))
 
-    def wake(self, _timer: simpy.Event) -> None:
+    def wake(self, _timer: Timer) -> None:
         env, act = self.env, self.act
         act(self.tag)
         for at, tag in self.plan:
-            now = env.now
-            if at > now:  # ``sleep`` inlined: this runs once per arrival
+            now = env._now
+            if at > now:  # ``sleep`` inlined (no ``max``: ``at`` is ahead): once per arrival
                 self.tag = tag
-                env.timeout(at - now).callbacks.append(self.wake)
+                timer = Timer()
+                timer.callbacks = self.on_wake
+                heappush(self.queue, (now + (at - now), NORMAL, next(self.eid), timer))
                 return
             act(tag)
 

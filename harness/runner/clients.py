@@ -26,7 +26,9 @@ one end call. The talk-spurt pattern is handed to the session in one call at the
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from heapq import heappush
 from typing import Any
 
 import simpy
@@ -48,6 +50,7 @@ from sim.events import Event
 from sim.platform import Platform
 from sim.rng import Sampler, sampler
 from sim.sessions.audio import TalkSpurts
+from sim.sessions.timers import NORMAL, Timer, calendar
 
 __all__ = ["ClientPool", "OrgHandle"]
 
@@ -65,19 +68,14 @@ _WATCHED = (_FIRST_FRAME, "session.failed", "session.canceled", "session.ended")
 
 @dataclass(slots=True)
 class OrgHandle:
-    """One organization as its clients see it: its keys, used round-robin."""
+    """One organization as its clients see it: its keys, used round-robin (each arriving
+    client takes ``callers[next_key]`` and moves ``next_key`` on)."""
 
     name: str
     id: str
     plan: str
     callers: list[Caller]
     next_key: int = 0
-
-    def take_key(self) -> tuple[int, Caller]:
-        index = self.next_key
-        callers = self.callers
-        self.next_key = index + 1 if index + 1 < len(callers) else 0
-        return index, callers[index]
 
 
 @dataclass(slots=True)
@@ -106,7 +104,11 @@ class _Client:
         self.org = org
         self.surface = surface  # the billing surface of a session create (recorded)
         self.arrived = pool.env._now  # simpy's ``now`` without its property (always a float)
-        self.key_index, self.caller = org.take_key()
+        # The organization's keys round-robin (``OrgHandle.next_key``).
+        index = org.next_key
+        callers = org.callers
+        org.next_key = index + 1 if index + 1 < len(callers) else 0
+        self.key_index, self.caller = index, callers[index]
         # One key for every attempt of this client: that is what makes a retry safe.
         self.idem = f"scn-{number}" if idempotent else None
         self.attempts = 0
@@ -204,32 +206,45 @@ class _SessionClient(_Client):
         """The session runs: talk until the planned length has passed, then hang up."""
         pool = self.pool
         length = self.length
+        now = pool.env._now
         if pool.talk is not None:
             assert self.session_id is not None
-            until = pool.env._now + length
             pool.platform.sessions.play_audio(
-                self.session_id, pool.talk, rng=pool.streams.audio, until=until
+                self.session_id, pool.talk, rng=pool.streams.audio, until=now + length
             )
-        pool.env.timeout(length).callbacks.append(self.hang_up)
+        # ``env.timeout(length)`` calling ``hang_up``, as a plain calendar entry
+        # (``sim.sessions.timers``): the same instant and order, without the two frames.
+        timer = Timer()
+        timer.callbacks, timer.value = _ON_HANG_UP, self
+        heappush(pool.calendar, (now + length, NORMAL, next(pool.eid), timer))
 
-    def hang_up(self, _timer: simpy.Event) -> None:
-        pool = self.pool
-        session_id = self.session_id
+    @staticmethod
+    def hang_up(timer: Timer) -> None:
+        """The planned length has passed (``timer.value`` is the client): end the session,
+        unless the service already did. A static method so that one callbacks list serves
+        every hang-up timer."""
+        client: _SessionClient = timer.value
+        pool = client.pool
+        session_id = client.session_id
         assert session_id is not None
         if pool.live.pop(session_id, None) is None:
             return  # the service ended it (at this instant, at the latest)
         at = pool.env._now
         try:
-            pool.door.call("endSession", self.caller, {"session_id": session_id})
+            pool.door.call("endSession", client.caller, {"session_id": session_id})
         except DomainError as error:  # pragma: no cover - the owner may always end its session
             outcome = error.code
         else:
             outcome = "ok"
-        org = self.org
+        org = client.org
         pool.record_call(
-            at, self.number, "endSession", None, org.name, org.id, self.key_index, 1, outcome,
+            at, client.number, "endSession", None, org.name, org.id, client.key_index, 1, outcome,
             None, None, None, None, session_id,
         )  # fmt: skip
+
+
+#: The callbacks of every hang-up timer (SimPy never changes an event's list: one serves all).
+_ON_HANG_UP: list[Callable[[Timer], None]] = [_SessionClient.hang_up]
 
 
 class _RunClient(_Client):
@@ -308,6 +323,8 @@ class ClientPool:
     # request and an arrival are recorded: the logs' ``append`` or the tallies' counters, with
     # the same arguments (one call per record either way).
     env: simpy.Environment = field(init=False)
+    calendar: list[Any] = field(init=False)  # SimPy's heap and counter (``timers.calendar``)
+    eid: Any = field(init=False)
     quality: WeightedPick[str] = field(init=False)
     surface: WeightedPick[str] = field(init=False)
     length: Sampler = field(init=False)
@@ -358,6 +375,7 @@ class ClientPool:
 
     def __post_init__(self) -> None:
         self.env = self.platform.clock.env
+        self.calendar, self.eid = calendar(self.env)
         mix, profile = self.streams.mix, self.profile
         self.quality = WeightedPick(list(profile.quality), list(profile.quality.values()), mix)
         self.surface = WeightedPick(list(profile.surface), list(profile.surface.values()), mix)

@@ -107,6 +107,16 @@ def _labels(
     return list(index) or [("", "")], np.array(label, dtype=np.int64)
 
 
+def _filled(values: dict[int, float], count: int) -> np.ndarray[Any, Any]:
+    """``count`` floats: ``values`` at their rows, NaN elsewhere."""
+    column = np.full(count, _NAN)
+    if values:
+        column[np.fromiter(values, dtype=np.int64, count=len(values))] = np.fromiter(
+            values.values(), dtype=np.float64, count=len(values)
+        )
+    return column
+
+
 def _optional(value: float) -> float | None:
     return None if math.isnan(value) else value
 
@@ -119,8 +129,10 @@ class CallLog:
         self.client = array("I")
         self.key = array("I")
         self.attempt = array("I")
-        self.retry_after = array("d")  # NaN: none
-        self.delay = array("d")  # NaN: none
+        #: Retry-After and the wait before the next attempt, by row: only refusals have them,
+        #: so an answered request appends nothing for them (``retry_afters``, ``delays``).
+        self.retry_after: dict[int, float] = {}
+        self.delay: dict[int, float] = {}
         # (operation, surface, organization, org_id, outcome, error_type): few combinations
         self._kinds: Interner[tuple[str, str | None, str, str, str, str | None]] = Interner()
         self.kinds = self._kinds.values
@@ -151,8 +163,12 @@ class CallLog:
         self.client.append(client)
         self.key.append(key)
         self.attempt.append(attempt)
-        self.retry_after.append(_NAN if retry_after is None else retry_after)
-        self.delay.append(_NAN if delay is None else delay)
+        if retry_after is not None or delay is not None:  # a refusal
+            row = len(self.at) - 1
+            if retry_after is not None:
+                self.retry_after[row] = retry_after
+            if delay is not None:
+                self.delay[row] = delay
         kind = (operation, surface, organization, org_id, outcome, error_type)
         code = self._find(kind)  # ``code`` only for a new combination: one frame less per request
         self.kind.append(self._kinds.code(kind) if code is None else code)
@@ -160,6 +176,7 @@ class CallLog:
         self.resource_id.append(resource_id)
 
     def __getitem__(self, index: int) -> CallRecord:
+        index = range(len(self.at))[index]  # from the end when negative (the sparse columns' row)
         operation, surface, organization, org_id, outcome, error_type = self.kinds[self.kind[index]]
         return CallRecord(
             at=self.at[index],
@@ -172,14 +189,22 @@ class CallLog:
             attempt=self.attempt[index],
             outcome=outcome,
             error_type=error_type,
-            retry_after=_optional(self.retry_after[index]),
-            delay=_optional(self.delay[index]),
+            retry_after=self.retry_after.get(index),
+            delay=self.delay.get(index),
             idempotency_key=self.idempotency_key[index],
             resource_id=self.resource_id[index],
         )
 
     def __iter__(self) -> Iterator[CallRecord]:
         return (self[i] for i in range(len(self.at)))
+
+    def retry_afters(self) -> np.ndarray[Any, Any]:
+        """The ``retry_after`` column as floats (NaN: none)."""
+        return _filled(self.retry_after, len(self.at))
+
+    def delays(self) -> np.ndarray[Any, Any]:
+        """The ``delay`` column as floats (NaN: none)."""
+        return _filled(self.delay, len(self.at))
 
     def __len__(self) -> int:
         return len(self.at)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ import pytest
 from harness.collect import AGGREGATES, TABLES, WAIT_EDGES, collect
 from harness.columns import epoch_ms, lookup, strings, text_column, times, ulids
 from harness.runner import run_scenario, simulate
+from harness.runner.records import CallLog
 from harness.scenarios import parse_scenario
 from sim.clock import Clock
 from sim.ids import format_ulid
@@ -260,3 +262,23 @@ def test_a_released_run_gives_the_same_tables_and_drops_its_event_log() -> None:
     assert raw.pool.calls is None and raw.pool.clients is None
     assert len(raw.platform.sessions.store) == 0 < len(kept.sessions)
     assert len(raw.platform.billing.ledger) == 0 < len(kept.ledger)
+
+
+@pytest.mark.req("NB-2", "PERF-2")
+def test_a_call_logs_sparse_retry_columns_read_back_as_appended() -> None:
+    """Only refusals keep a Retry-After or a delay (by row): read one by one (from either end)
+    and in bulk, every request shows what was appended for it, ``None``/NaN elsewhere."""
+    log = CallLog()
+    rows = [(None, None), (3.0, 3.0), (None, 2.5), (None, None), (7.0, None)]
+    for number, (retry_after, delay) in enumerate(rows):
+        outcome = "ok" if retry_after is None and delay is None else "rate_limit"
+        log.append(
+            float(number), number, "createSession", "api", "Org", "org_1", 0, 1, outcome,
+            None, retry_after, delay, None, None,
+        )  # fmt: skip
+    assert [(c.retry_after, c.delay) for c in log] == rows
+    assert (log[-1].retry_after, log[-5].delay) == (7.0, None)
+    with pytest.raises(IndexError):
+        log[len(rows)]
+    bulk = list(zip(log.retry_afters().tolist(), log.delays().tolist(), strict=True))
+    assert [tuple(None if math.isnan(v) else v for v in pair) for pair in bulk] == rows
