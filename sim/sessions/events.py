@@ -88,8 +88,7 @@ class SessionEvents:
 
     def publish(self, type_: str, state: SessionState, now: float, value: Any = None) -> None:
         """Publish ``type_`` about ``state`` now, with its own ``value`` and the usage it shows
-        now (``usage_of``, inlined). The service's moves that know that usage already (placement,
-        first frame, end, ended, usage) call ``EventLog.emit_row`` with it themselves."""
+        now (``usage_of``, inlined: every session event pays for it, five times a session)."""
         seconds = state.final_billable_seconds
         if seconds is None:
             seconds = 0 if state.heartbeats is None else state.heartbeats.usage_seconds(now)

@@ -135,9 +135,6 @@ class SessionService:
             tracks=self.published_tracks,
             rpc=self._config.sessions.barge_in_rpc,
         )
-        #: Where the moves whose usage is known publish their events directly (see ``_place``).
-        self._log = kernel.events
-        self._handles = self.events.handles
 
     # -- contract operations -----------------------------------------------------------------
 
@@ -265,14 +262,7 @@ class SessionService:
             state.ending_at = now
             drain = self._runtime.drain(state, now)
             self._worker_free_by(state, now + drain)
-            event = row.event
-            if event is not None:  # ``_emit``, as in ``_place``: the usage heartbeats report
-                heartbeats = state.heartbeats  # a running session's, set at its first frame
-                assert heartbeats is not None
-                self._log.emit_row(
-                    event, state.org_id, state.id, self._handles[event], state.number,
-                    state.status, heartbeats.usage_seconds(now), drain, now,
-                )  # fmt: skip
+            self._emit(row, state, now, drain)
         return state.to_resource(self._clock, self._fps)  # ``_render``, inlined
 
     # -- the audio a client sends ------------------------------------------------------------
@@ -520,17 +510,8 @@ class SessionService:
         row = self._move(state, "place", now)
         state.started_at = now
         state.worker_id = worker.id
-        event = row.event
-        if event is not None:
-            # ``_emit`` (``SessionEvents.publish``), written out here and in ``end``, ``_fire``,
-            # ``_finish`` and ``_charge``, where the usage the event shows is known without
-            # asking: 0 until the first frame's instant is over, the heartbeats' figure while
-            # running, the final one once terminal (a test holds every event's usage to
-            # ``usage_of``). Five events a session, each two calls or three less.
-            self._log.emit_row(
-                event, state.org_id, state.id, self._handles[event], state.number,
-                state.status, 0, worker.id, now,
-            )  # fmt: skip
+        if row.event is not None:  # ``_emit``, inlined here and below: once per move
+            self.events.publish(row.event, state, now, worker.id)
         self._runtime.boot(state, now)
 
     def _expire(self, state: SessionState) -> None:
@@ -546,12 +527,8 @@ class SessionService:
             state.audio = AudioTrack(state.resets_on_silence, now, now, now, now)
             state.heartbeats = HeartbeatTrack(now, self._heartbeat_interval)
             self._worker_free_by(state, now + state.max_duration_seconds + self._drain_max)
-            event = row.event
-            if event is not None:  # ``_emit``, as in ``_place``: no heartbeat reported yet
-                self._log.emit_row(
-                    event, state.org_id, state.id, self._handles[event], state.number,
-                    state.status, 0, None, now,
-                )  # fmt: skip
+            if row.event is not None:
+                self.events.publish(row.event, state, now)
             self._runtime.check(state)
             return
         if trigger == "heartbeat_lost" and state.worker_id is not None:
@@ -569,12 +546,8 @@ class SessionService:
         state.end_reason, state.error_code = row.end_reason, row.error_code
         if state.worker_id is not None:
             self._scheduler.release(state.worker_id, state.id)
-        event = row.event
-        if event is not None:  # ``_emit``, as in ``_place``: the final usage
-            self._log.emit_row(
-                event, state.org_id, state.id, self._handles[event], state.number,
-                state.status, seconds, row.end_reason or row.error_code, now,
-            )  # fmt: skip
+        if row.event is not None:
+            self.events.publish(row.event, state, now, row.end_reason or row.error_code)
         if first_frame is not None and not state.charged:
             self._charge(state, now)
         state.audio = state.heartbeats = None
@@ -585,10 +558,7 @@ class SessionService:
         state.charged = True
         seconds = state.final_billable_seconds  # set by ``_finish``: ``usage_of`` from now on
         assert seconds is not None
-        self._log.emit_row(  # ``SessionEvents.publish``, as in ``_place``: the final usage
-            "session.usage", state.org_id, state.id, self._handles["session.usage"],
-            state.number, state.status, seconds, None, now,
-        )  # fmt: skip
+        self.events.publish("session.usage", state, now)
         self._billing.charge_session(
             _new_tuple(  # ``SessionUsage(...)`` without its frame: the fields in their order
                 SessionUsage,
