@@ -12,18 +12,22 @@ check that), without reading its history on every charge.
 tests read the same table. Amounts (``credits``) are non-negative integers; direction comes from
 the kind.
 
-Storage: rows are appended as raw values in typed columns (the id as its 128-bit ULID, interned
-attribution strings) and read back as ``LedgerEntry`` records. Each organization has its own row
-lists in append order and in time order, so a window is two bisections, never a scan of other
-organizations' history.
+Storage: rows are kept as raw values in typed columns (the id as its 128-bit ULID, interned
+attribution strings) and read back as ``LedgerEntry`` records; a new row waits as a tuple until
+the pending rows are moved into the columns together (``Ledger.flush``, before any read). Each
+organization has its own row list in time order, so a window is two bisections, never a scan of
+other organizations' history.
 """
+
+from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from struct import pack
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar, cast, overload
 
 from sim.columns import Interner, Ulids
 from sim.ids import IdFactory, format_value
@@ -223,27 +227,31 @@ def attribute(
 
 
 class _Org:
-    """One organization's rows (append order and time order), its code in the ledger's ``orgs``
-    and its running totals."""
+    """One organization's rows in time order, its code in the ledger's ``orgs`` and its running
+    totals. (Its rows in append order are the same rows sorted: nothing reads them often enough
+    to keep them twice.)"""
 
-    __slots__ = ("by_time", "code", "granted", "held", "included", "rollover", "rows", "times")
+    __slots__ = ("by_time", "code", "granted", "held", "included", "rollover", "times")
 
     def __init__(self, code: int) -> None:
         self.code = code
-        self.rows = array("I")  # append order
         self.times = array("d")  # sorted
         self.by_time = array("I")  # rows in time order; ties keep append order
         self.rollover = self.included = self.granted = self.held = 0
 
-    def insert(self, row: int, at: float) -> None:
-        """File ``row`` (already in ``rows``) in time order when it is dated before the newest."""
-        position = bisect_right(self.times, at)
-        self.times.insert(position, at)
-        self.by_time.insert(position, row)
+    def file(self, row: int, at: float) -> None:
+        """File a new ``row`` dated ``at`` in time order (after every row of its time)."""
+        times = self.times
+        if not times or at >= times[-1]:  # the common case: dated at or after the newest
+            times.append(at)
+            self.by_time.append(row)
+        else:
+            position = bisect_right(times, at)
+            times.insert(position, at)
+            self.by_time.insert(position, row)
 
     def remove_last(self, row: int, at: float) -> None:
         """Undo the filing of the newest row (it sits after every row of its time)."""
-        self.rows.pop()
         position = bisect_right(self.times, at) - 1
         while self.by_time[position] != row:  # rows of the same time, newest last
             position -= 1
@@ -251,17 +259,96 @@ class _Org:
         del self.by_time[position]
 
 
+C = TypeVar("C")
+
+
+class _Column(Generic[C]):
+    """A column of the ledger as its readers see it: the rows still pending are moved in first
+    (``Ledger.flush``), so a reader never sees part of the ledger."""
+
+    __slots__ = ("_name",)
+
+    def __set_name__(self, owner: type[Any], name: str) -> None:
+        self._name = "_" + name
+
+    @overload
+    def __get__(self, ledger: None, owner: type[Any]) -> _Column[C]: ...
+
+    @overload
+    def __get__(self, ledger: Ledger, owner: type[Any]) -> C: ...
+
+    def __get__(self, ledger: Ledger | None, owner: type[Any]) -> C | _Column[C]:
+        if ledger is None:
+            return self
+        ledger.flush()
+        return cast(C, getattr(ledger, self._name))
+
+
+#: A row written but not yet in the columns: its values in the order of ``Ledger.COLUMNS``
+#: (the ULID whole, split in two halves when moved in).
+_Row = tuple[int, int, int, float, int, int, int, int, str | None, str | None, bool, int, int]
+#: How many rows wait before they are moved into the columns (a read moves them at once).
+_PENDING_ROWS = 512
+
+
 #: One row of a session's tariff: (credits per billable second, internal, whether the row carries
 #: the session's billable seconds, attribution). ``Ledger.charge_session`` writes one row each.
 TariffLine = tuple[int, bool, bool, Attribution]
 
 _LOW_64 = 0xFFFF_FFFF_FFFF_FFFF
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _extend(column: array[Any], values: Sequence[Any]) -> None:
+    """Append ``values`` to ``column`` in one conversion (the array's type is struct's code)."""
+    column.frombytes(pack(f"{len(values)}{column.typecode}", *values))
 
 
 class Ledger:
     """The append-only store; ``append`` (or ``record``) is the only way in, nothing is ever
     changed, and only a failed operation's own last row is ever removed (``retract``).
-    ``charge_session`` is ``append`` for the rows of one finished session, in one call."""
+    ``charge_session`` is ``append`` for the rows of one finished session, in one call.
+
+    A row is written as one tuple to a short list of pending rows, and the pending rows are
+    moved into the typed columns together (``flush``): every ``_PENDING_ROWS`` rows, and before
+    anything reads a column. Why: appending to a typed array converts the value through a
+    generic argument parser, about 800 instructions a value, 14 values a row; a tuple costs a
+    fraction of that, and a whole column of pending values is converted by ``struct`` at once.
+    Running totals and the indexes by organization, session and run are kept at once, as
+    charges and reads of a balance need them.
+    """
+
+    #: The columns, in the order of a pending row (``_Row``). Readers take them by name (the
+    #: ``_Column`` attributes below), never the private arrays they return.
+    COLUMNS: tuple[str, ...] = (
+        "ulids",
+        "kinds",
+        "org_codes",
+        "times",
+        "credits",
+        "rollover_deltas",
+        "included_deltas",
+        "granted_deltas",
+        "session_ids",
+        "run_ids",
+        "internal",
+        "billable_seconds",
+        "attribution_codes",
+    )
+    ulids: _Column[Ulids] = _Column()
+    kinds: _Column[array[int]] = _Column()
+    org_codes: _Column[array[int]] = _Column()
+    times: _Column[array[float]] = _Column()
+    credits: _Column[array[int]] = _Column()
+    rollover_deltas: _Column[array[int]] = _Column()
+    included_deltas: _Column[array[int]] = _Column()
+    granted_deltas: _Column[array[int]] = _Column()
+    session_ids: _Column[list[str | None]] = _Column()
+    run_ids: _Column[list[str | None]] = _Column()
+    internal: _Column[array[int]] = _Column()
+    billable_seconds: _Column[array[int]] = _Column()
+    # A row's attribution (model, surface, quality...) recurs across many rows: one code.
+    attribution_codes: _Column[array[int]] = _Column()
 
     def __init__(self, ids: IdFactory) -> None:
         self._ids = ids
@@ -269,22 +356,23 @@ class Ledger:
 
     def _start_empty(self) -> None:
         """Every column and index, empty (a new ledger, or one whose rows were released)."""
-        self.ulids = Ulids()
-        self.kinds = array("B")
+        self._ulids = Ulids()
+        self._kinds = array("B")
         self.orgs: Interner[str] = Interner()
-        self.org_codes = array("I")
-        self.times = array("d")
-        self.credits = array("q")
-        self.rollover_deltas = array("q")
-        self.included_deltas = array("q")
-        self.granted_deltas = array("q")
-        self.session_ids: list[str | None] = []
-        self.run_ids: list[str | None] = []
-        self.internal = array("B")
-        self.billable_seconds = array("q")
-        # A row's attribution (model, surface, quality...) recurs across many rows: one code.
+        self._org_codes = array("I")
+        self._times = array("d")
+        self._credits = array("q")
+        self._rollover_deltas = array("q")
+        self._included_deltas = array("q")
+        self._granted_deltas = array("q")
+        self._session_ids: list[str | None] = []
+        self._run_ids: list[str | None] = []
+        self._internal = array("B")
+        self._billable_seconds = array("q")
         self.attributions: Interner[Attribution] = Interner()
-        self.attribution_codes = array("I")
+        self._attribution_codes = array("I")
+        self._pending: list[_Row] = []
+        self._rows = 0  # in the columns and pending
         self._by_org: dict[str, _Org] = {}
         # A session's rows are written together when it is charged: first row * 8 + count.
         self._by_session: dict[str, int] = {}
@@ -310,6 +398,9 @@ class Ledger:
         """Append one row; returns its position. ``attribution`` is in ``ATTRIBUTION`` order
         (``attribute(...)`` builds it by name)."""
         check_row(kind, credits, (rollover_delta, included_delta, granted_delta), billable_seconds)
+        for amount in (credits, rollover_delta, included_delta, granted_delta, billable_seconds):
+            if not _INT64_MIN <= amount <= _INT64_MAX:
+                raise OverflowError("ledger amounts fit 64-bit columns")
         return self._write(
             _KIND_CODE[kind],
             self._org(org_id),
@@ -334,18 +425,25 @@ class Ledger:
         Each row takes what the pools can cover, rollover first, then included, then granted,
         and never credits held for runs: the deltas ``split_debit`` gives for the running totals
         (``sim.billing.balances``), computed here in place, and without ``check_row``, which such
-        rows meet by construction. A test holds this to ``append`` of those deltas, row for row.
-        Every session that ran is charged, so this is one call for all its rows instead of a
-        totals read, a split and a keyword-heavy append for each.
+        rows meet by construction. A test holds this to ``append`` of those deltas, row for row,
+        column for column.
+
+        Every session that ran is charged, so this is ``_write`` for all its rows in one call,
+        keeping only what a charge needs: no kind, hold or run to look at, the columns and the
+        totals read once, and the session's rows filed as one run (its common case) at the end.
         """
         org = self._by_org.get(org_id) or self._org(org_id)  # ``_org``, its common case first
-        before = org.rollover + org.included + org.granted
+        rollover, included, granted = org.rollover, org.included, org.granted
+        before = rollover + included + granted
+        held = org.held
+        first = row = self._rows
+        value, pending, org_code = self._ids.value, self._pending, org.code
+        attributions = self.attributions
         for per_second, internal, carries, attribution in tariff:
             credits = seconds * per_second
-            rollover, included, granted = org.rollover, org.included, org.granted
             # ``split_debit`` with conditionals for ``min``/``max`` (each builtin call parses
             # its arguments like a keyword call: most of what this loop cost).
-            coverable = rollover + included + granted - org.held
+            coverable = rollover + included + granted - held
             remaining = coverable if coverable < credits else credits
             remaining = remaining if remaining > 0 else 0
             pool = rollover if rollover > 0 else 0
@@ -356,21 +454,40 @@ class Ledger:
             remaining -= from_included
             pool = granted if granted > 0 else 0
             from_granted = pool if pool < remaining else remaining
-            self._write(
-                _CHARGE,
-                org,
-                at,
-                credits,
-                -from_rollover,
-                -from_included,
-                -from_granted,
-                session_id,
-                None,
-                internal,
-                seconds if carries else 0,
-                attribution,
+            rollover -= from_rollover
+            included -= from_included
+            granted -= from_granted
+            code = attributions.find(attribution)  # ``code`` after its cheap ``find``
+            pending.append(
+                (
+                    value(),
+                    _CHARGE,
+                    org_code,
+                    at,
+                    credits,
+                    -from_rollover,
+                    -from_included,
+                    -from_granted,
+                    session_id,
+                    None,
+                    internal,
+                    seconds if carries else 0,
+                    attributions.code(attribution) if code is None else code,
+                )
             )
-        return before, org.rollover + org.included + org.granted
+            org.file(row, at)
+            row += 1
+        self._rows = row
+        org.rollover, org.included, org.granted = rollover, included, granted
+        count = row - first
+        if session_id not in self._by_session and 0 < count < 8:
+            self._by_session[session_id] = first * 8 + count
+        else:  # a session charged again, or of eight lines or more: row by row
+            for charged in range(first, row):
+                self._file_session_row(session_id, charged)
+        if len(pending) >= _PENDING_ROWS:
+            self.flush()
+        return before, rollover + included + granted
 
     def _org(self, org_id: str) -> _Org:
         org = self._by_org.get(org_id)
@@ -393,34 +510,30 @@ class Ledger:
         billable_seconds: int,
         attribution: Attribution,
     ) -> int:
-        """Write one checked row to the columns, the indexes and the running totals."""
-        row = len(self.times)
-        ulid = self._ids.value()
-        self.ulids.high.append(ulid >> 64)  # ``Ulids.append``, inlined
-        self.ulids.low.append(ulid & _LOW_64)
-        self.kinds.append(code)
-        self.org_codes.append(org.code)
-        self.times.append(at)
-        self.credits.append(credits)
-        self.rollover_deltas.append(rollover_delta)
-        self.included_deltas.append(included_delta)
-        self.granted_deltas.append(granted_delta)
-        self.session_ids.append(session_id)
-        self.run_ids.append(run_id)
-        self.internal.append(internal)
-        self.billable_seconds.append(billable_seconds)
+        """Write one checked row: pending for the columns, at once in the indexes and the
+        running totals."""
+        row = self._rows
+        self._rows = row + 1
         attributions = self.attributions  # ``code`` after its cheap ``find``: one per row
         code_of = attributions.find(attribution)
-        self.attribution_codes.append(
-            attributions.code(attribution) if code_of is None else code_of
+        self._pending.append(
+            (
+                self._ids.value(),
+                code,
+                org.code,
+                at,
+                credits,
+                rollover_delta,
+                included_delta,
+                granted_delta,
+                session_id,
+                run_id,
+                internal,
+                billable_seconds,
+                attributions.code(attribution) if code_of is None else code_of,
+            )
         )
-        org.rows.append(row)
-        times = org.times
-        if not times or at >= times[-1]:
-            times.append(at)
-            org.by_time.append(row)
-        else:
-            org.insert(row, at)
+        org.file(row, at)
         org.rollover += rollover_delta
         org.included += included_delta
         org.granted += granted_delta
@@ -429,16 +542,60 @@ class Ledger:
         elif code in _UNHOLD:
             org.held -= credits
         if session_id is not None:
-            packed = self._by_session.get(session_id)
-            if packed is None:
-                self._by_session[session_id] = row * 8 + 1
-            elif sum(divmod(packed, 8)) == row and packed % 8 < 7:
-                self._by_session[session_id] = packed + 1  # the next row of the same charge
-            else:
-                self._late_session_rows.setdefault(session_id, []).append(row)
+            self._file_session_row(session_id, row)
         if run_id is not None:
             self._by_run.setdefault(run_id, []).append(row)
+        if len(self._pending) >= _PENDING_ROWS:
+            self.flush()
         return row
+
+    def flush(self) -> None:
+        """Move the pending rows into the columns, one conversion per column (``struct`` packs
+        a column's values at once, as the array's own type, which ``frombytes`` appends)."""
+        pending = self._pending
+        if not pending:
+            return
+        (
+            ulids,
+            kinds,
+            org_codes,
+            times,
+            credits,
+            rollover_deltas,
+            included_deltas,
+            granted_deltas,
+            session_ids,
+            run_ids,
+            internal,
+            billable_seconds,
+            attribution_codes,
+        ) = zip(*pending, strict=True)
+        _extend(self._ulids.high, [ulid >> 64 for ulid in ulids])
+        _extend(self._ulids.low, [ulid & _LOW_64 for ulid in ulids])
+        _extend(self._kinds, kinds)
+        _extend(self._org_codes, org_codes)
+        _extend(self._times, times)
+        _extend(self._credits, credits)
+        _extend(self._rollover_deltas, rollover_deltas)
+        _extend(self._included_deltas, included_deltas)
+        _extend(self._granted_deltas, granted_deltas)
+        self._session_ids.extend(session_ids)
+        self._run_ids.extend(run_ids)
+        _extend(self._internal, internal)
+        _extend(self._billable_seconds, billable_seconds)
+        _extend(self._attribution_codes, attribution_codes)
+        pending.clear()
+
+    def _file_session_row(self, session_id: str, row: int) -> None:
+        """Index ``row`` among the session's rows: the next of its first run of rows (kept as
+        first row * 8 + count), or a late one (e.g. a refund days later)."""
+        packed = self._by_session.get(session_id)
+        if packed is None:
+            self._by_session[session_id] = row * 8 + 1
+        elif sum(divmod(packed, 8)) == row and packed % 8 < 7:
+            self._by_session[session_id] = packed + 1  # the next row of the same charge
+        else:
+            self._late_session_rows.setdefault(session_id, []).append(row)
 
     def record(
         self, kind: EntryKind, org_id: str, at: float, credits: int, **fields: Any
@@ -456,38 +613,40 @@ class Ledger:
         The one exception to append-only, and only for the last row: no reader can have derived
         anything from it yet, because the operation that wrote it never completed.
         """
-        if row != len(self.times) - 1:
+        if row != self._rows - 1:
             raise ValueError("only the newest ledger row can be retracted")
-        org_code, attribution_code = self.org_codes[row], self.attribution_codes[row]
+        self.flush()
+        org_code, attribution_code = self._org_codes[row], self._attribution_codes[row]
         org_id = self.orgs[org_code]
-        at, credits, code = self.times[row], self.credits[row], self.kinds[row]
+        at, credits, code = self._times[row], self._credits[row], self._kinds[row]
         rollover, included, granted = (
-            self.rollover_deltas[row],
-            self.included_deltas[row],
-            self.granted_deltas[row],
+            self._rollover_deltas[row],
+            self._included_deltas[row],
+            self._granted_deltas[row],
         )
-        session_id, run_id = self.session_ids[row], self.run_ids[row]
+        session_id, run_id = self._session_ids[row], self._run_ids[row]
         for column in (
-            self.kinds,
-            self.org_codes,
-            self.times,
-            self.credits,
-            self.rollover_deltas,
-            self.included_deltas,
-            self.granted_deltas,
-            self.session_ids,
-            self.run_ids,
-            self.internal,
-            self.billable_seconds,
-            self.attribution_codes,
+            self._kinds,
+            self._org_codes,
+            self._times,
+            self._credits,
+            self._rollover_deltas,
+            self._included_deltas,
+            self._granted_deltas,
+            self._session_ids,
+            self._run_ids,
+            self._internal,
+            self._billable_seconds,
+            self._attribution_codes,
         ):
             column.pop()
-        self.ulids.pop()
-        self.orgs.forget(org_code, self.org_codes)
-        self.attributions.forget(attribution_code, self.attribution_codes)
+        self._ulids.pop()
+        self._rows = row
+        self.orgs.forget(org_code, self._org_codes)
+        self.attributions.forget(attribution_code, self._attribution_codes)
         org = self._by_org[org_id]
         org.remove_last(row, at)
-        if not org.rows:  # its first row: the organization was not in the ledger before
+        if not org.by_time:  # its first row: the organization was not in the ledger before
             del self._by_org[org_id]
         org.rollover -= rollover
         org.included -= included
@@ -517,21 +676,24 @@ class Ledger:
     # -- reading ---------------------------------------------------------------------------
 
     def entry(self, row: int) -> LedgerEntry:
+        if not 0 <= row < self._rows:
+            raise IndexError("no such ledger row")
+        self.flush()
         attribution = dict(zip(ATTRIBUTION, self.attribution(row), strict=True))
         return LedgerEntry(
-            id=format_value("ledger_entry", self.ulids[row]),
+            id=format_value("ledger_entry", self._ulids[row]),
             seq=row,
-            kind=ENTRY_KINDS[self.kinds[row]],
-            org_id=self.orgs[self.org_codes[row]],
-            at=self.times[row],
-            credits=self.credits[row],
-            rollover_delta=self.rollover_deltas[row],
-            included_delta=self.included_deltas[row],
-            granted_delta=self.granted_deltas[row],
-            session_id=self.session_ids[row],
-            run_id=self.run_ids[row],
-            internal=bool(self.internal[row]),
-            billable_seconds=self.billable_seconds[row],
+            kind=ENTRY_KINDS[self._kinds[row]],
+            org_id=self.orgs[self._org_codes[row]],
+            at=self._times[row],
+            credits=self._credits[row],
+            rollover_delta=self._rollover_deltas[row],
+            included_delta=self._included_deltas[row],
+            granted_delta=self._granted_deltas[row],
+            session_id=self._session_ids[row],
+            run_id=self._run_ids[row],
+            internal=bool(self._internal[row]),
+            billable_seconds=self._billable_seconds[row],
             **attribution,
         )
 
@@ -547,10 +709,10 @@ class Ledger:
         return org.rollover, org.included, org.granted, org.held
 
     def __len__(self) -> int:
-        return len(self.times)
+        return self._rows
 
     def __iter__(self) -> Iterator[LedgerEntry]:
-        return (self.entry(row) for row in range(len(self.times)))
+        return (self.entry(row) for row in range(self._rows))
 
     def all(self) -> Sequence[LedgerEntry]:
         """Every entry in append order."""
@@ -561,12 +723,14 @@ class Ledger:
 
     def count(self, org_id: str) -> int:
         org = self._by_org.get(org_id)
-        return 0 if org is None else len(org.rows)
+        return 0 if org is None else len(org.by_time)
 
     def appended(self, org_id: str, start: int = 0) -> Sequence[LedgerEntry]:
         """The organization's entries in append order, from position ``start``."""
         org = self._by_org.get(org_id)
-        return () if org is None else tuple(self.entry(row) for row in org.rows[start:])
+        if org is None:
+            return ()
+        return tuple(self.entry(row) for row in sorted(org.by_time)[start:])
 
     def has_session(self, session_id: str) -> bool:
         return session_id in self._by_session

@@ -26,7 +26,7 @@ from sim.billing.ledger import Ledger, LedgerEntry, TariffLine, attribute
 from sim.billing.periods import Month
 from sim.billing.pricing import run_operation, session_tariff, speech_billing_mode
 from sim.billing.quota import Quota, is_low
-from sim.billing.usage import parse_window, summarize
+from sim.billing.usage import LocalDays, parse_window, summarize
 from sim.config import PlanConfig
 from sim.errors import InternalError, NotFound, QuotaExceeded
 from sim.kernel import Kernel
@@ -41,6 +41,7 @@ SIGNUP_NOTE = "signup_grant"
 INCLUDED_NOTE = "included_credits"
 _SIGNUP, _INCLUDED = attribute(note=SIGNUP_NOTE), attribute(note=INCLUDED_NOTE)
 _TARIFFS_KEPT = 4096
+_ZONES_KEPT = 64
 
 
 class Billing:
@@ -63,6 +64,8 @@ class Billing:
         #: The balance a session needs to start, read once (every create asks; the
         #: configuration is frozen, and a pydantic attribute costs several plain ones).
         self._min_start = self._config.min_session_start_credits
+        #: The local dates of each timezone a usage summary was asked in (``LocalDays``).
+        self._local_days: dict[str, LocalDays] = {}
         #: No plan calls a balance at or above this low (``_after_debit`` need not look).
         self._highest_low_balance = max(
             plan.low_balance_threshold_credits for plan in self._config.plans
@@ -275,7 +278,12 @@ class Billing:
         )
         self._account(org_id)
         rows = self.ledger.window_rows(org_id, window.start, window.end)
-        return summarize(self.ledger, rows, window, self._clock, self._config)
+        days = self._local_days.get(window.timezone)
+        if days is None or days.tz is not window.tz:
+            if len(self._local_days) >= _ZONES_KEPT:
+                self._local_days.clear()
+            days = self._local_days[window.timezone] = LocalDays(self._clock, window.tz)
+        return summarize(self.ledger, rows, window, self._clock, self._config, days)
 
     def plans(self) -> dict[str, Any]:
         """The body of the public ``GET /v1/billing/plans`` (GAP-PUB-2)."""
