@@ -333,7 +333,7 @@ class Platform:
 
     def op_end_session_unread(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
         """``op_end_session`` for a caller that reads no body: the same end, answering its id
-        (rendering the ended session cost about 5 % of a scenario's session)."""
+        (rendering the ended session cost about 2 % of a month's session, in instructions)."""
         return self.sessions.end(caller, params["session_id"], render=False)
 
     def op_create_avatar(self, caller: Caller, params: dict[str, Any]) -> Prepared:
