@@ -31,6 +31,8 @@ _UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 _US_PER_MINUTE = 60_000_000
 _MINUTES_PER_DAY = 1440
+#: "HH:MM:" of each minute of a day (a new minute's text is its day's and one of these).
+_MINUTES = tuple(f"{minute // 60:02d}:{minute % 60:02d}:" for minute in range(_MINUTES_PER_DAY))
 _SECONDS = tuple(f"{second:02d}." for second in range(60))  # "SS." of a second in its minute
 _MILLIS = tuple(f"{ms:03d}Z" for ms in range(1000))  # "mmmZ" of a millisecond in its second
 
@@ -104,27 +106,26 @@ class Clock:
     def _format(self, seconds: float) -> str:
         # The text up to the minute ("YYYY-MM-DDTHH:MM:") is kept per minute, bounded: instants
         # formatted one after another share it, and only seconds and milliseconds remain to
-        # write (every session's creation time is formatted once, on a fresh instant).
+        # write. A new minute is its day's text (kept per day) and the minute's from a table.
         # ``_unix_us``, inlined: every session's creation time is formatted.
         minute, within = divmod(self._epoch_us + round(seconds * 1_000_000), _US_PER_MINUTE)
         prefix = self._minutes.get(minute)
-        if prefix is None:
+        if prefix is None:  # inlined rather than a method: most sparse traffic comes this way
+            day, minute_of_day = divmod(minute, _MINUTES_PER_DAY)
+            prefix = (self._days.get(day) or self._day_prefix(day)) + _MINUTES[minute_of_day]
             if len(self._minutes) >= 4096:
                 self._minutes.clear()
-            prefix = self._minutes[minute] = self._minute_prefix(minute)
+            self._minutes[minute] = prefix
         ms = within // 1000
         # Seconds and milliseconds from tables: format specs cost more than the rest together.
         return prefix + _SECONDS[ms // 1000] + _MILLIS[ms % 1000]
 
-    def _minute_prefix(self, minute: int) -> str:
-        day, minute_of_day = divmod(minute, _MINUTES_PER_DAY)
-        prefix = self._days.get(day)
-        if prefix is None:
-            moment = _UNIX_EPOCH + timedelta(days=day)
-            # Not strftime("%Y"): it does not pad years before 1000 everywhere (GAP-USAGE-4).
-            prefix = self._days[day] = f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T"
-        hour, minute_of_hour = divmod(minute_of_day, 60)
-        return f"{prefix}{hour:02d}:{minute_of_hour:02d}:"
+    def _day_prefix(self, day: int) -> str:
+        """The ``YYYY-MM-DDT`` of ``day`` (days since the Unix epoch), kept for the next time."""
+        moment = _UNIX_EPOCH + timedelta(days=day)
+        # Not strftime("%Y"): it does not pad years before 1000 everywhere (GAP-USAGE-4).
+        prefix = self._days[day] = f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T"
+        return prefix
 
     def epoch_ms(self, seconds: float | None = None) -> int:
         """Unix milliseconds of ``seconds`` (default: now); the time part of ULIDs.

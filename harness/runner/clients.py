@@ -231,7 +231,9 @@ class _SessionClient(_Client):
             return  # the service ended it (at this instant, at the latest)
         at = pool.env._now
         try:
-            pool.door.call("endSession", client.caller, {"session_id": session_id})
+            pool.door.call(
+                "endSession", client.caller, {"session_id": session_id}, reads_body=False
+            )
         except DomainError as error:  # pragma: no cover - the owner may always end its session
             outcome = error.code
         else:

@@ -24,4 +24,9 @@ __all__ = ["Door"]
 class Door(Protocol):
     """What the clients need of the service: ``Platform.call``'s signature."""
 
-    def call(self, operation_id: str, caller: Caller | None, params: Params) -> Outcome: ...
+    def call(
+        self, operation_id: str, caller: Caller | None, params: Params, *, reads_body: bool = True
+    ) -> Outcome:
+        """``reads_body=False``: the client reads no more of the body than its ``id``, so the
+        door may answer just that (``Platform.call`` skips rendering what nobody reads)."""
+        ...

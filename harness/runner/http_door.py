@@ -83,7 +83,9 @@ class HttpDoor:
             route.method, path, params=query, headers=headers, json=body if route.body else None
         )
 
-    def call(self, operation_id: str, caller: Caller | None, params: Params) -> Outcome:
+    def call(
+        self, operation_id: str, caller: Caller | None, params: Params, *, reads_body: bool = True
+    ) -> Outcome:  # ``reads_body``: HTTP always answers the whole body, which has the id
         route = self._routes[operation_id]
         values = params() if callable(params) else params
         response = self._loop.run_until_complete(self._request(route, values, caller))

@@ -248,7 +248,7 @@ class SessionService:
             keep=None if status is None else (lambda row: store.status(row) == status),
         )
 
-    def end(self, caller: Caller, session_id: str) -> dict[str, Any]:
+    def end(self, caller: Caller, session_id: str, *, render: bool = True) -> dict[str, Any]:
         """``POST /v1/sessions/{id}/end``: idempotent (SES-ST-3, SES-ST-4, SES-ST-5)."""
         caller.require_unrestricted()
         state = self._owned(caller, session_id)
@@ -263,7 +263,9 @@ class SessionService:
             drain = self._runtime.drain(state, now)
             self._worker_free_by(state, now + drain)
             self._emit(row, state, now, drain)
-        return state.to_resource(self._clock, self._fps)  # ``_render``, inlined
+        # ``_render``, inlined; a caller that reads no body (``Platform.call``'s ``reads_body``)
+        # asks ``render=False`` and gets the id alone, not a resource nobody reads.
+        return state.to_resource(self._clock, self._fps) if render else {"id": state.id}
 
     # -- the audio a client sends ------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -50,6 +50,27 @@ def test_timestamps_are_iso8601_utc_from_the_epoch() -> None:
     assert clock.seconds_at(clock.now_datetime()) == pytest.approx(90061.5)
     assert clock.unix_seconds(0) == EPOCH.timestamp()
     assert format_timestamp(datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=UTC)).endswith(".123Z")
+
+
+@pytest.mark.req("SIM-1", "CONV-2")
+@pytest.mark.parametrize(
+    "epoch",
+    [
+        datetime(999, 12, 31, 23, 58, 59, 999_500, tzinfo=UTC),  # four-digit years before 1000
+        datetime(2028, 2, 28, 23, 59, 30, tzinfo=UTC),  # a leap day
+    ],
+)
+def test_every_instant_of_new_minutes_and_days_is_written_like_format_timestamp(
+    epoch: datetime,
+) -> None:
+    """A new minute's text comes from its day's and a table of minutes, kept and reused: held to
+    ``format_timestamp`` every 11 ms for 200 s across minute, hour, day and year boundaries, in
+    an order that visits minutes both fresh and again."""
+    clock = Clock(epoch)
+    seconds = [step / 1000 for step in range(0, 200_000, 11)] + [0.0, 60.0, 86_400.0, 3_600.0]
+    for at in seconds + seconds[::-1]:
+        moment = epoch + timedelta(microseconds=round(at * 1_000_000))
+        assert clock.timestamp(at) == format_timestamp(moment)
 
 
 @pytest.mark.req("SIM-1")
