@@ -27,9 +27,8 @@ import json
 import math
 from array import array
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain, islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,10 +46,10 @@ from harness.columns import (
     lookup,
     return_free_memory,
     strings,
-    text_column,
     times,
     ulids,
 )
+from harness.event_text import event_texts
 from sim.billing.ledger import ATTRIBUTION, ENTRY_KINDS, KIND_RULES
 from sim.lifecycle import STATUSES
 from sim.sessions.records import usage_of
@@ -416,12 +415,12 @@ def _events(raw: RawRun) -> pd.DataFrame:
     reasons: dict[int, str | None] = {
         index: values[index] for index in np.flatnonzero(handles == ended).tolist()
     }
-    others = np.flatnonzero(~np.isin(handles, list(session_types))).tolist()
     del handles
     object_types: dict[int, str | None] = {}
 
     def text(index: int) -> str:
-        """The text of event ``index``, whose payload is not in the columns (kept whole)."""
+        """The text of event ``index``, which ``event_texts`` does not assemble: another
+        producer's, or a session event not in the columns (kept whole)."""
         payload = log.payload(index)
         if type(payload) is tuple and payload[0] in session_types:
             if payload[0] == ended:
@@ -433,20 +432,8 @@ def _events(raw: RawRun) -> pd.DataFrame:
         reasons[index] = rendered.get("reason")
         return json.dumps(rendered, sort_keys=True, separators=(",", ":"))
 
-    def texts() -> Iterator[Iterable[str]]:
-        """The texts in runs: each run of session events whose payload is in the columns is
-        written by ``map`` over the columns zipped (the payload tuples, with no Python loop of
-        ours per event), and each other event on its own."""
-        payloads = zip(log.handles, log.rows, log.statuses, log.seconds, values, strict=True)
-        start = 0
-        for index in others:
-            yield map(write, islice(payloads, index - start))
-            next(payloads)
-            yield (text(index),)
-            start = index + 1
-        yield map(write, payloads)
-
-    payloads = text_column(chain.from_iterable(texts()))
+    store = raw.platform.sessions.store
+    payloads = arrow_strings(event_texts(log, session_events, store, clock, text))
     return pd.DataFrame(
         {
             "event_id": event_ids,

@@ -9,7 +9,8 @@ values (what was true at that moment). The result is byte for byte the eager ren
 
 ``text`` writes the same payload as compact JSON with sorted keys, the form the events table
 keeps, from per-session fragments built once, so a run's events are written in bulk without
-building their dictionaries.
+building their dictionaries. ``layout`` says what that text is (literal text and named slots),
+for a collector that assembles many events' texts column by column instead.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii
 from typing import Any, Final
 
@@ -26,7 +28,15 @@ from sim.lifecycle import FAILURE_MESSAGES, STATUSES
 from sim.sessions.records import NO_FRAME, NOT_PLACED, SessionState
 from sim.sessions.store import SessionStore
 
-__all__ = ["SESSION_EVENT_FIELDS", "SessionEvents"]
+__all__ = [
+    "EVENT_SLOTS",
+    "OBJECT_FIELDS",
+    "SESSION_EVENT_FIELDS",
+    "SHOWN_IN",
+    "Layout",
+    "SessionEvents",
+    "Slot",
+]
 
 #: Each session event type and the field it carries next to ``object`` (stored raw) or ``None``.
 SESSION_EVENT_FIELDS: Final[dict[str, str | None]] = {
@@ -40,6 +50,50 @@ SESSION_EVENT_FIELDS: Final[dict[str, str | None]] = {
     "session.usage": None,  # usage: the session's final usage
     "session.barge_in": "dropped_seconds",  # and rpc, from the configuration
 }
+
+#: The session object's keys (``SessionState.to_resource``), in the order sorted JSON writes them.
+OBJECT_FIELDS: Final[tuple[str, ...]] = (
+    "avatar_id", "billing_surface", "created_at", "error", "first_frame_at", "id",
+    "idle_timeout_seconds", "max_duration_seconds", "metadata", "object", "quality",
+    "started_at", "status", "transport", "usage",
+)  # fmt: skip
+#: The fields an event shows only while its status is one of these (``null`` otherwise): what
+#: ``to_resource`` leaves out of an earlier moment's session.
+SHOWN_IN: Final[dict[str, frozenset[str]]] = {
+    "error": frozenset({"failed"}),
+    "first_frame_at": frozenset(STATUSES) - NO_FRAME,
+    "started_at": frozenset(STATUSES) - NOT_PLACED,
+}
+#: The slots of a layout whose text varies from one event of a session to the next: the
+#: fields above, the status, the usage and the event's own value. Every other slot is a field
+#: whose text is the same in all of a session's events (``session_fields``).
+EVENT_SLOTS: Final[frozenset[str]] = frozenset({*SHOWN_IN, "status", "usage", "value"})
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """A place in an event's text (``SessionEvents.layout``) that a value's JSON fills: a field
+    of the session (``OBJECT_FIELDS``), or ``value``, the event's own field."""
+
+    name: str
+
+
+#: An event's text as a sequence of literal text and slots.
+Layout = tuple[str | Slot, ...]
+
+#: The session object's text: each field a slot named after it, but its constant ``object``.
+_OBJECT_LAYOUT: Final[Layout] = (
+    "{",
+    *(
+        item
+        for index, field in enumerate(OBJECT_FIELDS)
+        for item in (
+            ("," if index else "") + f'"{field}":',
+            '"session"' if field == "object" else Slot(field),
+        )
+    ),
+    "}",
+)
 
 #: The text of each status's ``status`` field (the key that precedes it included).
 _STATUS_TEXT: Final[dict[str, str]] = {
@@ -221,6 +275,72 @@ class SessionEvents:
         text = text.replace(body, '%s%s,"first_frame_at":%s%s%s%s%s%s}')
         return text.replace(value, "%s").replace(usage, "%s"), slot
 
+    # -- the payload's layout, for writing many events column by column -----------------
+
+    def layout(self, type_: str) -> Layout:
+        """The text of a ``type_`` event (``text``) as literal text and slots, adjacent literals
+        joined: the fields ``_extras`` shows, with the keys sorted as ``json.dumps`` sorts them,
+        the session object's fields (``OBJECT_FIELDS``) each a slot named after it but its
+        constant ``object``, the event's own field a ``value`` slot and the usage object a
+        ``usage`` slot (the session's usage, which ``session.usage`` also shows on its own).
+
+        Why: a collector writing a run's events fills each slot for many events at once (from
+        ``session_fields``, ``SHOWN_IN``, ``usage_text`` and the stored values) and joins them.
+        """
+        own = SESSION_EVENT_FIELDS[type_]
+        fields: list[tuple[str, str | Slot]] = [("object", Slot("object"))]
+        for key, extra in self._extras(type_, 0, None):
+            if key == own:
+                fields.append((key, Slot("value")))
+            else:
+                fields.append((key, Slot("usage") if key == "usage" else _json(extra)))
+        items: list[str | Slot] = ["{"]
+        for index, (key, shown) in enumerate(sorted(fields, key=lambda field: field[0])):
+            items.append(("," if index else "") + _json(key) + ":")
+            items.extend(_OBJECT_LAYOUT if shown == Slot("object") else (shown,))
+        items.append("}")
+        joined: list[str | Slot] = []
+        for item in items:
+            if isinstance(item, str) and joined and isinstance(joined[-1], str):
+                joined[-1] += item
+            else:
+                joined.append(item)
+        return tuple(joined)
+
+    def session_fields(self, state: SessionState) -> dict[str, str]:
+        """The text of each slot of a session's events that is the same in all of them (every
+        field but ``EVENT_SLOTS``), and of the fields ``SHOWN_IN`` as they show when shown."""
+        ts = self._clock.timestamp
+        started, first_frame = state.started_at, state.first_frame_at
+        return {
+            "avatar_id": _json(state.avatar_id),
+            "billing_surface": _json(state.billing_surface),
+            "created_at": f'"{ts(state.created_at)}"',
+            "error": self.error_text(state.error_code),
+            "first_frame_at": "null" if first_frame is None else f'"{ts(first_frame)}"',
+            "id": _json(state.id),
+            "idle_timeout_seconds": _json(state.idle_timeout_seconds),
+            "max_duration_seconds": _json(state.max_duration_seconds),
+            "metadata": _json(state.metadata),
+            "quality": _json(state.quality),
+            "started_at": "null" if started is None else f'"{ts(started)}"',
+            "transport": _json(state.transport),
+        }
+
+    def error_text(self, error_code: str | None) -> str:
+        """The ``error`` field's text of a failed session with ``error_code`` (kept per code)."""
+        error = self._errors.get(error_code)
+        if error is None:
+            assert error_code is not None
+            error = self._errors[error_code] = _json(
+                {"code": error_code, "message": FAILURE_MESSAGES[error_code]}
+            )
+        return error
+
+    def usage_text(self, seconds: int) -> str:
+        """The ``usage`` slot's text of an event that shows ``seconds`` billable seconds."""
+        return _json({"billable_seconds": seconds, "frames": seconds * self._fps})
+
     def _pieces(self, row: int) -> tuple[str, ...]:
         """The JSON of what a session's events share, around the fields that vary: a finished
         session's read from the store's columns (cached: its events come close together), a live
@@ -299,12 +419,7 @@ class SessionEvents:
         escape = encode_basestring_ascii
         avatar, quality, surface = profile
         created, started, first_frame = times
-        error = self._errors.get(error_code)
-        if error is None:
-            assert error_code is not None
-            error = self._errors[error_code] = _json(
-                {"code": error_code, "message": FAILURE_MESSAGES[error_code]}
-            )
+        error = self.error_text(error_code)
         return (
             f'{{"avatar_id":{escape(avatar)},"billing_surface":{escape(surface)},'
             f'"created_at":"{ts(created)}","error":',
