@@ -254,8 +254,8 @@ def _parts(layouts: Sequence[Layout]) -> list[_Part]:
         else:
             parts.append(_Part(by_type=literals))
         if index < len(common):
-            present = tuple(p[index] for p in present_by_type)
-            parts.append(_Part(slot=common[index], present=None if all(present) else present))
+            having = tuple(p[index] for p in present_by_type)
+            parts.append(_Part(slot=common[index], present=None if all(having) else having))
     return parts
 
 
@@ -278,13 +278,8 @@ def _runs(parts: list[_Part]) -> list[list[_Part]]:
     return runs
 
 
-@dataclass(frozen=True)
-class _Source:
-    """Where a part of the texts comes from: a literal, or ``pool[index[event]]``."""
-
-    literal: str | None = None
-    pool: pa.Array | None = None
-    index: np.ndarray[Any, Any] | None = None
+#: Where a part of the texts comes from: a literal, or ``pool[index[event]]``.
+_Source = str | tuple[pa.Array, np.ndarray[Any, Any]]
 
 
 def _with_empty(pool: pa.Array, text: str = "") -> tuple[pa.Array, int]:
@@ -376,11 +371,11 @@ def _sources(runs: list[list[_Part]], data: _Events) -> list[_Source]:
         if pending and (part.by_type is None and part.present is None):
             pool, pending = _prefixed(pending, pool), ""
         if pending:
-            sources.append(_Source(literal=pending))
+            sources.append(pending)
             pending = ""
-        sources.append(_Source(pool=pool, index=index.astype(np.int32)))
+        sources.append((pool, index.astype(np.int32)))
     if pending:
-        sources.append(_Source(literal=pending))
+        sources.append(pending)
     return sources
 
 
@@ -414,9 +409,10 @@ def event_texts(
     store: SessionStore,
     clock: Clock,
     other: Callable[[int], str],
+    block: int = _BLOCK,
 ) -> pa.ChunkedArray:
     """The ``data`` text of every event of ``log``, in order, as a large_string column (chunks
-    of ``_BLOCK`` texts).
+    of ``block`` texts, a multiple of 1,024).
 
     Session events in the columns whose session is in ``store`` are assembled a block at a
     time: each part of their layouts taken for the block's events from its pool, then joined.
@@ -433,16 +429,16 @@ def event_texts(
         sources = _sources(runs, data)
         del data, fields
     chunks: list[pa.Array] = []
-    for start in range(0, count, _BLOCK):
-        stop = min(start + _BLOCK, count)
+    for start in range(0, count, block):
+        stop = min(start + block, count)
         inside = outside[(outside >= start) & (outside < stop)]
         if len(inside) == stop - start:  # nothing to assemble
             chunks.append(_texts([other(i) for i in range(start, stop)]))
             continue
         items = [
-            _literal(source.literal)
-            if source.literal is not None
-            else pc.take(source.pool, pa.array(source.index[start:stop]), memory_pool=POOL)
+            _literal(source)
+            if isinstance(source, str)
+            else pc.take(source[0], pa.array(source[1][start:stop]), memory_pool=POOL)
             for source in sources
         ]
         chunk = pc.binary_join_element_wise(*items, _literal(""), memory_pool=POOL)
