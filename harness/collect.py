@@ -46,6 +46,7 @@ from harness.columns import (
     lookup,
     return_free_memory,
     strings,
+    text_column,
     times,
     ulids,
 )
@@ -148,11 +149,15 @@ def _org_columns(
 def _optional_strings(
     values: Sequence[str | None], order: np.ndarray[Any, Any] | None = None
 ) -> pd.Series:
-    """A string column of a list of strings (``None``: missing), taken in ``order`` if given."""
-    text = pa.array(values, type=pa.large_string(), memory_pool=POOL)
-    return arrow_strings(
-        text if order is None else pc.take(text, pa.array(order), memory_pool=POOL)
-    )
+    """A string column of a list of strings (``None``: missing), taken in ``order`` if given.
+
+    Converted a chunk at a time (``text_column``): converted at once, Arrow's builder doubled
+    its buffers as it went, about 40 MB of transient room for a 100,000-session month's event
+    subjects (the month's peak once the events' texts are written first), and the clients'
+    resource ids were then copied again by a ``take``."""
+    if order is not None:
+        values = [values[index] for index in order.tolist()]
+    return text_column(values)
 
 
 def _sparse(values: Mapping[int, str | None], count: int, default: str | None) -> pd.Series:
@@ -387,23 +392,6 @@ def _events(raw: RawRun) -> pd.DataFrame:
     clock = raw.platform.clock
     log = raw.platform.kernel.events
     count = len(log)
-    # Every column but the texts first, and what they are built from dropped: their
-    # conversions then take their room before the texts take theirs, not on top of them.
-    at = floats(log.times)
-    # An id's 80 random bits are kept as ten little-endian bytes: its low 64 bits, then 16.
-    bits = np.frombuffer(log.id_bits, dtype=_ID_BITS, count=count)
-    high = (epoch_ms(clock, at).astype(np.uint64) << np.uint64(16)) | bits["high"].astype(np.uint64)
-    low = bits["low"].astype(np.uint64)
-    del bits  # a view of the log's buffer, which must stay free to grow
-    event_ids = ulids(high, low, "evt_")
-    del high, low
-    moments = times(clock, at)
-    picked = codes(log.kind_codes)
-    kinds = log.kinds.values
-    organization, org_id = _org_columns(raw, [k[1] for k in kinds], picked)
-    types = lookup([k[0] for k in kinds], picked)
-    del picked
-    subjects = _optional_strings(log.subjects)
     # Every session event is about a session, and only ``session.ended`` has a reason (its own
     # value): what the other events show is read from their rendered payloads, by index.
     session_events = raw.platform.sessions.events
@@ -434,6 +422,23 @@ def _events(raw: RawRun) -> pd.DataFrame:
 
     store = raw.platform.sessions.store
     payloads = arrow_strings(event_texts(log, session_events, store, clock, text))
+    # The other columns once the texts are written: the room the texts' parts took while they
+    # were assembled (about 50 MB at 100,000 sessions) is then free for their conversions.
+    at = floats(log.times)
+    # An id's 80 random bits are kept as ten little-endian bytes: its low 64 bits, then 16.
+    bits = np.frombuffer(log.id_bits, dtype=_ID_BITS, count=count)
+    high = (epoch_ms(clock, at).astype(np.uint64) << np.uint64(16)) | bits["high"].astype(np.uint64)
+    low = bits["low"].astype(np.uint64)
+    del bits  # a view of the log's buffer, which must stay free to grow
+    event_ids = ulids(high, low, "evt_")
+    del high, low
+    moments = times(clock, at)
+    picked = codes(log.kind_codes)
+    kinds = log.kinds.values
+    organization, org_id = _org_columns(raw, [k[1] for k in kinds], picked)
+    types = lookup([k[0] for k in kinds], picked)
+    del picked
+    subjects = _optional_strings(log.subjects)
     return pd.DataFrame(
         {
             "event_id": event_ids,

@@ -140,8 +140,9 @@ def strings(values: Sequence[Any] | np.ndarray[Any, Any]) -> pd.Series:
     return pd.Series(np.asarray(values, dtype=object), dtype="str")
 
 
-def text_column(texts: Iterable[str], chunk: int = _TEXT_CHUNK) -> pd.Series:
-    """A string column of many strings, converted to Arrow ``chunk`` strings at a time.
+def text_column(texts: Iterable[str | None], chunk: int = _TEXT_CHUNK) -> pd.Series:
+    """A string column of many strings (``None``: missing), converted to Arrow ``chunk`` strings
+    at a time.
 
     Only one chunk's strings are alive at a time, each chunk becomes one Arrow array (Arrow's
     builder sizes its buffers to fit when it finishes), and the column is those arrays,

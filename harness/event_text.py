@@ -278,8 +278,11 @@ def _runs(parts: list[_Part]) -> list[list[_Part]]:
     return runs
 
 
-#: Where a part of the texts comes from: a literal, or ``pool[index[event]]``.
-_Source = str | tuple[pa.Array, np.ndarray[Any, Any]]
+#: Each event's index into a part's pool, for the events ``start:stop`` (a block): worked out
+#: a block at a time, so only the few whole-log columns it is read from are kept.
+_Index = Callable[[int, int], np.ndarray[Any, Any]]
+#: Where a part of the texts comes from: a literal, or ``pool[index(start, stop)]``.
+_Source = str | tuple[pa.Array, _Index]
 
 
 def _with_empty(pool: pa.Array, text: str = "") -> tuple[pa.Array, int]:
@@ -291,60 +294,77 @@ def _prefixed(literal: str, pool: pa.Array) -> pa.Array:
     return pc.binary_join_element_wise(_literal(literal), pool, _literal(""), memory_pool=POOL)
 
 
+def _sliced(column: np.ndarray[Any, Any]) -> _Index:
+    return lambda start, stop: column[start:stop]
+
+
+def _either(
+    chosen: np.ndarray[Any, Any], by: np.ndarray[Any, Any], index: _Index, other: int
+) -> _Index:
+    """``index`` where ``chosen[by[event]]``, ``other`` elsewhere."""
+    return lambda start, stop: np.where(chosen[by[start:stop]], index(start, stop), other)
+
+
 @dataclass
 class _Events:
-    """What the sources are read from: each event's type (index into the layouts), session (its
-    index in the session field columns) and status code; the field columns, by session."""
+    """What the sources are read from, per event: its type (index into the layouts), session
+    (its index in the session field columns), status code, usage seconds, and where its own
+    value's text is in ``values``; the field columns, by session."""
 
-    log: EventLog
     events: SessionEvents
     kind: np.ndarray[Any, Any]
     at: np.ndarray[Any, Any]
     status: np.ndarray[Any, Any]
+    seconds: np.ndarray[Any, Any]
     ours: np.ndarray[Any, Any]
     fields: dict[str, pa.Array]
+    values: pa.Array
+    value_at: np.ndarray[Any, Any]
 
 
-def _slot_source(part: _Part, data: _Events) -> tuple[pa.Array, np.ndarray[Any, Any]]:
+def _slot_source(part: _Part, data: _Events) -> tuple[pa.Array, _Index]:
     """The pool and index of a slot: a session's field (``null`` where its status does not
     show it), the status, the usage, the event's own value; ``""`` for types without it."""
     name = str(part.slot)
+    index: _Index
     if name in SHOWN_IN:
         pool, null = _with_empty(data.fields[name], "null")
         shown = np.array([status in SHOWN_IN[name] for status in STATUSES])
-        index = np.where(shown[data.status], data.at, null)
+        index = _either(shown, data.status, _sliced(data.at), null)
     elif name == "status":
-        pool, index = _texts(json_texts(list(STATUSES))), data.status
+        pool, index = _texts(json_texts(list(STATUSES))), _sliced(data.status)
     elif name == "usage":
-        seconds = codes(data.log.seconds, len(data.kind))
-        distinct = np.unique(seconds[data.ours])
-        pool = _texts([data.events.usage_text(s) for s in distinct.tolist()])
-        index = np.minimum(np.searchsorted(distinct, seconds), max(len(distinct) - 1, 0))
+        distinct = np.unique(data.seconds[data.ours])
+        pool = _texts([data.events.usage_text(s) for s in distinct.tolist()] or ["null"])
+        last, seconds = max(len(distinct) - 1, 0), data.seconds
+
+        def index(start: int, stop: int) -> np.ndarray[Any, Any]:
+            return np.minimum(np.searchsorted(distinct, seconds[start:stop]), last)
+
     elif name == "value":
-        pool, index = _value_texts(data, part.present)
+        pool, index = data.values, _sliced(data.value_at)
     else:  # a session's field that some types do not show
-        pool, index = data.fields[name], data.at
+        pool, index = data.fields[name], _sliced(data.at)
     if part.present is not None:
         pool, empty = _with_empty(pool)
-        index = np.where(np.array(part.present)[data.kind], index, empty)
+        index = _either(np.array(part.present), data.kind, index, empty)
     return pool, index
 
 
 def _value_texts(
-    data: _Events, present: tuple[bool, ...] | None
+    log: EventLog, kind: np.ndarray[Any, Any], ours: np.ndarray[Any, Any], valued: list[int]
 ) -> tuple[pa.Array, np.ndarray[Any, Any]]:
-    """The ``value`` slot's texts, one event type at a time (the values of one type are of one
-    Python type: one mapped call each), and each event's index in them."""
-    values = data.log.values
+    """The texts of the ``value`` slot of every event of the ``valued`` types, one type at a
+    time (the values of one type are of one Python type: one mapped call each), and where each
+    event's is (0 for the others)."""
+    values = log.values
     texts: list[str] = []
-    index = np.zeros(len(data.kind), dtype=np.int64)
-    for number in range(len(data.events.handles)):
-        if present is not None and not present[number]:
-            continue
-        picked = np.flatnonzero(data.ours & (data.kind == number))
-        index[picked] = len(texts) + np.arange(len(picked))
+    at = np.zeros(len(kind), dtype=np.int32)
+    for number in valued:
+        picked = np.flatnonzero(ours & (kind == number))
+        at[picked] = len(texts) + np.arange(len(picked))
         texts += json_texts([values[i] for i in picked.tolist()])
-    return _texts(texts or ["null"]), index
+    return _texts(texts or ["null"]), at
 
 
 def _sources(runs: list[list[_Part]], data: _Events) -> list[_Source]:
@@ -357,15 +377,16 @@ def _sources(runs: list[list[_Part]], data: _Events) -> list[_Source]:
             pending += "".join(str(part.literal) for part in run)
             continue
         part = run[0]
+        index: _Index
         if all(map(_sessional, run)):  # one text per session
             items = [
                 _literal(p.literal) if p.literal is not None else data.fields[str(p.slot)]
                 for p in run
             ]
             pool = pc.binary_join_element_wise(*items, _literal(""), memory_pool=POOL)
-            index = data.at
+            index = _sliced(data.at)
         elif part.by_type is not None:
-            pool, index = _texts(part.by_type), data.kind
+            pool, index = _texts(part.by_type), _sliced(data.kind)
         else:
             pool, index = _slot_source(part, data)
         if pending and (part.by_type is None and part.present is None):
@@ -373,7 +394,7 @@ def _sources(runs: list[list[_Part]], data: _Events) -> list[_Source]:
         if pending:
             sources.append(pending)
             pending = ""
-        sources.append((pool, index.astype(np.int32)))
+        sources.append((pool, index))
     if pending:
         sources.append(pending)
     return sources
@@ -400,7 +421,7 @@ def _classified(
     status_code = status.fill_null(-1).to_numpy().astype(np.int64)
     ours = (kind >= 0) & (rows < len(store)) & (status_code >= 0)
     kind[~ours], rows[~ours], status_code[~ours] = 0, 0, 0
-    return kind, rows, status_code, ours
+    return kind.astype(np.int32), rows, status_code.astype(np.int32), ours
 
 
 def event_texts(
@@ -422,12 +443,16 @@ def event_texts(
     outside = np.flatnonzero(~ours)
     sources: list[_Source] = []
     if ours.any():
+        layouts = [events.layout(type_) for type_ in events.handles]
+        valued = [number for number, layout in enumerate(layouts) if Slot("value") in layout]
+        values, value_at = _value_texts(log, kind, ours, valued)
         fields, where = session_field_columns(events, store, clock)
-        data = _Events(log, events, kind, where[rows], status, ours, fields)
+        at = where[rows].astype(np.int32)
         del rows, where
-        runs = _runs(_parts([events.layout(type_) for type_ in events.handles]))
-        sources = _sources(runs, data)
-        del data, fields
+        seconds = np.frombuffer(log.seconds, dtype=np.uint32, count=count).copy()
+        data = _Events(events, kind, at, status, seconds, ours, fields, values, value_at)
+        sources = _sources(_runs(_parts(layouts)), data)
+        del data, fields, values, value_at, at, seconds
     chunks: list[pa.Array] = []
     for start in range(0, count, block):
         stop = min(start + block, count)
@@ -438,7 +463,7 @@ def event_texts(
         items = [
             _literal(source)
             if isinstance(source, str)
-            else pc.take(source[0], pa.array(source[1][start:stop]), memory_pool=POOL)
+            else pc.take(source[0], pa.array(source[1](start, stop)), memory_pool=POOL)
             for source in sources
         ]
         chunk = pc.binary_join_element_wise(*items, _literal(""), memory_pool=POOL)
