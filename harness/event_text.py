@@ -413,11 +413,11 @@ def _classified(
     for index, handle in enumerate(events.handles.values()):
         type_of[handle] = index
     kind = type_of[np.minimum(handles, len(type_of) - 1)]
-    status = pc.index_in(
-        pa.array(log.statuses[:count], type=_TEXT, memory_pool=POOL),
-        value_set=pa.array(STATUSES, type=_TEXT),
-        memory_pool=POOL,
-    )
+    try:
+        statuses = pa.array(log.statuses[:count], type=_TEXT, memory_pool=POOL)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # another producer's values: not all text
+        statuses = pa.array([s if type(s) is str else None for s in log.statuses[:count]], _TEXT)
+    status = pc.index_in(statuses, value_set=pa.array(STATUSES, type=_TEXT), memory_pool=POOL)
     status_code = status.fill_null(-1).to_numpy().astype(np.int64)
     ours = (kind >= 0) & (rows < len(store)) & (status_code >= 0)
     kind[~ours], rows[~ours], status_code[~ours] = 0, 0, 0

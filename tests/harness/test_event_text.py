@@ -26,6 +26,8 @@ from sim.platform import Platform
 from sim.sessions.events import OBJECT_FIELDS, SESSION_EVENT_FIELDS, SessionEvents, Slot
 from tests.sim.kernel.test_records_columns import _barge_in, _drive, _session_platform
 
+_TRANSPORT = {"type": "livekit", "url": "wss://p", "room_name": "p"}
+
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
@@ -79,10 +81,7 @@ def _varied_run() -> Platform:
         "session.usage", state.org_id, state.id, events.handles["session.usage"], state.number,
         state.status, 2**32, None, platform.clock.now,
     )  # fmt: skip
-    plain = {
-        "avatar_id": "av_stock_aria",
-        "transport": {"type": "livekit", "url": "wss://p", "room_name": "p"},
-    }
+    plain = {"avatar_id": "av_stock_aria", "transport": _TRANSPORT}
     platform.call("createSession", callers[3], {"body": plain})
     platform.advance(3)
     return platform
@@ -117,6 +116,20 @@ def test_texts_of_a_log_without_session_events_or_without_events() -> None:
     platform.advance(60)
     log = platform.kernel.events
     assert len(log) and not set(SESSION_EVENT_FIELDS) & {e.type for e in log}
+    assert _texts(platform, 1024) == [_dumps(dict(event.data)) for event in log]
+
+
+@pytest.mark.req("NB-2", "PERF-2")
+def test_another_producers_values_in_the_columns_are_written_one_by_one() -> None:
+    """A payload of another renderer whose values fit the columns (a row, seconds) but whose
+    third value is not a status is not assembled: ``other`` writes it, between session events."""
+    platform, caller = _session_platform()
+    log = platform.kernel.events
+    handle = log.register(lambda values: {"values": list(values)})
+    log.emit_values("probe.odd", caller.org_id, "x", handle, (0, [1, "a"], 0, None), 0.0)
+    _barge_in(platform, caller, {"avatar_id": "av_stock_aria", "transport": _TRANSPORT})
+    log.emit_values("probe.odd", caller.org_id, "y", handle, (0, "running", 3, 1.5), 1.0)
+    assert not log.whole
     assert _texts(platform, 1024) == [_dumps(dict(event.data)) for event in log]
 
 
