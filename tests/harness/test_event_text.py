@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.event_text import event_texts, json_texts, session_field_columns, stamps
+from harness.event_text import _parts, event_texts, json_texts, session_field_columns, stamps
 from sim.clock import Clock
 from sim.events import EventLog
 from sim.platform import Platform
@@ -205,3 +205,33 @@ _JSON = st.recursive(
 )
 def test_json_texts_are_json_dumps(values: list[Any]) -> None:
     assert json_texts(values) == [_dumps(value) for value in values]
+
+
+_LAYOUT = st.lists(
+    st.sampled_from(["a", "b", "value", "usage"]).map(Slot) | st.text("{}:,x", max_size=3),
+    max_size=8,
+).map(tuple)
+
+
+@pytest.mark.req("NB-2")
+@given(layouts=st.lists(_LAYOUT, min_size=1, max_size=4))
+def test_the_layouts_aligned_as_one_sequence_of_parts_give_each_layouts_text(
+    layouts: list[tuple[str | Slot, ...]],
+) -> None:
+    """Whatever the event types' layouts (slots in any order, repeated, missing), the parts
+    ``event_texts`` joins give each type its own text: its literals, and its slots in order."""
+    filled = {"a": "<a>", "b": "<b>", "value": "<v>", "usage": "<u>"}
+    parts = _parts(layouts)
+    for number, layout in enumerate(layouts):
+        expected = "".join(i if isinstance(i, str) else filled[i.name] for i in layout)
+        written = "".join(
+            part.literal
+            if part.literal is not None
+            else part.by_type[number]
+            if part.by_type is not None
+            else filled[str(part.slot)]
+            if part.present is None or part.present[number]
+            else ""
+            for part in parts
+        )
+        assert written == expected
