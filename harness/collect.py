@@ -155,9 +155,7 @@ def _optional_strings(
     its buffers as it went, about 40 MB of transient room for a 100,000-session month's event
     subjects (the month's peak once the events' texts are written first), and the clients'
     resource ids were then copied again by a ``take``."""
-    if order is not None:
-        values = [values[index] for index in order.tolist()]
-    return text_column(values)
+    return text_column(values if order is None else map(values.__getitem__, order))
 
 
 def _sparse(values: Mapping[int, str | None], count: int, default: str | None) -> pd.Series:
