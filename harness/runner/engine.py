@@ -15,13 +15,12 @@ gives the same simulation at every level.
 
 from __future__ import annotations
 
-import gc
 import math
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from harness.gc_policy import rare_collections
 from harness.runner.arrivals import arrival_instants, follow, merged, poisson_instants
 from harness.runner.clients import ClientPool, OrgHandle
 from harness.runner.door import Door
@@ -188,31 +187,6 @@ def sim_config(scenario: Scenario, seed: int | None = None) -> SimConfig:
     """The platform's configuration for a run: the scenario's, keeping its records level."""
     config = scenario.sim_config(seed)
     return config.model_copy(update={"history": RECORDS[scenario.records]})
-
-
-#: How many container allocations the cycle collector lets pass before it looks at the young
-#: ones while a run simulates (CPython's default: 700).
-YOUNG_COLLECTION_THRESHOLD = 50_000
-
-
-@contextmanager
-def rare_collections() -> Iterator[None]:
-    """Let the cycle collector look at young objects every ``YOUNG_COLLECTION_THRESHOLD``
-    allocations within the block, as before afterwards (also if it raises).
-
-    Why: a run allocates millions of short-lived containers (tuples, dicts, SimPy events) that
-    die young by reference counting and almost never form cycles. At CPython's default the
-    collector wakes every few hundred allocations, that is several times per session, and
-    traverses every young survivor each time: about 2.5 % of a month's instructions for
-    nothing collected. The threshold changes only when cycles are freed, never what the run
-    does (nothing in ``sim/`` or the runner depends on when garbage goes).
-    """
-    before = gc.get_threshold()
-    gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *before[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
 
 
 def simulate(

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import simpy
 
+from harness.gc_policy import YOUNG_COLLECTION_THRESHOLD, rare_collections
 from harness.runner import run_scenario, simulate
-from harness.runner.engine import YOUNG_COLLECTION_THRESHOLD, rare_collections
 from harness.scenarios import parse_scenario
 from tests.scenarios.helpers import small
 
