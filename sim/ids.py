@@ -39,6 +39,8 @@ PREFIXES: dict[str, str] = {
 }
 
 _BASE62 = string.digits + string.ascii_letters
+_BASE62_SIZE = len(_BASE62)
+_BASE62_BITS = _BASE62_SIZE.bit_length()  # what ``random.choice`` draws per character
 
 
 # Crockford's base32, two characters per 10 bits: a ULID is 13 table lookups. python-ulid's

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import string
 from datetime import UTC, datetime, timedelta
 from statistics import NormalDist
 
@@ -138,3 +139,18 @@ def test_an_id_is_timed_at_the_clocks_epoch_ms(epoch_us: int, moments: list[floa
         value = ids.value()
         assert value >> 80 == clock.epoch_ms()
         assert twin.new("session") == format_value("session", value)
+
+
+@pytest.mark.req("SIM-2")
+@given(seed=st.integers(0, 2**64), length=st.integers(0, 64), before=st.integers(0, 3))
+def test_a_token_draws_what_random_choice_draws(seed: int, length: int, before: int) -> None:
+    """``IdFactory.token`` writes ``random.choice`` out; the same characters from the same
+    stream, and the stream left where ``choice`` leaves it."""
+    ours, reference = random.Random(seed), random.Random(seed)
+    for rng in (ours, reference):
+        rng.getrandbits(before * 7 + 1)  # any position in the stream
+    clock = Clock(EPOCH)
+    token = IdFactory(clock, ours).token("tok_", length)
+    alphabet = string.digits + string.ascii_letters
+    assert token == "tok_" + "".join(reference.choice(alphabet) for _ in range(length))
+    assert ours.getrandbits(64) == reference.getrandbits(64)
