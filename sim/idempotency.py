@@ -14,6 +14,11 @@ keyed create takes one, marshal's C writer costs well under half of canonical JS
 canonical texts are needed only when a key comes back with a request whose snapshot differs
 (``same_request``; a property test holds it to comparing canonical JSON).
 
+An outcome is stored as its body or as a function that renders the body (``Renderer``): a caller
+that reads no body (the scenario's clients) is answered only the created resource's id, and the
+body a replay must give is then rendered from the platform's records when, if ever, the key comes
+back (``lookup``), once. Either way a replay gives the body the first request's full answer had.
+
 Memory: entries are stored in time order, and every store first drops the entries whose window
 has passed, so the store holds one window of creates however long the run.
 """
@@ -31,7 +36,21 @@ from sim.clock import Clock
 from sim.config import LimitsConfig
 from sim.errors import Conflict, Unprocessable
 
-__all__ = ["IdempotencyStore", "Replay", "canonical_json", "fingerprint", "same_request"]
+__all__ = [
+    "Body",
+    "IdempotencyStore",
+    "Renderer",
+    "Replay",
+    "canonical_json",
+    "fingerprint",
+    "same_request",
+]
+
+#: Renders, on demand, the body an operation answered (always the same body: what it renders
+#: never changes after the operation).
+Renderer = Callable[[], dict[str, Any]]
+#: An outcome as stored: the body, or what renders it.
+Body = dict[str, Any] | Renderer
 
 
 def _not_json(value: object) -> object:
@@ -90,7 +109,8 @@ class Replay(NamedTuple):
 # without a frozen dataclass's one ``object.__setattr__`` per field.
 class _Entry(NamedTuple):
     fingerprint: bytes
-    replay: Replay
+    body: Body  # the body, or its renderer until a replay renders it
+    stored_at: float
 
 
 _new_tuple = tuple.__new__
@@ -130,7 +150,7 @@ class IdempotencyStore:
         entry = self._entries.get((org_id, key))
         if entry is None:
             return None
-        if self._clock.now - entry.replay.stored_at >= self._window:
+        if self._clock.now - entry.stored_at >= self._window:
             del self._entries[(org_id, key)]
             return None
         if not same_request(entry.fingerprint, digest or fingerprint(operation, body)):
@@ -139,7 +159,23 @@ class IdempotencyStore:
                 "This Idempotency-Key was already used with a different request.",
                 param="Idempotency-Key",
             )
-        return entry.replay
+        return Replay(self._rendered((org_id, key), entry), entry.stored_at)
+
+    def _rendered(self, place: tuple[str, str], entry: _Entry) -> dict[str, Any]:
+        """The entry's body, rendered now if it was stored as its renderer (and kept so)."""
+        if callable(entry.body):
+            body = entry.body()
+            self._entries[place] = entry._replace(body=body)
+            return body
+        return entry.body
+
+    def replays(self) -> list[tuple[tuple[str, str], bytes, Replay]]:
+        """Every entry as a replay would give it: (organization, key), fingerprint, replay; in
+        the order stored (each body rendered now if it was stored as its renderer)."""
+        return [
+            (place, entry.fingerprint, Replay(self._rendered(place, entry), entry.stored_at))
+            for place, entry in list(self._entries.items())
+        ]
 
     def store(
         self,
@@ -147,19 +183,19 @@ class IdempotencyStore:
         key: str,
         operation: str,
         body: Any,
-        result: dict[str, Any],
+        result: Body,
         *,
         digest: bytes | None = None,
     ) -> None:
+        """Store the outcome ``result`` (the body, or its ``Renderer``) of a request with the
+        values ``body`` (``digest``: their fingerprint, when the caller has it already)."""
         now = float(self._env._now)  # ``clock.now`` without its property's frame
         order = self._order
         if order and order[0][0] <= now - self._window:
             self._expire(now)
-        # ``_Entry(digest, Replay(result, now))`` without the generated ``__new__``s' frames:
-        # every keyed create stores one, and the two frames were most of what storing cost.
-        entry = _new_tuple(
-            _Entry, (digest or fingerprint(operation, body), _new_tuple(Replay, (result, now)))
-        )
+        # ``_Entry(digest, result, now)`` without the generated ``__new__``'s frame: every keyed
+        # create stores one.
+        entry = _new_tuple(_Entry, (digest or fingerprint(operation, body), result, now))
         place = (org_id, key)
         self._entries[place] = entry
         order.append((now, place))
@@ -179,7 +215,7 @@ class IdempotencyStore:
         while order and order[0][0] <= horizon:
             stored_at, key = order.popleft()
             entry = entries.get(key)
-            if entry is not None and entry.replay.stored_at == stored_at:
+            if entry is not None and entry.stored_at == stored_at:
                 del entries[key]
 
     def run(

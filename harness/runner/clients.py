@@ -177,7 +177,8 @@ class _SessionClient(_Client):
             params: dict[str, Any] = {"body": body}
             if self.idem is not None:
                 params["idempotency_key"] = self.idem
-            answer = pool.door.call("createSession", self.caller, params)
+            # The client reads only the id (``done``): the platform renders no more of it.
+            answer = pool.door.call("createSession", self.caller, params, reads_body=False)
             created = answer.body
             if type(created) is not dict:  # ``_json``, inlined: most sessions come this way
                 raise TypeError("expected a JSON object from the service")
@@ -187,7 +188,9 @@ class _SessionClient(_Client):
             return _json(_json(answer.body)["session"]), False
         # Dashboard surfaces are created by the service's own front ends (GAP-SES-10).
         assert surface is not None  # a session client always has one
-        created = pool.platform.sessions.create(self.caller, body, billing_surface=surface)
+        created = pool.platform.sessions.create(
+            self.caller, body, billing_surface=surface, render=False
+        )
         return created, False
 
     def done(self, resource: dict[str, Any] | None, outcome: str) -> None:

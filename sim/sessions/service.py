@@ -59,6 +59,9 @@ __all__ = ["BILLING_SURFACES", "SessionService"]
 
 #: The table's row for ``create`` (into the status a session is created in), read once.
 _CREATE = transition(None, "create")
+#: The status a create answers its session in: where ``admit`` takes a created one (a session is
+#: placed on a worker later, never within its create).
+_ANSWERED = transition(_CREATE.target, "admit").target
 _new_tuple: Final = tuple.__new__  # a NamedTuple built without its generated ``__new__``
 
 
@@ -145,10 +148,14 @@ class SessionService:
         *,
         billing_surface: str = "api",
         embed_id: str | None = None,
+        render: bool = True,
     ) -> dict[str, Any]:
-        """``POST /v1/sessions``: a session in ``queued`` (SES-ST-1) or a domain error."""
+        """``POST /v1/sessions``: a session in ``queued`` (SES-ST-1) or a domain error.
+
+        ``render=False``: answer only the session's ``id`` (for a caller that reads nothing
+        else; ``created`` renders the full answer later, the same body)."""
         return self.prepare_create(
-            caller, body, billing_surface=billing_surface, embed_id=embed_id
+            caller, body, billing_surface=billing_surface, embed_id=embed_id, render=render
         ).commit()
 
     def prepare_create(
@@ -158,8 +165,10 @@ class SessionService:
         *,
         billing_surface: str = "api",
         embed_id: str | None = None,
+        render: bool = True,
     ) -> Prepared:
-        """Every check of a create, in order (GAP-SES-11); nothing is stored until ``commit``."""
+        """Every check of a create, in order (GAP-SES-11); nothing is stored until ``commit``
+        (which answers the session, or only its ``id`` with ``render=False``)."""
         caller.require_unrestricted()
         if billing_surface not in BILLING_SURFACES:
             raise Unprocessable(
@@ -184,9 +193,23 @@ class SessionService:
                     embed_id=embed_id,
                     resets_on_silence=transport.audio_source == "track",
                 )
-                return self._render(state)
+                return self._render(state) if render else {"id": state.id}
 
         return _new_tuple(Prepared, (commit,))  # ``Prepared(commit)`` without its frame
+
+    def created(self, session_id: str) -> dict[str, Any]:
+        """The body the create of ``session_id`` answered, rendered again now: the session as
+        it was then (queued, no usage), from what its record keeps and never changes.
+
+        Why: a caller that reads no body is answered only the id, and an idempotent replay of
+        its create must still give the full body (``Platform.call``); rendering a session cost
+        about 4 % of a month's session, and almost no key ever comes back."""
+        row = self._store.row(session_id)
+        if row is None:
+            raise NotFound("session.not_found", f"No session {session_id}.")
+        return self._store.state(row).to_resource(
+            self._clock, self._fps, status=_ANSWERED, usage_seconds=0
+        )
 
     def create_pipecat(self, caller: Caller, body: Any) -> dict[str, Any]:
         """``POST /v1/pipecat/sessions``: a session plus short-lived relay credentials."""

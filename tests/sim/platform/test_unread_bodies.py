@@ -1,6 +1,7 @@
 """A caller that reads no body (``Platform.call(..., reads_body=False)``) changes nothing else.
 
-The scenario's clients discard what an end answers, so the platform skips rendering it for them.
+The scenario's clients read only the id of what a create or an end answers, so the platform skips
+rendering the rest for them; a keyed create's replay still gives the full original body.
 These tests hold the cheaper form to the full one: the same operation in every state, the same
 platform afterwards (sessions, events, ledger, counts, the API log), the same refusals, and an
 answer that is the full body's id.
@@ -12,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from sim.errors import DomainError
-from sim.platform import _UNREAD, OPERATIONS, Platform
+from sim.errors import Conflict, DomainError
+from sim.platform import _REPLAYED, _UNREAD, OPERATIONS, Platform
 from tests.asgi.support import state_digest
 
 from .conftest import World, session_body
@@ -78,22 +79,116 @@ def test_an_unread_end_is_refused_like_a_read_one() -> None:
     assert refusals[0] == refusals[1]
 
 
-def test_every_unread_form_is_of_a_known_operation_that_is_not_idempotent() -> None:
-    """A replay must give the original body, so an idempotent operation always renders it."""
+def _create_twice(
+    reads_body: bool, key: str | None, wait: float, surface: str | None = None
+) -> tuple[World, list[dict[str, Any]]]:
+    """Create a session (with ``key``, or through a dashboard ``surface``), wait ``wait``
+    seconds, then send the same create again: its two answers (a refusal as its code)."""
+    world = World()
+    answers: list[dict[str, Any]] = []
+    for _ in range(2):
+        try:
+            if surface is not None:
+                answer = world.platform.sessions.create(
+                    world.caller, session_body(), billing_surface=surface, render=reads_body
+                )
+            else:
+                params: dict[str, Any] = {"body": session_body()}
+                if key is not None:
+                    params["idempotency_key"] = key
+                answer = world.platform.call(
+                    "createSession", world.caller, params, reads_body=reads_body
+                ).body
+        except DomainError as refused:  # the key's one live session (the cap)
+            answer = {"refused": refused.code}
+        answers.append(dict(answer))
+        world.platform.advance(wait)
+    return world, answers
+
+
+@pytest.mark.req("SIM-7", "SES-ST-1", "LIM-5")
+@pytest.mark.parametrize(
+    ("key", "surface"), [(None, None), ("retry-1", None), (None, "playground")]
+)
+@pytest.mark.parametrize("wait", [0.0, 30.0, 4000.0])
+def test_an_unread_create_is_the_same_create_answering_its_id(
+    key: str | None, surface: str | None, wait: float
+) -> None:
+    """The same sessions, events, ledger, counts, API log and idempotency entries (compared as
+    a replay gives them), whatever the session did since; only the answer is shorter."""
+    read, bodies = _create_twice(True, key, wait, surface)
+    unread, ids = _create_twice(False, key, wait, surface)
+    assert bodies[0]["status"] == "queued"
+    assert ids[0] == {"id": bodies[0]["id"]}
+    if key is not None:  # the second create is a replay: the full original answer
+        assert bodies[1] == bodies[0] and ids[1] == bodies[0]
+    elif "id" in bodies[1]:  # a second session (the first one is over)
+        assert ids[1] == {"id": bodies[1]["id"]}
+    else:  # refused alike
+        assert ids[1] == bodies[1]
+    assert _records(unread.platform) == _records(read.platform)
+
+
+@pytest.mark.req("LIM-5", "SES-ST-1")
+@pytest.mark.parametrize("wait", [0.0, 5.0, 30.0, 4000.0])
+def test_a_replay_of_an_unread_keyed_create_gives_the_original_full_answer(wait: float) -> None:
+    """Rendered when the key comes back, the replay is the create's answer as it was (queued,
+    no usage), however far the session has gone since, and then stays the same."""
+    read, unread = World(), World()
+    params = {"body": session_body(metadata={"team": "a", "n": 1}), "idempotency_key": "k-1"}
+    original = read.platform.call("createSession", read.caller, params).body
+    answered = unread.platform.call("createSession", unread.caller, params, reads_body=False)
+    assert answered.body == {"id": original["id"]} and not answered.replayed
+    for world in (read, unread):
+        world.platform.advance(wait)
+    for _ in range(2):
+        replay = unread.platform.call("createSession", unread.caller, params)
+        assert replay.replayed and replay.body == original
+    assert unread.platform.sessions.created(original["id"]) == original
+    assert unread.call("retrieveSession", session_id=original["id"]) == read.call(
+        "retrieveSession", session_id=original["id"]
+    )
+
+
+@pytest.mark.req("LIM-5")
+def test_an_unread_keyed_create_that_fails_half_way_leaves_no_entry() -> None:
+    """The stored renderer is part of the create's unit, like a stored body."""
+    world = World()
+    params = {"body": session_body(), "idempotency_key": "k-2"}
+
+    def refuse(_read: Any) -> None:
+        raise Conflict("test.refused", "refused by the caller's check")
+
+    with pytest.raises(DomainError):
+        world.platform.call("createSession", world.caller, params, check=refuse, reads_body=False)
+    assert world.platform.idempotency.replays() == []
+    assert world.platform.call("createSession", world.caller, params).replayed is False
+
+
+def test_every_unread_form_is_known_and_an_idempotent_one_can_render_its_replay() -> None:
+    """A replay must give the full original body: an idempotent operation's unread form has a
+    renderer for it (``_REPLAYED``)."""
     platform = Platform.create()
     assert _UNREAD
     for operation_id, method in _UNREAD.items():
-        assert not OPERATIONS[operation_id].idempotent
+        assert operation_id in OPERATIONS
         assert callable(getattr(platform, method))
+        if OPERATIONS[operation_id].idempotent:
+            assert callable(getattr(platform, _REPLAYED[operation_id]))
+    assert set(_REPLAYED) <= set(_UNREAD)
 
 
 def test_an_operation_without_an_unread_form_answers_its_full_body() -> None:
     read, unread = World(), World()
     bodies = [
         world.platform.call(
-            "createSession", world.caller, {"body": session_body()}, reads_body=reads_body
+            "createPipecatSession",
+            world.caller,
+            {"body": {"avatar_id": "av_stock_aria"}},
+            reads_body=reads_body,
         ).body
         for world, reads_body in ((read, True), (unread, False))
     ]
-    assert bodies[0] == bodies[1]
+    assert "createPipecatSession" not in _UNREAD
+    assert bodies[0] == bodies[1] and bodies[0]["session"]["status"] == "queued"
     assert _records(unread.platform) == _records(read.platform)
