@@ -1,7 +1,8 @@
 """``make bench`` / ``python -m bench [--scale S] [--only NAME] [--json PATH]``.
 
-Runs every ``bench_*`` module of this package (or the named ones) and prints one JSON object per
-benchmark; with ``--json`` the whole report is also written to a file.
+Prints the machine it runs on first (``bench.machine``: a wall time means nothing without it),
+then runs every ``bench_*`` module of this package (or the named ones) and prints one JSON object
+per benchmark; with ``--json`` the whole report is also written to a file.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import bench
+from bench.machine import describe
 
 
 def discover() -> list[str]:
@@ -34,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(names) - set(discover()))
     if unknown:
         parser.error(f"unknown benchmark(s): {', '.join(unknown)}; have {', '.join(discover())}")
-    report: dict[str, Any] = {}
+    report: dict[str, Any] = {"machine": describe()}
+    print(json.dumps(report), flush=True)
     for name in names:
         module = importlib.import_module(f"bench.{name}")
         started = time.perf_counter()
