@@ -7,9 +7,14 @@ deployment is never held to the simulator's choices there. The rows are data (``
 ``TERMINAL``) that the check and its tests both read.
 
 Because a deployment's clock keeps moving between two requests, the outcome of ``end`` is judged
-against what the session itself says rather than against the status seen a moment earlier: a
-session that reached its first frame was running (so ``end`` gives ``ending`` or ``ended``), one
-that never did had not started (so ``end`` gives ``canceled``).
+by how far the session had got (``progress``): what its answer shows, and the status seen a moment
+earlier, which can only have moved on since. A session that reached its first frame, or was
+called ``running``, ran (``end`` gives ``ending`` or ``ended``). One with neither but placed on a
+worker (``started_at``, or called ``starting``) is where the seed's two rows meet: "not yet
+started" may be read as "before its first frame" (``canceled``) or as "before ``session.starting``"
+(and then the seed does not say what ``end`` does to a booting session, so a drain is as legal),
+so either outcome passes. Only a session with none of these had surely not started
+(``canceled``).
 
 The timers (max duration, idle timeout, start-up timeout) need time to pass on the target: the
 simulator's clock with ``--sim-admin-token``, or real waiting with ``--real-time`` and the
@@ -38,23 +43,37 @@ from harness.conformance.scenarios import walk
 from harness.conformance.seed import SEED
 from harness.conformance.target import Exchange
 
-__all__ = ["END_RULES", "TERMINAL", "EndRule", "check_history", "judge_end", "timestamps_in_order"]
+__all__ = [
+    "END_RULES",
+    "TERMINAL",
+    "EndRule",
+    "check_history",
+    "judge_end",
+    "progress",
+    "timestamps_in_order",
+]
 
 
 @dataclass(frozen=True, slots=True)
 class EndRule:
-    """A row of the seed's table for ``POST /v1/sessions/{id}/end``."""
+    """A row of the seed's table for ``POST /v1/sessions/{id}/end``, by the session's
+    ``progress`` when it was ended."""
 
-    had_first_frame: bool
+    progress: str
     outcomes: frozenset[str]
     requirement: str
 
 
-#: ``end`` on a session that was running (it had its first frame) or had not started.
+#: ``end`` on a session that ran, that was placed but had no first frame yet (either reading of
+#: "not yet started", see the module's docstring), or that had surely not started.
 END_RULES: tuple[EndRule, ...] = (
-    EndRule(True, frozenset({"ending", "ended"}), "SES-ST-3"),
-    EndRule(False, frozenset({"canceled"}), "SES-ST-4"),
+    EndRule("ran", frozenset({"ending", "ended"}), "SES-ST-3"),
+    EndRule("placed", frozenset({"canceled", "ending", "ended"}), "SES-ST-3, SES-ST-4"),
+    EndRule("not_started", frozenset({"canceled"}), "SES-ST-4"),
 )
+#: Statuses that say the session ran, or that it was placed on a worker (seen before the end).
+_RAN_STATUSES = frozenset({"running", "ending"})
+_PLACED_STATUSES = frozenset({"starting"})
 
 #: The seed's start-up timeout (SES-ST-2), and how long the harness lets a session take to
 #: reach its first frame, to drain, or to be ended by a timer after its limit (no bound stated).
@@ -76,15 +95,25 @@ def judge_end(before: str | None, session: dict[str, Any], exchange: Exchange) -
         return
     if status == "failed":
         return  # the job failed on its own before the end arrived (e.g. no_capacity)
-    running = _ran(session)
-    rule = next(r for r in END_RULES if r.had_first_frame == running)
+    reached = progress(before, session)
+    rule = next(r for r in END_RULES if r.progress == reached)
     if status not in rule.outcomes:
-        state = "a running" if running else "a not yet started"
+        state = {"ran": "a running", "placed": "a placed", "not_started": "a not yet started"}
         raise CheckFailed(
-            f"end on {state} session answered {status!r}; the seed allows "
+            f"end on {state[reached]} session answered {status!r}; the seed allows "
             f"{sorted(rule.outcomes)} ({rule.requirement})",
             exchange,
         )
+
+
+def progress(before: str | None, session: dict[str, Any]) -> str:
+    """How far a session had got when it was ended (``END_RULES``): from the status seen before
+    the end (``before``, ``None`` when unknown) and the stamps its answer shows."""
+    if _ran(session) or before in _RAN_STATUSES:
+        return "ran"
+    if session.get("started_at") is not None or before in _PLACED_STATUSES:
+        return "placed"
+    return "not_started"
 
 
 def check_history(history: Sequence[str]) -> None:
