@@ -24,7 +24,7 @@ from sim.clock import Clock
 from sim.events import EventLog
 from sim.platform import Platform
 from sim.sessions.events import OBJECT_FIELDS, SESSION_EVENT_FIELDS, SessionEvents, Slot
-from tests.sim.kernel.test_records_columns import _barge_in, _drive, _session_platform
+from tests.sim.kernel.session_traffic import barge_in, drive, session_platform
 
 _TRANSPORT = {"type": "livekit", "url": "wss://p", "room_name": "p"}
 
@@ -54,7 +54,7 @@ def _varied_run() -> Platform:
     pipecat session, unusual metadata and transports (non-ASCII text, quotes, nesting), a run's
     and an avatar's events between them, a session event kept whole (its usage too large for
     the columns), and sessions still live at the end."""
-    platform, caller = _session_platform()
+    platform, caller = session_platform()
     keys = [platform.admin.create_key(caller.org_id)["key"] for _ in range(4)]
     callers = [platform.authenticate(f"Bearer {k}") for k in keys]
     odd = {
@@ -62,13 +62,13 @@ def _varied_run() -> Platform:
         "transport": {"url": "wss://x.example/\u00e9\n", "type": "livekit", "room_name": 'r "1"\\'},
         "metadata": {"z": "żółw ☃ \u2028", "a": {"y": [1.5, None, False], "b": 1e300, "c": -0}},
     }
-    first = _barge_in(platform, callers[0], odd)
+    first = barge_in(platform, callers[0], odd)
     platform.call("createRun", caller, {"model_id": "sim/speech", "body": {"input": {"text": "x"}}})
     platform.call("createPipecatSession", callers[1], {"body": {"avatar_id": "av_stock_aria"}})
     platform.advance(30)
     platform.call("endSession", callers[0], {"session_id": first})
     platform.advance(30)
-    _drive(platform, caller)
+    drive(platform, caller)
     platform.sessions.faults.set_capacity(4)
     live = platform.call("createSession", callers[2], {"body": odd}).body
     assert isinstance(live, dict)
@@ -110,7 +110,7 @@ def test_texts_assembled_in_blocks_are_the_texts_written_one_by_one(
 
 @pytest.mark.req("NB-2", "PERF-2")
 def test_texts_of_a_log_without_session_events_or_without_events() -> None:
-    platform, caller = _session_platform()
+    platform, caller = session_platform()
     assert _texts(platform, 1024) == []
     platform.call("createRun", caller, {"model_id": "sim/speech", "body": {"input": {"text": "x"}}})
     platform.advance(60)
@@ -123,11 +123,11 @@ def test_texts_of_a_log_without_session_events_or_without_events() -> None:
 def test_another_producers_values_in_the_columns_are_written_one_by_one() -> None:
     """A payload of another renderer whose values fit the columns (a row, seconds) but whose
     third value is not a status is not assembled: ``other`` writes it, between session events."""
-    platform, caller = _session_platform()
+    platform, caller = session_platform()
     log = platform.kernel.events
     handle = log.register(lambda values: {"values": list(values)})
     log.emit_values("probe.odd", caller.org_id, "x", handle, (0, [1, "a"], 0, None), 0.0)
-    _barge_in(platform, caller, {"avatar_id": "av_stock_aria", "transport": _TRANSPORT})
+    barge_in(platform, caller, {"avatar_id": "av_stock_aria", "transport": _TRANSPORT})
     log.emit_values("probe.odd", caller.org_id, "y", handle, (0, "running", 3, 1.5), 1.0)
     assert not log.whole
     assert _texts(platform, 1024) == [_dumps(dict(event.data)) for event in log]

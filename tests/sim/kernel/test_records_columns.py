@@ -26,6 +26,7 @@ from sim.ids import IdFactory, format_id, format_ulid
 from sim.journal import Journal
 from sim.platform import Platform
 from sim.sessions.records import usage_of
+from tests.sim.kernel.session_traffic import barge_in, drive, session_platform
 
 EPOCHS = (
     datetime(2026, 1, 1, tzinfo=UTC),
@@ -86,25 +87,6 @@ def test_ids_made_one_after_another_are_the_ids_made_from_their_parts(steps: lis
             later.draw()
 
 
-def _session_platform(history: HistoryConfig | None = None) -> tuple[Platform, Any]:
-    config = SimConfig(seed=4) if history is None else SimConfig(seed=4, history=history)
-    platform = Platform.create(config)
-    org = platform.admin.create_organization("Acme", "enterprise")
-    caller = platform.authenticate(f"Bearer {org['keys']['unrestricted']}")
-    return platform, caller
-
-
-def _barge_in(platform: Platform, caller: Any, body: dict[str, Any]) -> str:
-    """A session that starts, hears speech and is interrupted (a barge-in); its id."""
-    first = platform.call("createSession", caller, {"body": body}).body
-    assert isinstance(first, dict)
-    platform.advance(10)
-    platform.admin.inject_audio(first["id"], "speech", 6.0)
-    platform.advance(2)
-    platform.admin.clear_buffer(first["id"])
-    return str(first["id"])
-
-
 def _texts_are_the_sorted_json(platform: Platform) -> set[str]:
     """Every stored event's ``text`` is ``json.dumps`` of its payload; the types seen."""
     log = platform.kernel.events
@@ -116,36 +98,12 @@ def _texts_are_the_sorted_json(platform: Platform) -> set[str]:
     return {e.type for e in log}
 
 
-def _drive(platform: Platform, caller: Any) -> None:
-    """Sessions that cover every session event: queued, starting, first frame, barge-in,
-    ending, ended, usage, canceled, failed (no capacity and a lost worker)."""
-    body = {
-        "avatar_id": "av_stock_aria",
-        "transport": {"type": "livekit", "url": "wss://x.example", "room_name": "r"},
-        "metadata": {"ticket": "Ω-42", "nested": {"b": 1, "a": [True, None, 2.5]}},
-    }
-    keys = [platform.admin.create_key(caller.org_id)["key"] for _ in range(4)]
-    callers = [platform.authenticate(f"Bearer {k}") for k in keys]
-    first = _barge_in(platform, caller, body)
-    platform.call("endSession", caller, {"session_id": first})
-    canceled = platform.call("createSession", callers[0], {"body": body}).body
-    assert isinstance(canceled, dict)
-    platform.call("endSession", callers[0], {"session_id": canceled["id"]})
-    lost = platform.call("createSession", callers[1], {"body": body}).body
-    assert isinstance(lost, dict)
-    platform.advance(20)
-    platform.sessions.faults.crash_worker(session_id=lost["id"])
-    platform.sessions.faults.set_capacity(0)
-    platform.call("createSession", callers[2], {"body": body})
-    platform.advance(60)
-
-
 @pytest.mark.req("PERF-2", "SIM-2", "EV-1")
 def test_session_events_keep_raw_values_and_read_back_as_they_were_sent() -> None:
-    platform, caller = _session_platform()
+    platform, caller = session_platform()
     sent: list[str] = []
     platform.kernel.events.subscribe(lambda e: sent.append(json.dumps(e.to_payload())))
-    _drive(platform, caller)
+    drive(platform, caller)
     log = platform.kernel.events
     read = [json.dumps(e.to_payload()) for e in log]
     assert read == sent  # rendered long after, byte for byte what subscribers saw at once
@@ -164,7 +122,7 @@ def test_every_session_event_shows_the_status_and_usage_of_its_moment() -> None:
     frame's instant is over, the final figure once terminal) instead of asking
     ``SessionEvents.publish`` to work it out: each stored event's status and usage are what
     ``usage_of`` gives for the session at the moment its subscribers are told."""
-    platform, caller = _session_platform()
+    platform, caller = session_platform()
     log = platform.kernel.events
     checked: list[str] = []
 
@@ -177,7 +135,7 @@ def test_every_session_event_shows_the_status_and_usage_of_its_moment() -> None:
         checked.append(event.type)
 
     log.subscribe(check)
-    _drive(platform, caller)
+    drive(platform, caller)
     assert len(checked) == len(log)
     assert set(checked) >= {
         "session.queued", "session.starting", "session.first_frame", "session.ending",
@@ -188,8 +146,8 @@ def test_every_session_event_shows_the_status_and_usage_of_its_moment() -> None:
 
 @pytest.mark.req("PERF-2", "NB-2")
 def test_session_event_text_is_the_sorted_json_of_its_payload() -> None:
-    platform, caller = _session_platform()
-    _drive(platform, caller)
+    platform, caller = session_platform()
+    drive(platform, caller)
     log = platform.kernel.events
     codes = {e.data.get("code") for e in log.of_type("session.failed")}
     assert codes == {"no_capacity", "worker_lost"}
@@ -202,18 +160,18 @@ def test_event_text_is_the_sorted_json_while_sessions_live_and_after() -> None:
     the working state and are not kept) and again once every session is finished (read from the
     store's columns) is ``json.dumps`` of its payload; and a finished session's fragments read
     from the columns are the ones its state gives (the general path)."""
-    platform, caller = _session_platform()
+    platform, caller = session_platform()
     body = {
         "avatar_id": "av_stock_aria",
         "transport": {"type": "livekit", "url": "wss://x.example/\u00e9", "room_name": 'r "1"'},
         "metadata": {"z": "żółw ☃", "a": {"y": [1.5, None, False], "b": 1e300}},
     }
-    first = _barge_in(platform, caller, body)
+    first = barge_in(platform, caller, body)
     live = _texts_are_the_sorted_json(platform)  # the session is live
     assert {"session.first_frame", "session.barge_in"} <= live
     platform.call("endSession", caller, {"session_id": first})
     platform.advance(30)
-    _drive(platform, caller)
+    drive(platform, caller)
     store = platform.sessions.store
     assert not list(store.live_states())
     finished = _texts_are_the_sorted_json(platform)
@@ -312,12 +270,12 @@ def test_emit_row_stores_and_tells_what_emit_payload_does(rows: list[Any]) -> No
 
 @pytest.mark.req("PERF-3", "SIM-2")
 def test_a_log_that_keeps_nothing_still_tells_its_subscribers() -> None:
-    kept, caller = _session_platform()
-    _drive(kept, caller)
-    dropped, caller = _session_platform(HistoryConfig(events=False, transitions=False))
+    kept, caller = session_platform()
+    drive(kept, caller)
+    dropped, caller = session_platform(HistoryConfig(events=False, transitions=False))
     seen: list[str] = []
     dropped.kernel.events.subscribe(lambda e: seen.append(json.dumps(e.to_payload())))
-    _drive(dropped, caller)
+    drive(dropped, caller)
     assert len(dropped.kernel.events) == 0 and dropped.kernel.events.payloads == []
     assert seen == [json.dumps(e.to_payload()) for e in kept.kernel.events]
     assert all(s.history == () for s in dropped.sessions.sessions())
@@ -409,7 +367,7 @@ def test_an_event_reaches_only_the_subscribers_that_want_its_type_and_organizati
 
 @pytest.mark.req("PERF-4", "EV-3")
 def test_webhooks_listen_only_to_organizations_with_an_endpoint() -> None:
-    platform, caller = _session_platform()
+    platform, caller = session_platform()
     other = platform.admin.create_organization("Other", "enterprise")
     reached: list[str] = []
     dispatcher = platform.webhooks
@@ -421,7 +379,7 @@ def test_webhooks_listen_only_to_organizations_with_an_endpoint() -> None:
 
     dispatcher._on_event = spy  # type: ignore[method-assign]
     platform.admin.register_webhook(other["id"], "https://hooks.example/in")
-    _drive(platform, caller)  # all of it in the first organization, which has no endpoint
+    drive(platform, caller)  # all of it in the first organization, which has no endpoint
     assert reached == []
     assert dispatcher.deliveries() == []
 
