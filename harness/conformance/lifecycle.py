@@ -62,14 +62,15 @@ class EndRule:
     progress: str
     outcomes: frozenset[str]
     requirement: str
+    described: str  # the session, as a failure message names it
 
 
 #: ``end`` on a session that ran, that was placed but had no first frame yet (either reading of
 #: "not yet started", see the module's docstring), or that had surely not started.
 END_RULES: tuple[EndRule, ...] = (
-    EndRule("ran", frozenset({"ending", "ended"}), "SES-ST-3"),
-    EndRule("placed", frozenset({"canceled", "ending", "ended"}), "SES-ST-3, SES-ST-4"),
-    EndRule("not_started", frozenset({"canceled"}), "SES-ST-4"),
+    EndRule("ran", frozenset({"ending", "ended"}), "SES-ST-3", "a running"),
+    EndRule("placed", frozenset({"canceled", "ending", "ended"}), "SES-ST-3, SES-ST-4", "a placed"),
+    EndRule("not_started", frozenset({"canceled"}), "SES-ST-4", "a not yet started"),
 )
 #: Statuses that say the session ran, or that it was placed on a worker (seen before the end).
 _RAN_STATUSES = frozenset({"running", "ending"})
@@ -98,9 +99,8 @@ def judge_end(before: str | None, session: dict[str, Any], exchange: Exchange) -
     reached = progress(before, session)
     rule = next(r for r in END_RULES if r.progress == reached)
     if status not in rule.outcomes:
-        state = {"ran": "a running", "placed": "a placed", "not_started": "a not yet started"}
         raise CheckFailed(
-            f"end on {state[reached]} session answered {status!r}; the seed allows "
+            f"end on {rule.described} session answered {status!r}; the seed allows "
             f"{sorted(rule.outcomes)} ({rule.requirement})",
             exchange,
         )

@@ -165,6 +165,7 @@ def test_an_unread_keyed_create_that_fails_half_way_leaves_no_entry() -> None:
     assert world.platform.call("createSession", world.caller, params).replayed is False
 
 
+@pytest.mark.req("LIM-5")
 def test_every_unread_form_is_known_and_an_idempotent_one_can_render_its_replay() -> None:
     """A replay must give the full original body: an idempotent operation's unread form has a
     renderer for it (``_REPLAYED``)."""
