@@ -19,6 +19,7 @@ from harness.conformance.lifecycle import (
     progress,
     timestamps_in_order,
 )
+from harness.conformance.report import Report
 from harness.conformance.runner import RunOptions, run
 from harness.conformance.target import Exchange
 from tests.conformance.edits import Call, Edits, Reply, objects
@@ -131,6 +132,12 @@ def test_progress_reads_the_status_seen_before_and_the_answers_stamps(
     judge_end(before, session, _exchange())  # each of these answers is legal
 
 
+def _run_check(edits: Edits, check: str) -> Report:
+    """Only ``check`` (no fuzzing) against the simulator behind ``edits``."""
+    options = RunOptions(max_examples=0, seed=3, only=frozenset({check}))
+    return run(simulated(edits=edits).target, options)
+
+
 def _running_before_first_frame(call: Call, reply: Reply) -> None:
     """Sessions still booting are called running, without first_frame_at until it is set."""
     body = reply.json()
@@ -148,8 +155,7 @@ def test_a_session_called_running_before_its_first_frame_is_waited_for() -> None
     """The seed does not say ``running`` and ``first_frame_at`` come at the same instant, so the
     clocked lifecycle waits for the stamp instead of failing the first running answer."""
     edits = Edits(response=(_running_before_first_frame,))
-    only = frozenset({"session_lifecycle_clock"})
-    report = run(simulated(edits=edits).target, RunOptions(max_examples=0, seed=3, only=only))
+    report = _run_check(edits, "session_lifecycle_clock")
     assert report.failed_names() == [], report.summary()
     assert report.result("session_lifecycle_clock").outcome == "passed"
 
@@ -219,8 +225,7 @@ def test_a_session_called_running_before_its_first_frame_may_be_drained_by_end()
     deployment drains it, as the seed's ``running`` row says, and the check passes (it judged
     that answer by the missing stamp alone, as a not yet started session's, before)."""
     edits = Edits(response=(_placed_at_once_and_drained,))
-    only = frozenset({"session_lifecycle"})
-    report = run(simulated(edits=edits).target, RunOptions(max_examples=0, seed=3, only=only))
+    report = _run_check(edits, "session_lifecycle")
     assert report.failed_names() == [], report.summary()
     assert report.result("session_lifecycle").outcome == "passed"
 
@@ -237,10 +242,6 @@ def test_a_queued_session_drained_by_end_is_still_reported() -> None:
                 body.update(status="ending", started_at=None, first_frame_at=None)
                 reply.set_json(body)
 
-    only = frozenset({"session_lifecycle"})
-    report = run(
-        simulated(edits=Edits(response=(drain_queued,))).target,
-        RunOptions(max_examples=0, seed=3, only=only),
-    )
+    report = _run_check(Edits(response=(drain_queued,)), "session_lifecycle")
     assert report.failed_names() == ["session_lifecycle"], report.summary()
     assert "not yet started" in report.result("session_lifecycle").failures[0].message
