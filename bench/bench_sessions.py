@@ -23,6 +23,7 @@ from __future__ import annotations
 import random
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 import simpy
@@ -32,14 +33,25 @@ from sim.events import Event
 from sim.platform import Platform
 from sim.sessions.audio import TalkSpurts
 
-__all__ = ["run"]
+__all__ = ["baseline_queue", "run"]
+
+#: The queue every variant serves: 40 servers, 60 s sessions, 90 % offered load.
+WORKERS, HOLD, LOAD = 40, 60.0, 0.9
 
 _TRANSPORT = {"type": "livekit", "url": "wss://bench.example.test", "room_name": "bench"}
 #: The scenario format's default talk-spurt pattern.
-_TALK = TalkSpurts(speech=Exponential(mean=4.0), silence=Exponential(mean=2.0))
+_TALK = TalkSpurts(speech=Exponential(mean_value=4.0), silence=Exponential(mean_value=2.0))
 
 
-def _baseline(customers: int, workers: int, rate: float, hold: float, seed: int) -> float:
+def _baseline(
+    customers: int,
+    workers: int,
+    rate: float,
+    hold: float,
+    seed: int,
+    *,
+    clock: Callable[[], float] = time.process_time,
+) -> float:
     env = simpy.Environment()
     servers = simpy.Resource(env, capacity=workers)
     rng = random.Random(seed)
@@ -57,9 +69,17 @@ def _baseline(customers: int, workers: int, rate: float, hold: float, seed: int)
             yield env.timeout(rng.expovariate(rate))
 
     env.process(source())
-    started = time.process_time()
+    started = clock()
     env.run()
-    return time.process_time() - started
+    return clock() - started
+
+
+def baseline_queue(
+    customers: int, *, seed: int = 0, clock: Callable[[], float] = time.process_time
+) -> float:
+    """Seconds (by ``clock``) bare SimPy takes to serve ``customers`` on the benchmark's queue:
+    the yardstick this benchmark divides by, and ``bench.reference``'s machine speed."""
+    return _baseline(customers, WORKERS, WORKERS / HOLD * LOAD, HOLD, seed, clock=clock)
 
 
 def _platform(
@@ -128,8 +148,8 @@ def run(scale: float = 1.0, *, seed: int = 0, rounds: int | None = None) -> dict
     """Time every variant at the same load in interleaved rounds; report medians and ratios."""
     customers = max(200, int(6_000 * scale))
     rounds = rounds if rounds is not None else (5 if scale >= 0.5 else 1)
-    workers, hold = 40, 60.0
-    rate = workers / hold * 0.9  # 90 % offered load
+    workers, hold = WORKERS, HOLD
+    rate = workers / hold * LOAD
     times: dict[str, list[float]] = {
         k: [] for k in ("baseline", "short", "long", "audio_short", "audio_long")
     }
