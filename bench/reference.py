@@ -3,7 +3,7 @@
 Why: the month's goals are wall seconds (the 100k month within 12 s, the 1M month within
 120 s), and a wall time belongs to a machine. Machines of the same kind here differ by up to
 three times: bare SimPy serving ``bench_sessions``' queue ran about 73,000 customers a second
-on the machine the goals were set on (issue 10's own measurement), 47,200 on the machine of
+on the machine the goals were set on (measured when they were set), 47,200 on the machine of
 2026-11-24 and about 23,000 on the machine of 2026-11-26, all 2-core VMs that call their
 processor "AMD EPYC". The project's rule for speed goals is a ratio against a baseline measured
 in the same run, so the month's goal is judged that way too:
@@ -30,7 +30,7 @@ from bench.bench_sessions import baseline_queue
 __all__ = ["REFERENCE_CUSTOMERS_PER_SECOND", "on_reference", "yardstick"]
 
 #: Bare SimPy on ``bench_sessions``' queue, customers per wall second, on the machine the month's
-#: goals were set on (issue 10: "bare SimPy's 73k on the same queue").
+#: goals were set on: the rate measured there beside the goals, when they were set.
 REFERENCE_CUSTOMERS_PER_SECOND = 73_000.0
 
 

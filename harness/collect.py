@@ -786,7 +786,18 @@ def collect(raw: RawRun, *, release: bool = False) -> RunResult:
     about 50 MB lower).
 
     The cycle collector runs rarely meanwhile (``rare_collections``): the tables' conversions
-    make many short-lived containers, and a full pass over the run's records finds nothing."""
+    make many short-lived containers, and a full pass over the run's records finds nothing.
+
+    A run collected with ``release`` is gone: collecting it again raises ``ValueError`` and its
+    platform refuses every later call (``Platform.hand_over``), rather than either answering
+    from emptied records."""
+    if raw.platform.handed_over:
+        raise ValueError(
+            f"run {raw.scenario.name!r} (seed {raw.seed}) was collected with release=True: "
+            "its records were dropped, so it cannot be collected again"
+        )
+    if release:
+        raw.platform.hand_over()
     with rare_collections():
         return _collect(raw, release)
 

@@ -37,7 +37,7 @@ from sim.sessions.validation import SessionRequest, plain_create
 from sim.values import check_values
 from sim.webhooks import WebhookDispatcher
 
-__all__ = ["ApiCall", "Check", "Operation", "Outcome", "Params", "Platform"]
+__all__ = ["ApiCall", "Check", "Operation", "Outcome", "Params", "Platform", "PlatformHandedOver"]
 
 #: An operation's named parameters, or a parser producing them (see ``Platform.call``).
 Params = dict[str, Any] | Callable[[], dict[str, Any]]
@@ -117,6 +117,19 @@ _REPLAYED: Final = {"createSession": "created_session"}
 _CREATE_SESSION: Final = OPERATIONS["createSession"]
 
 
+class PlatformHandedOver(RuntimeError):
+    """A call reached a platform whose records were handed over and dropped (``hand_over``).
+
+    Not a contract error: no client of the service can cause it, only code that keeps using a
+    run it gave away."""
+
+    def __init__(self, operation_id: str) -> None:
+        super().__init__(
+            f"{operation_id}: this platform's records were handed over and released "
+            "(collect(..., release=True)); it answers no more calls"
+        )
+
+
 class Platform:
     """One simulated service instance. Create with ``Platform.create(config)``."""
 
@@ -139,6 +152,8 @@ class Platform:
         self._limiters = self._build_limiters()
         self.api_log = ApiLog(kernel.config.history.api_log_size)
         self.admin = PlatformAdmin(self)
+        #: Set by ``hand_over``: the records were given to a reader that dropped them.
+        self.handed_over = False
         self._max_depth = kernel.config.limits.json_max_depth
         self._limits = kernel.config.limits
         self._session_config = kernel.config.sessions
@@ -159,6 +174,13 @@ class Platform:
     @classmethod
     def create(cls, config: SimConfig | None = None) -> Platform:
         return cls(Kernel.create(config))
+
+    def hand_over(self) -> None:
+        """Refuse every later call, for good: this platform's records are being given to a reader
+        that drops them as it goes (``harness.collect``'s ``release``). An answer after that would
+        be read from emptied stores (an idempotent replay would find no session and answer 404),
+        so a call raises ``PlatformHandedOver`` rather than answer wrongly."""
+        self.handed_over = True
 
     # -- the door ------------------------------------------------------------------------------
 
@@ -198,6 +220,8 @@ class Platform:
         nobody reads; it is the same operation in every other way (checks, changes, records, the
         API log), and every other operation answers its full body as usual.
         """
+        if self.handed_over:
+            raise PlatformHandedOver(operation_id)
         try:
             operation = OPERATIONS[operation_id]
         except KeyError:

@@ -25,6 +25,7 @@ from harness.runner.records import CallLog
 from harness.scenarios import parse_scenario
 from sim.clock import Clock
 from sim.ids import format_ulid
+from sim.platform import PlatformHandedOver
 from tests.scenarios.helpers import small
 
 LEVELS = ("full", "sessions", "summary")
@@ -262,6 +263,26 @@ def test_a_released_run_gives_the_same_tables_and_drops_its_event_log() -> None:
     assert raw.pool.calls is None and raw.pool.clients is None
     assert len(raw.platform.sessions.store) == 0 < len(kept.sessions)
     assert len(raw.platform.billing.ledger) == 0 < len(kept.ledger)
+
+
+@pytest.mark.req("NB-2", "PERF-3")
+def test_a_released_run_answers_nothing_more_rather_than_from_emptied_records() -> None:
+    """Once ``collect(raw, release=True)`` has dropped a run's records, collecting the run again
+    would give empty tables and a call on its platform would answer from emptied stores (a
+    keyed create's replay would find no session): both refuse, with a message that says why.
+    A collect that keeps the run leaves its platform answering as before."""
+    scenario = _scenario("full")
+    kept = simulate(scenario)
+    collect(kept)
+    caller = kept.organizations[0].callers[0]
+    assert kept.platform.call("listSessions", caller, {}).body["data"]
+
+    raw = simulate(scenario)
+    collect(raw, release=True)
+    with pytest.raises(ValueError, match="collected with release=True"):
+        collect(raw)
+    with pytest.raises(PlatformHandedOver, match=r"listSessions: .* released"):
+        raw.platform.call("listSessions", raw.organizations[0].callers[0], {})
 
 
 @pytest.mark.req("NB-2", "PERF-2")
