@@ -125,8 +125,8 @@ class PlatformHandedOver(RuntimeError):
 
     def __init__(self, operation_id: str) -> None:
         super().__init__(
-            f"{operation_id}: this platform's records were handed over and released "
-            "(collect(..., release=True)); it answers no more calls"
+            f"{operation_id}: this platform was handed over and its records released, "
+            "so it answers no more calls"
         )
 
 
