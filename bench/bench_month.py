@@ -69,12 +69,19 @@ def month(sessions: int, records: str) -> dict[str, Any]:
 
 
 def _in_subprocess(sessions: int, records: str) -> dict[str, Any]:
+    """One month in a fresh interpreter; if it fails, the error says which month and ends with
+    what the subprocess wrote to stderr (its traceback), not only its exit status."""
     completed = subprocess.run(
         [sys.executable, "-m", "bench.bench_month", str(sessions), records],
         capture_output=True,
         text=True,
-        check=True,
+        check=False,
     )
+    if completed.returncode != 0:
+        raise RuntimeError(
+            f"the month of {sessions} sessions at records={records!r} failed "
+            f"(exit status {completed.returncode}):\n{completed.stderr[-4000:]}"
+        )
     report: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
     return report
 
