@@ -2,7 +2,8 @@
 
 Prints the machine it runs on first (``bench.machine``: a wall time means nothing without it),
 then runs every ``bench_*`` module of this package (or the named ones) and prints one JSON object
-per benchmark; with ``--json`` the whole report is also written to a file.
+per benchmark; with ``--json`` the whole report is also written to a file. Last, on standard
+error, one line per goal: what was measured, the goal and whether it was met.
 """
 
 from __future__ import annotations
@@ -47,7 +48,20 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({name: result}), flush=True)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    for line in verdicts(report):
+        print(line, file=sys.stderr)
     return 0
+
+
+def verdicts(report: dict[str, Any]) -> list[str]:
+    """One line per goal a benchmark judged (its ``verdicts``), for a reader of ``make bench``:
+    standard output stays one JSON object per line, so these go to standard error."""
+    lines = []
+    for name, result in report.items():
+        for verdict in result.get("verdicts", ()):
+            met = "met" if verdict["met"] else "NOT MET"
+            lines.append(f"goal {met:7} {name}: {verdict['figure']} (goal {verdict['goal']})")
+    return lines
 
 
 if __name__ == "__main__":

@@ -105,6 +105,16 @@ def judge(report: dict[str, Any], speeds: list[float]) -> None:
         month_["goal"] = goal
         month_["meets_goal"] = fits and scaled <= goal["wall_seconds"]
         month_["meets_goal_here"] = fits and month_["wall_seconds"] <= goal["wall_seconds"]
+        report.setdefault("verdicts", []).append(
+            {
+                "figure": (
+                    f"{name}: {month_['reference_wall_seconds']} s on the reference "
+                    f"({month_['wall_seconds']} s here), {month_['peak_rss_mb']} MB"
+                ),
+                "goal": f"<= {goal['wall_seconds']:g} s, <= {goal['peak_rss_mb']:g} MB",
+                "met": month_["meets_goal"],
+            }
+        )
 
 
 def run(

@@ -37,6 +37,9 @@ __all__ = ["baseline_queue", "run"]
 
 #: The queue every variant serves: 40 servers, 60 s sessions, 90 % offered load.
 WORKERS, HOLD, LOAD = 40, 60.0, 0.9
+#: The goals, judged by ``run``: the platform at least a quarter of bare SimPy's rate, and a
+#: session's cost with audio on at most 10 % more when it lasts 60 times longer.
+RATIO_GOAL, LONG_OVER_SHORT_GOAL = 0.25, 1.1
 
 _TRANSPORT = {"type": "livekit", "url": "wss://bench.example.test", "room_name": "bench"}
 #: The scenario format's default talk-spurt pattern.
@@ -170,6 +173,10 @@ def run(scale: float = 1.0, *, seed: int = 0, rounds: int | None = None) -> dict
     def per_second(name: str) -> int:
         return round(customers / statistics.median(times[name]))
 
+    ratio, long_over_short = (
+        median_ratio("baseline", "short"),
+        median_ratio("audio_long", "audio_short"),
+    )
     return {
         "customers": customers,
         "rounds": rounds,
@@ -180,5 +187,20 @@ def run(scale: float = 1.0, *, seed: int = 0, rounds: int | None = None) -> dict
         "ratio_platform_audio_over_baseline": median_ratio("baseline", "audio_short"),
         "long_over_short": median_ratio("long", "short"),
         "long_over_short_audio": median_ratio("audio_long", "audio_short"),
-        "goals": {"ratio_platform_over_baseline": ">= 0.25", "long_over_short_audio": "<= 1.1"},
+        "goals": {
+            "ratio_platform_over_baseline": f">= {RATIO_GOAL}",
+            "long_over_short_audio": f"<= {LONG_OVER_SHORT_GOAL}",
+        },
+        "verdicts": [
+            {
+                "figure": f"platform / bare SimPy, audio off: {ratio}",
+                "goal": f">= {RATIO_GOAL}",
+                "met": ratio >= RATIO_GOAL,
+            },
+            {
+                "figure": f"sessions 60x longer over short, audio on: {long_over_short}",
+                "goal": f"<= {LONG_OVER_SHORT_GOAL}",
+                "met": long_over_short <= LONG_OVER_SHORT_GOAL,
+            },
+        ],
     }

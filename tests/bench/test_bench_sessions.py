@@ -1,11 +1,14 @@
-"""The benchmarks run and every simulated session finishes (no timing asserted)."""
+"""The benchmarks run, every simulated session finishes, and each goal is judged and printed
+(no timing asserted: the figures are stand-ins or merely positive)."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
 from bench import bench_month, bench_sessions
-from bench.__main__ import discover
+from bench.__main__ import discover, main, verdicts
 
 
 def test_sessions_bench_runs_at_a_tiny_scale() -> None:
@@ -29,3 +32,49 @@ def test_a_month_that_fails_in_its_subprocess_says_which_and_why() -> None:
 
 def test_bench_discovers_every_module() -> None:
     assert {"bench_month", "bench_sessions", "bench_usage"} <= set(discover())
+
+
+def test_make_bench_ends_with_a_line_per_goal_on_standard_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["--only", "bench_sessions", "--scale", "0.005"]) == 0
+    printed = capsys.readouterr()
+    lines = printed.err.splitlines()
+    assert len(lines) == 2 and all(line.startswith("goal ") for line in lines)
+    assert "platform / bare SimPy, audio off" in lines[0] and "(goal >= 0.25)" in lines[0]
+    assert "60x longer over short, audio on" in lines[1] and "(goal <= 1.1)" in lines[1]
+    assert all(json.loads(line) for line in printed.out.splitlines())  # still JSON lines
+
+
+def test_a_goal_line_says_whether_it_was_met() -> None:
+    report = {
+        "machine": {"cores": 2},
+        "bench_x": {
+            "verdicts": [
+                {"figure": "speed: 3", "goal": ">= 2", "met": True},
+                {"figure": "size: 9", "goal": "<= 8", "met": False},
+            ]
+        },
+    }
+    assert verdicts(report) == [
+        "goal met     bench_x: speed: 3 (goal >= 2)",
+        "goal NOT MET bench_x: size: 9 (goal <= 8)",
+    ]
+
+
+@pytest.mark.parametrize(("ratio", "met"), [(0.3, True), (0.2, False)])
+def test_the_sessions_bench_judges_its_ratio_goal(
+    monkeypatch: pytest.MonkeyPatch, ratio: float, met: bool
+) -> None:
+    fake = {"baseline": ratio, "short": 1.0, "long": 1.0, "audio_short": 1.0, "audio_long": 1.05}
+    monkeypatch.setattr(bench_sessions, "_baseline", lambda *a, **k: fake["baseline"])
+    monkeypatch.setattr(
+        bench_sessions,
+        "_platform",
+        lambda c, w, rate, hold, seed, *, audio=False: fake[
+            ("audio_" if audio else "") + ("long" if hold > bench_sessions.HOLD else "short")
+        ],
+    )
+    result = bench_sessions.run(0.005)
+    assert result["ratio_platform_over_baseline"] == ratio
+    assert [v["met"] for v in result["verdicts"]] == [met, True]  # 1.05 is within 1.1

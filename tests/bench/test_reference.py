@@ -74,6 +74,12 @@ def test_a_month_over_its_seconds_here_meets_the_goal_on_a_machine_three_times_s
         assert month["reference_wall_seconds"] == pytest.approx(scaled)
         assert month["meets_goal"] is True
         assert month["meets_goal_here"] is False
+    assert [v["met"] for v in report["verdicts"]] == [True, True]
+    assert (
+        report["verdicts"][0]["figure"]
+        == "100k_full: 10.0 s on the reference (30.0 s here), 700.0 MB"
+    )
+    assert report["verdicts"][0]["goal"] == "<= 12 s, <= 800 MB"
     assert slow.calls == 5  # before the first month and after each of the four
     assert report["yardstick"]["runs"] == 5
     assert report["yardstick"]["machine_over_reference"] == pytest.approx(1 / 3, abs=1e-3)
@@ -86,6 +92,7 @@ def test_a_month_over_its_goal_on_the_reference_machine_fails_it() -> None:
     assert report["100k_full"]["reference_wall_seconds"] == pytest.approx(13.0)
     assert report["100k_full"]["meets_goal"] is False
     assert report["1m_summary"]["meets_goal"] is True  # 13 s is within the 1M month's 120 s
+    assert [v["met"] for v in report["verdicts"]] == [False, True]
 
 
 def test_memory_is_judged_as_measured_whatever_the_machines_speed() -> None:
