@@ -1,11 +1,12 @@
 """What machine a benchmark report was measured on, printed first by ``make bench``.
 
-Why: the month's goals are wall seconds, and the same tree measured on two machines of the same
-kind here took 13.4 s and 20.8 to 23.0 s for the 100k month (bare SimPy, the ratios' yardstick,
-ran 47.2k and about 24k customers a second on them). A wall-time figure without its machine
-cannot be compared with anything, so every report says what it ran on: the processor and its
-clock, the cores, the interpreter and how it was built, and how busy the machine was when the
-report started.
+Why: the same tree measured on two machines of the same kind here took 13.4 s and 20.8 to 23.0 s
+for the 100k month (bare SimPy, the ratios' yardstick, ran 47.2k and about 24k customers a second
+on them), and the interpreter's build moves it too. ``bench.reference`` scales the month's
+seconds to the machine its goals were set on, but only to about ±20 %; a wall-time figure
+without its machine cannot be compared with anything, so every report says what it ran on: the
+processor and its clock, the cores, the interpreter and how it was built, and how busy the
+machine was when the report started.
 
 Everything here is read from the running system (``/proc/cpuinfo`` where there is one); a value
 the system does not give is ``None``, never a guess.
