@@ -37,6 +37,7 @@ __all__ = ["baseline_queue", "run"]
 
 #: The queue every variant serves: 40 servers, 60 s sessions, 90 % offered load.
 WORKERS, HOLD, LOAD = 40, 60.0, 0.9
+RATE = WORKERS / HOLD * LOAD  # arrivals per second
 #: The goals, judged by ``run``: the platform at least a quarter of bare SimPy's rate, and a
 #: session's cost with audio on at most 10 % more when it lasts 60 times longer.
 RATIO_GOAL, LONG_OVER_SHORT_GOAL = 0.25, 1.1
@@ -82,7 +83,7 @@ def baseline_queue(
 ) -> float:
     """Seconds (by ``clock``) bare SimPy takes to serve ``customers`` on the benchmark's queue:
     the yardstick this benchmark divides by, and ``bench.reference``'s machine speed."""
-    return _baseline(customers, WORKERS, WORKERS / HOLD * LOAD, HOLD, seed, clock=clock)
+    return _baseline(customers, WORKERS, RATE, HOLD, seed, clock=clock)
 
 
 def _platform(
@@ -151,8 +152,7 @@ def run(scale: float = 1.0, *, seed: int = 0, rounds: int | None = None) -> dict
     """Time every variant at the same load in interleaved rounds; report medians and ratios."""
     customers = max(200, int(6_000 * scale))
     rounds = rounds if rounds is not None else (5 if scale >= 0.5 else 1)
-    workers, hold = WORKERS, HOLD
-    rate = workers / hold * LOAD
+    workers, hold, rate = WORKERS, HOLD, RATE
     times: dict[str, list[float]] = {
         k: [] for k in ("baseline", "short", "long", "audio_short", "audio_long")
     }
