@@ -10,6 +10,8 @@ import pytest
 from bench import bench_month, bench_sessions
 from bench.__main__ import discover, main, verdicts
 
+pytestmark = pytest.mark.req("PERF-5")
+
 
 def test_sessions_bench_runs_at_a_tiny_scale() -> None:
     result = bench_sessions.run(0.005)  # raises if any session did not finish

@@ -11,6 +11,8 @@ import pytest
 from bench.__main__ import main
 from bench.machine import describe
 
+pytestmark = pytest.mark.req("PERF-5")
+
 _TWO_PROCESSORS = """\
 processor\t: 0
 vendor_id\t: AuthenticAMD

@@ -11,6 +11,8 @@ import pytest
 from bench import bench_month
 from bench.reference import REFERENCE_CUSTOMERS_PER_SECOND, on_reference, yardstick
 
+pytestmark = pytest.mark.req("PERF-5")
+
 _REFERENCE = REFERENCE_CUSTOMERS_PER_SECOND
 
 
