@@ -1,4 +1,4 @@
-"""The one virtual clock: a ``simpy.Environment`` plus the calendar it maps to.
+"""The one virtual clock and its calendar: the only code that touches SimPy's internals.
 
 Simulated time is seconds (float) since ``epoch`` (an aware UTC datetime from the config). Every
 timestamp, timer, window and billing bucket is computed from ``Clock.now``; nothing in ``sim/``
@@ -7,21 +7,31 @@ due up to and including the target time, in order, and then sets the clock to th
 never passes ``LAST_INSTANT`` (``horizon``, the end of November 9999): past it some timestamp (the
 end of the billing month) could not be written, and answers would fail.
 
+Why one seam over SimPy: SimPy keeps its calendar (a heap of ``(time, priority, id, event)``), its
+event counter and its time in private attributes and offers no cheap public way to schedule a
+plain callback. This module reads and writes them, so that nothing else has to: services and the
+harness read ``Clock.now`` (a plain attribute, kept equal to SimPy's time by the clock, which is
+the only code that steps the environment) and schedule callbacks with ``Clock.after`` or
+``Clock.follow``. SimPy processes (``clock.env.process``, ``env.timeout``) stay SimPy's public API.
+
 Conversions are integer arithmetic on microseconds since the Unix epoch, the same arithmetic
 ``datetime`` does, so a simulated instant always maps to the same text and the same ULID time
-without building a ``datetime`` on the hot path. Records keep simulated seconds and format them
-when they are read.
+without building a ``datetime``. Records keep simulated seconds and format them when read.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime, timedelta
+from heapq import heappush
+from typing import Any, ClassVar, Final, Generic, TypeVar
 
 import simpy
+from simpy.events import NORMAL
 
-from sim.cost import scheduled_events
+__all__ = ["LAST_INSTANT", "Clock", "Timer", "format_timestamp"]
 
-__all__ = ["LAST_INSTANT", "Clock", "format_timestamp"]
+T = TypeVar("T")
 
 #: The last instant the clock may reach: everything written about "now" stays a four-digit-year
 #: timestamp, including the end of the billing month that contains it (1 December 9999).
@@ -50,18 +60,54 @@ def format_timestamp(moment: datetime) -> str:
     )
 
 
-class Clock:
-    """Owns the simulation environment and converts between simulated seconds and datetimes."""
+class Timer:
+    """One pending callback on the calendar: ``Clock.after`` calls each of ``callbacks`` with
+    the timer when it is due.
 
-    def __init__(self, epoch: datetime, env: simpy.Environment | None = None) -> None:
+    Why not a SimPy ``Timeout``: nobody waits on these, they only call back, and a ``Timeout``
+    costs two Python frames more to build (a session needs about six timers). A ``Timer`` is the
+    least ``Environment.step`` needs of an event (``callbacks``, and ``_ok`` to say it did not
+    fail) plus what its callback reads: the ``subject`` it is about, that subject's
+    ``generation`` when it was armed (a later change makes it stale) and a ``value``. It takes
+    the place a ``Timeout`` of the same delay would (same time, priority and sequence number),
+    so the order of events is the same either way.
+
+    Built with ``Timer()`` and its attributes set by the caller. A callbacks list may be shared
+    by many timers: ``step`` replaces an event's list with ``None`` and iterates the old one,
+    never changing it.
+    """
+
+    __slots__ = ("callbacks", "generation", "subject", "value")
+    #: ``Environment.step`` reads it after the callbacks: a timer never fails.
+    _ok: ClassVar[bool] = True
+
+    callbacks: list[Callable[[Timer], None]] | None
+    subject: Any
+    generation: int
+    value: Any
+
+
+class Clock:
+    """Owns the simulation environment and its calendar, and converts between simulated
+    seconds and datetimes."""
+
+    #: Simulated seconds since the epoch: SimPy's time, kept here as a plain attribute by the
+    #: clock (the only code that steps the environment). Read it; never write it.
+    now: float
+
+    def __init__(self, epoch: datetime) -> None:
         self.epoch = epoch
-        # Started at 0.0, not SimPy's default 0: SimPy only ever adds delays to it, so ``env._now``
-        # stays a float and hot paths may read it without ``float(...)`` (``now`` is the API).
-        self.env = env if env is not None else simpy.Environment(initial_time=0.0)
+        # Started at 0.0, not SimPy's default 0: SimPy only ever adds delays to it, so its time
+        # stays a float.
+        self.env = simpy.Environment(initial_time=0.0)
+        self.now = 0.0
+        #: SimPy's calendar, a heap of (time, priority, sequence number, event), and the counter
+        #: that numbers every scheduled event: a ``Timer`` goes where ``schedule`` puts an event.
+        self._queue: Final[list[Any]] = self.env._queue
+        self._eid: Final[Iterator[int]] = self.env._eid
         #: Simulated seconds of ``LAST_INSTANT``: every timestamp and id (ULIDs end in 10889)
         #: stays writable up to here, so the clock refuses to go further.
         self.horizon = (LAST_INSTANT - epoch).total_seconds()
-        self._scheduled_before = scheduled_events(self.env)
         # Microseconds of the epoch since the Unix epoch, exactly (datetime arithmetic is exact).
         self._epoch_us = (epoch - _UNIX_EPOCH) // _MICROSECOND
         self._days: dict[int, str] = {}  # "YYYY-MM-DDT" of a day since the Unix epoch
@@ -71,14 +117,41 @@ class Clock:
         self._formatted: dict[float, str] = {}
 
     @property
-    def now(self) -> float:
-        """Simulated seconds since the epoch."""
-        return float(self.env._now)  # the attribute behind simpy's ``now`` property
-
-    @property
     def scheduled_events(self) -> int:
-        """Events scheduled on the environment so far: the yardstick of the cost rule."""
-        return scheduled_events(self.env) - self._scheduled_before
+        """Events scheduled on the environment so far, whoever scheduled them: the yardstick of
+        the cost rule (simulated cost must not grow with simulated duration). Read from SimPy's
+        event counter, whose ``repr`` is ``count(N)``, N being the next number to hand out."""
+        counter = repr(self._eid)
+        return int(counter[counter.index("(") + 1 : -1])
+
+    # -- the calendar ------------------------------------------------------------------------
+
+    def after(self, delay: float, timer: Timer) -> None:
+        """Call ``timer``'s callbacks ``delay`` seconds from now (now, if ``delay`` is not
+        positive): pushed exactly as ``Environment.schedule`` pushes a ``Timeout``."""
+        moment = self.now + (delay if delay > 0.0 else 0.0)
+        heappush(self._queue, (moment, NORMAL, next(self._eid), timer))
+
+    def call_after(self, delay: float, callback: Callable[[Timer], None]) -> None:
+        """Call ``callback`` once, ``delay`` seconds from now (a timer of its own)."""
+        timer = Timer()
+        timer.callbacks = [callback]
+        self.after(delay, timer)
+
+    def follow(self, plan: Iterable[tuple[float, T]], act: Callable[[T], object]) -> None:
+        """Call ``act(tag)`` at each ``(instant, tag)`` of ``plan`` (in time order), from the
+        next step on: one timer per distinct instant, each drawn from ``plan`` as it comes
+        (instants already past are acted on at once)."""
+        follower = _Follower(self, iter(plan), act)
+        first = next(follower.plan, None)
+        if first is not None:
+            follower.sleep(*first)
+
+    def step(self) -> None:
+        """Run the next scheduled event, whenever it is due (for tests that count events)."""
+        if self._queue:
+            self.now = self._queue[0][0]
+        self.env.step()
 
     def _unix_us(self, seconds: float) -> int:
         # Round to whole microseconds so the same float always renders the same text.
@@ -159,15 +232,52 @@ class Clock:
             raise ValueError("the clock only moves forward")
         if not target <= self.horizon:  # also refuses NaN
             raise ValueError(f"the clock cannot pass {format_timestamp(LAST_INSTANT)}")
+        if self.env._now != self.now:
+            raise RuntimeError(
+                "the SimPy environment was stepped outside the clock (env.step or env.run), so "
+                "Clock.now fell behind: step it with Clock.step, advance or advance_to"
+            )
         # Step through everything due at or before the target (simpy's run(until=t) would stop
         # *before* events at exactly t and leave its own marker event in the queue), then move
-        # the clock to the target. Nothing else is due in between, so moving ``now`` directly is
-        # exactly what run(until=...) would do, minus the marker.
-        # simpy's calendar is a heap of (time, priority, id, event): reading its head directly
-        # instead of calling ``peek`` saves a call for every event of the run.
-        env = self.env
-        step, calendar = env.step, env._queue
-        while calendar and calendar[0][0] <= target:
+        # the clock to the target. Nothing else is due in between, so moving the time directly
+        # is exactly what run(until=...) would do, minus the marker. ``now`` is set to the
+        # head's time before each step, which is the time ``step`` gives SimPy.
+        step, calendar = self.env.step, self._queue
+        while calendar:
+            due = calendar[0][0]
+            if due > target:
+                break
+            self.now = due
             step()
-        if target > env.now:
-            env._now = target  # simpy exposes no public setter
+        if target > self.now:
+            self.now = self.env._now = float(target)  # SimPy has no public setter
+
+
+class _Follower(Generic[T]):
+    """``Clock.follow``'s state: the plan, the action and the pending instant's tag. Its timers
+    share one callbacks list."""
+
+    __slots__ = ("act", "clock", "on_wake", "plan", "tag")
+    tag: T
+
+    def __init__(self, clock: Clock, plan: Iterator[tuple[float, T]], act: Callable[[T], object]):
+        self.clock = clock
+        self.plan = plan
+        self.act = act
+        self.on_wake: list[Callable[[Timer], None]] = [self.wake]
+
+    def sleep(self, at: float, tag: T) -> None:
+        """Wake at ``at`` (or now, if it is past) to act on ``tag``."""
+        self.tag = tag
+        timer = Timer()
+        timer.callbacks = self.on_wake
+        self.clock.after(at - self.clock.now, timer)
+
+    def wake(self, _timer: Timer) -> None:
+        clock, act = self.clock, self.act
+        act(self.tag)
+        for at, tag in self.plan:
+            if at > clock.now:
+                self.sleep(at, tag)
+                return
+            act(tag)

@@ -119,7 +119,6 @@ _new_tuple = tuple.__new__
 class IdempotencyStore:
     def __init__(self, clock: Clock, limits: LimitsConfig) -> None:
         self._clock = clock
-        self._env = clock.env
         self._limits = limits
         #: The configured bounds, read once: every keyed create looks up and stores, and a
         #: pydantic attribute costs several times a plain one.
@@ -189,7 +188,7 @@ class IdempotencyStore:
     ) -> None:
         """Store the outcome ``result`` (the body, or its ``Renderer``) of a request with the
         values ``body`` (``digest``: their fingerprint, when the caller has it already)."""
-        now = float(self._env._now)  # ``clock.now`` without its property's frame
+        now = self._clock.now
         order = self._order
         if order and order[0][0] <= now - self._window:
             self._expire(now)

@@ -109,7 +109,6 @@ def format_id(kind: str, epoch_ms: int, randomness: int) -> str:
 class IdFactory:
     def __init__(self, clock: Clock, rng: random.Random) -> None:
         self._clock = clock
-        self._env = clock.env
         self._epoch_us = clock.epoch_us
         self._rng = rng
         self._at: float | None = None  # the instant whose millisecond is cached
@@ -129,7 +128,7 @@ class IdFactory:
         ``Clock.epoch_ms(now)`` written out (a test holds them equal): every session and ledger
         row takes an id, and the three calls behind the property and the method were most of
         what an id cost."""
-        now = self._env._now
+        now = self._clock.now
         if now != self._at:
             ms = int((self._epoch_us + round(now * 1_000_000)) / 1_000_000 * 1000)
             self._at, self._shifted = now, ms << 80
@@ -145,7 +144,7 @@ class IdFactory:
         its first six characters for as long as they last): every session takes an id, and the
         calls, the shifts of a 128-bit integer and the time part's five lookups were most of
         what it cost."""
-        now = self._env._now
+        now = self._clock.now
         if now != self._text_at:
             ms = int((self._epoch_us + round(now * 1_000_000)) / 1_000_000 * 1000)
             if ms >> 20 != self._block:  # the first six characters change every 17.5 minutes

@@ -137,7 +137,6 @@ class Platform:
         self.kernel = kernel
         self.config: SimConfig = kernel.config
         self.clock = kernel.clock
-        self._env = kernel.clock.env
         self._journal = kernel.journal
         self.accounts = AccountRegistry(kernel.config, kernel.clock, kernel.ids)
         self.billing = Billing(kernel, self.accounts)
@@ -233,8 +232,8 @@ class Platform:
         except DomainError as error:
             self.api_log.append(self.clock.now, operation_id, org_id, error.code, error.type)
             raise
-        self.api_log.append(  # ``clock.now`` without its property's frame: every call pays it
-            float(self._env._now),
+        self.api_log.append(
+            self.clock.now,
             operation_id,
             org_id,
             "replayed" if outcome.replayed else "ok",

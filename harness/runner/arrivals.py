@@ -8,11 +8,8 @@ never depend on how the others interleave.
 Why lazily: drawing a month's instants up front kept a tuple per arrival (about 150 MB for a
 million); a generator per source keeps one pending instant each and draws exactly the same
 values, since nothing else draws from its stream. ``arrival_times`` and ``poisson_times`` give
-the same instants as lists.
-
-Why ``follow`` walks a plan with timer callbacks rather than a SimPy process: a process pays a
-generator resume on top of each timer; ``follow`` pays the timer alone, one per distinct instant
-(arrivals due at the same instant are started together), and a plain calendar entry at that.
+the same instants as lists. The runner walks the merged instants on the platform's clock with
+``Clock.follow``: one timer per distinct instant, drawn as it comes.
 """
 
 from __future__ import annotations
@@ -20,22 +17,17 @@ from __future__ import annotations
 import heapq
 import math
 import random
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime
-from heapq import heappush
 from itertools import repeat
 from operator import itemgetter
-from typing import Generic, TypeVar
-
-import simpy
+from typing import TypeVar
 
 from harness.scenarios.model import Arrival, Burst, Diurnal, Poisson
-from sim.sessions.timers import NORMAL, Timer, calendar
 
 __all__ = [
     "arrival_instants",
     "arrival_times",
-    "follow",
     "merged",
     "poisson_instants",
     "poisson_times",
@@ -131,56 +123,3 @@ def merged(sources: Iterable[tuple[Iterator[float], T]]) -> Iterator[tuple[float
     if len(tagged) == 1:
         return tagged[0]
     return heapq.merge(*tagged, key=itemgetter(0))
-
-
-class _Follower(Generic[T]):
-    """``follow``'s state: the plan, the action and the pending instant's tag.
-
-    Its timers are ``sim.sessions.timers.Timer`` entries pushed on SimPy's calendar where a
-    ``Timeout`` would be (the same instant and order) without the ``Timeout``'s two frames; they
-    share one callbacks list, which SimPy never changes."""
-
-    __slots__ = ("act", "eid", "env", "on_wake", "plan", "queue", "tag")
-    tag: T
-
-    def __init__(
-        self, env: simpy.Environment, plan: Iterator[tuple[float, T]], act: Callable[[T], object]
-    ) -> None:
-        self.env = env
-        self.plan = plan
-        self.act = act
-        self.queue, self.eid = calendar(env)
-        self.on_wake: list[Callable[[Timer], None]] = [self.wake]
-
-    def sleep(self, at: float, tag: T) -> None:
-        """Wake at ``at`` (or now, if it is past) to act on ``tag``."""
-        self.tag = tag
-        now = self.env._now
-        timer = Timer()
-        timer.callbacks = self.on_wake
-        # ``env.timeout(max(0.0, at - now))``, pushed as ``Environment.schedule`` pushes it.
-        heappush(self.queue, (now + max(0.0, at - now), NORMAL, next(self.eid), timer))
-
-    def wake(self, _timer: Timer) -> None:
-        env, act = self.env, self.act
-        act(self.tag)
-        for at, tag in self.plan:
-            now = env._now
-            if at > now:  # ``sleep`` inlined (no ``max``: ``at`` is ahead): once per arrival
-                self.tag = tag
-                timer = Timer()
-                timer.callbacks = self.on_wake
-                heappush(self.queue, (now + (at - now), NORMAL, next(self.eid), timer))
-                return
-            act(tag)
-
-
-def follow(
-    env: simpy.Environment, plan: Iterable[tuple[float, T]], act: Callable[[T], object]
-) -> None:
-    """Call ``act(tag)`` at each ``(instant, tag)`` of ``plan`` (in time order) on ``env``'s
-    clock, from the next step on: one timer per distinct instant, each drawn as it comes."""
-    follower = _Follower(env, iter(plan), act)
-    first = next(follower.plan, None)
-    if first is not None:
-        follower.sleep(*first)

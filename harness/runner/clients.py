@@ -28,10 +28,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from heapq import heappush
 from typing import Any
-
-import simpy
 
 from harness.runner.door import Door
 from harness.runner.picks import WeightedPick
@@ -44,13 +41,13 @@ from harness.scenarios.model import (
     max_duration,
 )
 from sim.accounts import Caller
+from sim.clock import Clock, Timer
 from sim.config import LimitsConfig
 from sim.errors import DomainError
 from sim.events import Event
 from sim.platform import Platform
 from sim.rng import Sampler, sampler
 from sim.sessions.audio import TalkSpurts
-from sim.sessions.timers import NORMAL, Timer, calendar
 
 __all__ = ["ClientPool", "OrgHandle"]
 
@@ -103,7 +100,7 @@ class _Client:
         self.number = number
         self.org = org
         self.surface = surface  # the billing surface of a session create (recorded)
-        self.arrived = pool.env._now  # simpy's ``now`` without its property (always a float)
+        self.arrived = pool.clock.now
         # The organization's keys round-robin (``OrgHandle.next_key``).
         index = org.next_key
         callers = org.callers
@@ -121,11 +118,11 @@ class _Client:
         """The creates are over: ``resource`` (``None``: every attempt refused), ``outcome``."""
         raise NotImplementedError
 
-    def attempt(self, _timer: simpy.Event | None = None) -> None:
+    def attempt(self, _timer: Timer | None = None) -> None:
         """Try to create; on a retryable refusal, try again after ``ClientPool.delay``."""
         pool, org = self.pool, self.org
         self.attempts = attempt = self.attempts + 1
-        at = pool.env._now
+        at = pool.clock.now
         try:
             result, replayed = self.create()
         except DomainError as error:
@@ -137,7 +134,7 @@ class _Client:
             if delay is None:
                 self.done(None, error.code)
             else:
-                pool.env.timeout(delay).callbacks.append(self.attempt)
+                pool.clock.call_after(delay, self.attempt)
             return
         outcome = "replayed" if replayed else "ok"
         pool.record_call(
@@ -209,17 +206,15 @@ class _SessionClient(_Client):
         """The session runs: talk until the planned length has passed, then hang up."""
         pool = self.pool
         length = self.length
-        now = pool.env._now
+        now = pool.clock.now
         if pool.talk is not None:
             assert self.session_id is not None
             pool.platform.sessions.play_audio(
                 self.session_id, pool.talk, rng=pool.streams.audio, until=now + length
             )
-        # ``env.timeout(length)`` calling ``hang_up``, as a plain calendar entry
-        # (``sim.sessions.timers``): the same instant and order, without the two frames.
         timer = Timer()
         timer.callbacks, timer.value = _ON_HANG_UP, self
-        heappush(pool.calendar, (now + length, NORMAL, next(pool.eid), timer))
+        pool.clock.after(length, timer)
 
     @staticmethod
     def hang_up(timer: Timer) -> None:
@@ -232,7 +227,7 @@ class _SessionClient(_Client):
         assert session_id is not None
         if pool.live.pop(session_id, None) is None:
             return  # the service ended it (at this instant, at the latest)
-        at = pool.env._now
+        at = pool.clock.now
         try:
             pool.door.call(
                 "endSession", client.caller, {"session_id": session_id}, reads_body=False
@@ -248,7 +243,7 @@ class _SessionClient(_Client):
         )  # fmt: skip
 
 
-#: The callbacks of every hang-up timer (SimPy never changes an event's list: one serves all).
+#: The callbacks of every hang-up timer (one list serves them all: ``Timer``).
 _ON_HANG_UP: list[Callable[[Timer], None]] = [_SessionClient.hang_up]
 
 
@@ -322,14 +317,12 @@ class ClientPool:
     talk: TalkSpurts | None = None
     #: Draws the organization of an arrival that names none (set by whoever starts arrivals).
     organizations: WeightedPick[OrgHandle] | None = None
-    # Bound once: the clock's environment, the quality and surface picks, the length sampler,
+    # Bound once: the platform's clock, the quality and surface picks, the length sampler,
     # what every session body shares, whether creates carry idempotency keys (the last two:
     # plain values for pydantic attributes, which cost several plain ones each), and where a
     # request and an arrival are recorded: the logs' ``append`` or the tallies' counters, with
     # the same arguments (one call per record either way).
-    env: simpy.Environment = field(init=False)
-    calendar: list[Any] = field(init=False)  # SimPy's heap and counter (``timers.calendar``)
-    eid: Any = field(init=False)
+    clock: Clock = field(init=False)
     quality: WeightedPick[str] = field(init=False)
     surface: WeightedPick[str] = field(init=False)
     length: Sampler = field(init=False)
@@ -379,8 +372,7 @@ class ClientPool:
         return pool
 
     def __post_init__(self) -> None:
-        self.env = self.platform.clock.env
-        self.calendar, self.eid = calendar(self.env)
+        self.clock = self.platform.clock
         mix, profile = self.streams.mix, self.profile
         self.quality = WeightedPick(list(profile.quality), list(profile.quality.values()), mix)
         self.surface = WeightedPick(list(profile.surface), list(profile.surface.values()), mix)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.gc_policy import rare_collections
-from harness.runner.arrivals import arrival_instants, follow, merged, poisson_instants
+from harness.runner.arrivals import arrival_instants, merged, poisson_instants
 from harness.runner.clients import ClientPool, OrgHandle
 from harness.runner.door import Door
 from harness.runner.faults import start_faults
@@ -156,13 +156,13 @@ def install(
     platform: Platform, scenario: Scenario, door: Door | None = None, *, logs: bool | None = None
 ) -> Installed:
     """Create the scenario's organizations on ``platform`` and start its traffic: arrivals and
-    runs become timers on the platform's clock (``follow``), so they unfold as the clock advances,
-    whoever advances it (``simulate`` below, or the wall-clock driver of ``avatar-sim serve``).
+    runs become timers on the platform's clock (``Clock.follow``), so they unfold as the clock
+    advances, whoever advances it (``simulate`` below, or the wall-clock driver of
+    ``avatar-sim serve``).
 
     Clients call through ``door`` (default: ``platform.call``; see ``harness.runner.door``).
     ``logs``: whether the clients log every request and arrival (default: unless the scenario's
     records level is ``summary``); they always keep their per-interval tallies."""
-    env = platform.clock.env
     orgs, accounts = _organizations(platform, scenario)
     keep = scenario.records != "summary" if logs is None else logs
     pool = ClientPool.create(
@@ -177,9 +177,9 @@ def install(
     pool.organizations = WeightedPick(
         orgs, [o.weight for o in scenario.organizations], pool.streams.mix
     )
-    follow(env, _schedule(scenario, platform, orgs), pool.start_session_client)
+    platform.clock.follow(_schedule(scenario, platform, orgs), pool.start_session_client)
     if scenario.runs:
-        follow(env, _runs(pool, scenario, orgs), lambda run: pool.start_run_client(*run))
+        platform.clock.follow(_runs(pool, scenario, orgs), lambda run: pool.start_run_client(*run))
     return Installed(orgs, accounts, pool)
 
 
@@ -210,7 +210,7 @@ def simulate(
     # One sampler on a fixed grid: its cost grows with the samples, not the sessions.
     status = platform.sessions.pool_status
     grid = _grid(scenario.sample_every, end)
-    follow(platform.clock.env, grid, lambda _: samples.append(status()))
+    platform.clock.follow(grid, lambda _: samples.append(status()))
     steps = 1 if progress is None else 100
     with rare_collections():
         for step in range(1, steps + 1):

@@ -1,7 +1,7 @@
 """A scenario's scheduled faults as timers on the platform's clock (SIM-9).
 
 Why one timeline for all of them: faults are few and known in advance, so they are sorted once
-and applied at their instants (``follow``), costing one event each. A capacity loss uses the
+and applied at their instants (``Clock.follow``), costing one event each. A capacity loss uses the
 same control as the admin endpoint ``POST /_sim/faults/capacity``; the pool keeps busy workers
 until their session ends, so queued jobs wait and, past the start-up timeout, fail
 ``no_capacity``.
@@ -9,7 +9,6 @@ until their session ends, so queued jobs wait and, past the start-up timeout, fa
 
 from __future__ import annotations
 
-from harness.runner.arrivals import follow
 from harness.scenarios.model import CapacityLoss
 from sim.platform import Platform
 
@@ -30,4 +29,4 @@ def start_faults(platform: Platform, faults: tuple[CapacityLoss, ...]) -> None:
     """Schedule ``faults`` on ``platform``'s clock (nothing when there are none)."""
     if faults:
         timeline = fault_timeline(faults, platform.config.scheduler.workers)
-        follow(platform.clock.env, timeline, platform.admin.set_capacity)
+        platform.clock.follow(timeline, platform.admin.set_capacity)

@@ -58,7 +58,6 @@ class Billing:
         self._included: dict[str, int] = {}  # included credits granted for the open period
         self._opened_plan: dict[str, str] = {}
         self._process: simpy.Process | None = None
-        self._env = kernel.clock.env
         # Session tariffs by (quality, surface, embed, avatar): a bounded cache of pure values.
         self._tariffs: dict[tuple[str, str, str | None, str], tuple[TariffLine, ...]] = {}
         #: The balance a session needs to start, read once (every create asks; the
@@ -82,7 +81,7 @@ class Billing:
 
     def ensure_can_start_session(self, org_id: str) -> None:
         end = self._period_end.get(org_id)
-        if end is None or end <= self._env._now:  # ``_account``'s question, asked in place
+        if end is None or end <= self._clock.now:  # ``_account``'s question, asked in place
             self._account(org_id)
         rollover, included, granted, held = self.ledger.totals(org_id)
         available = rollover + included + granted - held  # Balances.available, never < 0
@@ -100,7 +99,7 @@ class Billing:
         written by one ``Ledger.charge_session``; the low-balance check looks at the plan only
         when the balance fell below the highest threshold any plan has."""
         org_id = usage.org_id
-        now = self._env._now
+        now = self._clock.now
         end = self._period_end.get(org_id)
         if end is None or end <= now:  # ``_account``'s question, asked in place
             self._account(org_id)

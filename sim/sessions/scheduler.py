@@ -20,8 +20,8 @@ journal's). A queued job is the session's id and an opaque ``job`` value that th
 in and gets back in those callbacks (its working state: no lookup by id per placement). A job
 enqueued inside a create joins the queue at once (a failed create withdraws it) but the timers
 that dispatch and watch it are scheduled only once the create has succeeded, so a failed create
-leaves nothing on SimPy's calendar (``sim.journal``). The dispatch and the watch are ``Timer``
-entries of the calendar, not ``Timeout`` events (``sim.sessions.timers``).
+leaves nothing on the calendar (``sim.journal``). The dispatch and the watch are the clock's
+``Timer`` entries (``Clock.after``).
 """
 
 from __future__ import annotations
@@ -33,11 +33,9 @@ from dataclasses import dataclass
 from heapq import heappop, heappush
 from typing import Generic, Literal, TypeVar
 
-import simpy
-
+from sim.clock import Clock, Timer
 from sim.config import SchedulerConfig
 from sim.errors import ServiceUnavailable
-from sim.sessions.timers import NORMAL, Timer, calendar
 
 __all__ = ["PoolStatus", "Scheduler", "Worker", "WorkerStatus"]
 
@@ -75,7 +73,7 @@ Job = TypeVar("Job")
 class Scheduler(Generic[Job]):
     def __init__(
         self,
-        env: simpy.Environment,
+        clock: Clock,
         config: SchedulerConfig,
         startup_timeout: float,
         *,
@@ -83,7 +81,7 @@ class Scheduler(Generic[Job]):
         expire: Callable[[Job], None],
         defer: Callable[[Callable[[], object]], None] | None = None,
     ) -> None:
-        self._env = env
+        self._clock = clock
         self._config = config
         self._startup_timeout = startup_timeout
         self._place = place
@@ -100,8 +98,7 @@ class Scheduler(Generic[Job]):
         self._queue: deque[tuple[str, float, Job]] = deque()
         self._dispatch_pending = False
         self._watch_at: float | None = None
-        self._calendar, self._eid = calendar(env)
-        #: Each kind of timer's callbacks, one shared list each (``sim.sessions.timers``).
+        #: Each kind of timer's callbacks, one shared list each (``Timer``).
         self._on_dispatch: list[Callable[[Timer], None]] = [self._dispatch]
         self._on_watch: list[Callable[[Timer], None]] = [self._watch]
         self.capacity = config.workers
@@ -131,7 +128,7 @@ class Scheduler(Generic[Job]):
     def status(self) -> PoolStatus:
         counts = self._counts
         return PoolStatus(
-            at=float(self._env.now),
+            at=self._clock.now,
             capacity=self.capacity,
             workers=len(self._workers),
             idle=counts["idle"],
@@ -156,7 +153,7 @@ class Scheduler(Generic[Job]):
 
     def _retry_after(self, skip: int) -> int:
         """Seconds until a slot frees at the latest, derived from the state (GAP-LIM-3)."""
-        now = float(self._env.now)
+        now = self._clock.now
         if len(self._queue) > skip:
             # The oldest job that is really waiting leaves the queue by its deadline.
             moment = self._queue[skip][1]
@@ -253,9 +250,8 @@ class Scheduler(Generic[Job]):
         self._set(worker, "restarting")
         worker.session_id = None
         worker.free_by = None
-        worker.back_at = float(self._env.now) + restart_seconds
-        event = self._env.timeout(restart_seconds)
-        event.callbacks.append(lambda _e: self._restarted(worker_id))
+        worker.back_at = self._clock.now + restart_seconds
+        self._clock.call_after(restart_seconds, lambda _timer: self._restarted(worker_id))
         return hosted
 
     def _restarted(self, worker_id: str) -> None:
@@ -303,8 +299,7 @@ class Scheduler(Generic[Job]):
         self._dispatch_pending = True
         timer = Timer()
         timer.callbacks = self._on_dispatch
-        # ``env.timeout(0)`` as ``Environment.schedule`` pushes it, without its two calls.
-        heappush(self._calendar, (self._env._now + 0, NORMAL, next(self._eid), timer))
+        self._clock.after(0.0, timer)
 
     def _next_idle(self) -> Worker | None:
         """The idle worker created first (heap entries of workers that changed are skipped)."""
@@ -333,19 +328,16 @@ class Scheduler(Generic[Job]):
         if self._watch_at is not None and self._watch_at <= deadline:
             return
         self._watch_at = deadline
-        delay = deadline - self._env._now  # ``env.now`` without its property's frame
         timer = Timer()
         timer.callbacks, timer.value = self._on_watch, deadline
-        # ``env.timeout(max(0.0, delay))``, pushed as in ``_request_dispatch``.
-        moment = self._env._now + (delay if delay > 0.0 else 0.0)
-        heappush(self._calendar, (moment, NORMAL, next(self._eid), timer))
+        self._clock.after(deadline - self._clock.now, timer)
 
     def _watch(self, timer: Timer) -> None:
         """The queue's head may be due: fail the jobs that waited too long, re-arm for the rest."""
         armed_for: float = timer.value
         if self._watch_at == armed_for:
             self._watch_at = None
-        now = self._env._now
+        now = self._clock.now
         while self._queue and self._queue[0][1] <= now + 1e-9:
             self._expire(self._queue.popleft()[2])
         self._arm_watch()

@@ -78,9 +78,6 @@ class SessionService:
         self._ids = kernel.ids
         self._config = kernel.config
         self._clock = kernel.clock
-        # The simulated time, read where it is needed many times a session: ``env._now`` is what
-        # ``Clock.now`` returns, without the property (the clock keeps it a float).
-        self._env = kernel.clock.env
         self._fps = kernel.config.sessions.frames_per_second
         self._accounts = accounts
         self._billing = billing
@@ -105,7 +102,7 @@ class SessionService:
         self._caps = ConcurrencyCaps(self._config.limits.concurrent_sessions_per_key)
         fault_state = FaultState(kernel.streams.stream("faults"))
         self._runtime = SessionRuntime(
-            kernel.clock.env,
+            kernel.clock,
             self._config,
             boot_rng=kernel.streams.stream("worker_boot"),
             first_frame_rng=kernel.streams.stream("first_frame"),
@@ -113,7 +110,7 @@ class SessionService:
             fire=self._fire,
         )
         self._scheduler: Scheduler[SessionState] = Scheduler(
-            kernel.clock.env,
+            kernel.clock,
             self._config.scheduler,
             self._config.limits.startup_timeout_seconds,
             place=self._place,
@@ -278,9 +275,9 @@ class SessionService:
         if state.status in ("queued", "starting"):
             if state.status == "queued":
                 self._scheduler.withdraw(state.id)
-            self._finish(state, "end", self._env._now)
+            self._finish(state, "end", self._clock.now)
         elif state.status == "running":
-            now = self._env._now
+            now = self._clock.now
             row = self._move(state, "end", now)
             state.ending_at = now
             drain = self._runtime.drain(state, now)
@@ -445,7 +442,7 @@ class SessionService:
         org_id = caller.org_id
         journal = self._journal
         asked = request.max_duration_seconds
-        now = self._env._now
+        now = self._clock.now
         state = SessionState(  # positionally, in the order of its fields (see the class)
             self._ids.new("session"),  # id
             len(self._store.ids),  # number: ``SessionStore.next_row()``, without its frame
@@ -531,7 +528,7 @@ class SessionService:
         return state
 
     def _place(self, state: SessionState, worker: Worker) -> None:
-        now = self._env._now
+        now = self._clock.now
         row = self._move(state, "place", now)
         state.started_at = now
         state.worker_id = worker.id
@@ -540,11 +537,11 @@ class SessionService:
         self._runtime.boot(state, now)
 
     def _expire(self, state: SessionState) -> None:
-        self._finish(state, "startup_timeout", self._env._now)
+        self._finish(state, "startup_timeout", self._clock.now)
 
     def _fire(self, state: SessionState, trigger: Trigger) -> None:
         """Apply a worker-side trigger (first frame, deadlines, drain, crash, loss)."""
-        now = self._env._now
+        now = self._clock.now
         if trigger == "first_frame":
             row = self._move(state, "first_frame", now)
             state.first_frame_at = now

@@ -6,8 +6,8 @@ need an interrupt (an extra event) for every end, crash or audio change, and a c
 deadline timer at a time, for the *earliest* of its deadlines (max duration, idle, heartbeat
 loss). When audio pushes the idle deadline later nothing is scheduled: the timer wakes at the old
 time, sees the new deadline and re-arms once. Every timer carries the session's ``generation``,
-so a timer that outlived a transition does nothing when it fires. Timers are ``Timer`` entries
-of SimPy's calendar, not ``Timeout`` events (``sim.sessions.timers``: nobody waits on them).
+so a timer that outlived a transition does nothing when it fires. Timers are the clock's
+``Timer`` entries (``Clock.after``): nobody waits on them.
 
 The runtime decides *when*; the service (through ``fire``) decides *what happens*: it moves the
 session through the transition table and applies the effects (events, billing, caps, worker).
@@ -17,17 +17,14 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from heapq import heappush
 
-import simpy
-
+from sim.clock import Clock, Timer
 from sim.config import SimConfig
 from sim.lifecycle import Trigger
 from sim.rng import sampler
 from sim.sessions.faults import FaultState
 from sim.sessions.heartbeat import EPSILON
 from sim.sessions.records import SessionState
-from sim.sessions.timers import NORMAL, Timer, calendar
 
 __all__ = ["Fire", "SessionRuntime"]
 
@@ -38,7 +35,7 @@ Fire = Callable[[SessionState, Trigger], None]
 class SessionRuntime:
     def __init__(
         self,
-        env: simpy.Environment,
+        clock: Clock,
         config: SimConfig,
         *,
         boot_rng: random.Random,
@@ -46,7 +43,7 @@ class SessionRuntime:
         faults: FaultState,
         fire: Fire,
     ) -> None:
-        self._env = env
+        self._clock = clock
         self._config = config
         #: The drain's bounds, read once (a pydantic attribute costs several plain ones).
         self._drain_base = config.sessions.drain_base_seconds
@@ -55,26 +52,19 @@ class SessionRuntime:
         self._first_frame = sampler(config.scheduler.first_frame_latency, first_frame_rng)
         self._faults = faults
         self._fire = fire
-        self._calendar, self._eid = calendar(env)
-        #: Each kind of timer's callbacks, one shared list each (``sim.sessions.timers``).
+        #: Each kind of timer's callbacks, one shared list each (``Timer``).
         self._on_due: list[Callable[[Timer], None]] = [self._due]
         self._on_wake: list[Callable[[Timer], None]] = [self._wake]
-
-    @property
-    def now(self) -> float:
-        return float(self._env._now)
 
     def _after(self, delay: float, state: SessionState, trigger: Trigger) -> None:
         """Fire ``trigger`` after ``delay`` unless the session has moved on by then."""
         timer = Timer()
-        timer.callbacks, timer.state, timer.value = self._on_due, state, trigger
+        timer.callbacks, timer.subject, timer.value = self._on_due, state, trigger
         timer.generation = state.generation
-        # ``env.timeout(max(0.0, delay))`` as ``Environment.schedule`` pushes it, without a call.
-        moment = self._env._now + (delay if delay > 0.0 else 0.0)
-        heappush(self._calendar, (moment, NORMAL, next(self._eid), timer))
+        self._clock.after(delay, timer)
 
     def _due(self, timer: Timer) -> None:
-        state = timer.state
+        state: SessionState = timer.subject
         if state.generation == timer.generation:
             self._fire(state, timer.value)
 
@@ -128,7 +118,7 @@ class SessionRuntime:
         """Fire the earliest deadline if it is due; otherwise make sure a timer wakes for it."""
         if state.status != "running":
             return
-        now = self._env._now  # a float: the clock starts it at 0.0 and adds delays
+        now = self._clock.now
         moment, trigger = self.earliest(state, now)
         if moment <= now + EPSILON:
             self._fire(state, trigger)
@@ -137,14 +127,13 @@ class SessionRuntime:
             return  # an earlier timer is pending and will re-check
         state.armed_at = moment
         timer = Timer()
-        timer.callbacks, timer.state, timer.value = self._on_wake, state, moment
+        timer.callbacks, timer.subject, timer.value = self._on_wake, state, moment
         timer.generation = state.generation
-        # ``env.timeout(moment - now)`` (later than now: see above), as in ``_after``.
-        heappush(self._calendar, (self._env._now + (moment - now), NORMAL, next(self._eid), timer))
+        self._clock.after(moment - now, timer)
 
     def _wake(self, timer: Timer) -> None:
         """A deadline timer is due: re-check the session unless it has moved on since."""
-        state = timer.state
+        state: SessionState = timer.subject
         if state.generation == timer.generation:
             if state.armed_at == timer.value:
                 state.armed_at = None

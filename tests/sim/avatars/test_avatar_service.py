@@ -291,7 +291,7 @@ def test_each_upload_schedules_a_bounded_number_of_events(make_world: Callable[.
         _create(world)
         steps = 0
         while world.kernel.clock.next_event_at() is not None:
-            world.kernel.clock.env.step()
+            world.kernel.clock.step()
             steps += 1
         counts.append(steps)
     assert counts[0] == counts[1] <= 3

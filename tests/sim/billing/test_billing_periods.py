@@ -86,11 +86,11 @@ def test_spending_order_is_rollover_then_included_then_granted(kit: Any) -> None
 def test_periods_close_with_one_wake_up_per_month_for_all_organizations(kit: Any) -> None:
     world = kit.world(kit.small_config())
     orgs = [world.org("capped", name=f"org{i}") for i in range(40)]
-    env = world.kernel.clock.env
-    end = world.kernel.clock.seconds_at(kit.utc(2027, 1, 1))
+    clock = world.kernel.clock
+    end = clock.seconds_at(kit.utc(2027, 1, 1))
     steps = 0
-    while env.peek() <= end:
-        env.step()
+    while (due := clock.next_event_at()) is not None and due <= end:
+        clock.step()
         steps += 1
     assert steps <= 13  # twelve boundaries (plus the process start), not 40 x 12 or per day
     jan27 = world.kernel.clock.seconds_at(kit.utc(2027, 1, 1))
@@ -121,10 +121,13 @@ def test_an_organization_never_opened_is_opened_as_of_its_creation(kit: Any) -> 
 
 
 @pytest.mark.req("SIM-5")
-def test_env_run_and_clock_advance_close_the_same_periods(kit: Any) -> None:
+def test_stepping_event_by_event_and_advancing_close_the_same_periods(kit: Any) -> None:
     driven = kit.world(kit.small_config())
     org_a = driven.org("capped")
-    driven.kernel.clock.env.run(until=driven.kernel.clock.seconds_at(kit.utc(2026, 5, 5)))
+    clock = driven.kernel.clock
+    until = clock.seconds_at(kit.utc(2026, 5, 5))
+    while (due := clock.next_event_at()) is not None and due < until:
+        clock.step()
     lazy = kit.world(kit.small_config())
     org_b = lazy.org("capped")
     lazy.billing.roll_periods()

@@ -5,10 +5,10 @@ from __future__ import annotations
 import random
 
 import pytest
-import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sim.clock import Clock
 from sim.config import SimConfig
 from sim.sessions.audio import AudioTrack
 from sim.sessions.faults import FaultState
@@ -117,7 +117,7 @@ def test_the_earliest_deadline_is_the_first_listed_of_the_smallest(
     """``SessionRuntime.earliest`` compares in place; it picks what the list of ``deadlines``
     gives: the smallest moment, and on a tie the one listed first."""
     runtime = SessionRuntime(
-        simpy.Environment(),
+        Clock(SimConfig().epoch),
         SimConfig(),
         boot_rng=random.Random(0),
         first_frame_rng=random.Random(1),

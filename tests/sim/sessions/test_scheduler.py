@@ -6,8 +6,8 @@ import random
 from typing import TYPE_CHECKING, Any
 
 import pytest
-import simpy
 
+from sim.clock import Clock
 from sim.config import Constant, SchedulerConfig, SimConfig
 from sim.errors import ServiceUnavailable
 from sim.sessions.scheduler import Scheduler, Worker
@@ -155,7 +155,7 @@ def test_the_idle_worker_created_first_takes_each_job_through_crashes_and_resize
     and every placement goes to the idle worker with the lowest creation order at that moment,
     the rule a scan of the pool would apply."""
     rng = random.Random(3)
-    env = simpy.Environment(initial_time=0.0)
+    clock = Clock(SimConfig().epoch)
     placed: list[tuple[str, str]] = []
     scheduler: Scheduler[str] | None = None
 
@@ -166,7 +166,7 @@ def test_the_idle_worker_created_first_takes_each_job_through_crashes_and_resize
         placed.append((job, worker.id))
 
     scheduler = Scheduler(
-        env,
+        clock,
         SchedulerConfig(workers=6, max_queue_length=1000),
         1000.0,
         place=place,
@@ -177,7 +177,7 @@ def test_the_idle_worker_created_first_takes_each_job_through_crashes_and_resize
         action = rng.random()
         if action < 0.4:
             job = f"job-{step}"
-            scheduler.enqueue(job, env.now, job)
+            scheduler.enqueue(job, clock.now, job)
         elif action < 0.65 and running:
             job = rng.choice(sorted(running))
             scheduler.release(running[job], job)
@@ -185,5 +185,5 @@ def test_the_idle_worker_created_first_takes_each_job_through_crashes_and_resize
             scheduler.crash(rng.choice(scheduler.workers()).id, rng.choice([1.0, 5.0]))
         elif action < 0.82:
             scheduler.set_capacity(rng.randint(2, 8))
-        env.run(until=env.now + rng.choice([0.5, 2.0]))
+        clock.advance(rng.choice([0.5, 2.0]))
     assert len(placed) > 100  # the rule was really exercised

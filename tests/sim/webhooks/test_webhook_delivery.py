@@ -373,7 +373,7 @@ def test_each_delivery_schedules_a_bounded_number_of_events(
             hooks.emit("avatar.ready")
         steps = 0
         while hooks.kernel.clock.next_event_at() is not None:
-            hooks.kernel.clock.env.step()
+            hooks.kernel.clock.step()
             steps += 1
         counts.append(steps)
     assert counts[1] == 10 * counts[0]
