@@ -1,10 +1,17 @@
 """The session state machine as data (SES-ST-1 … SES-ST-9, GAP-SES-1).
 
-The table below is the single source of truth for how a session may move: the service moves a
-session only through ``next_status``, which refuses anything the table does not list, and the
-tests read the same table to check every transition they observe. Keeping the machine as data
-(rather than as ``if`` chains spread over the scheduler and the worker) is what lets a property
-test prove that no code path invents a transition.
+How a session moves: a create admits it into ``queued`` (it is never seen in ``created``); a
+worker takes it into ``starting``; its first frame makes it ``running``; an end while running
+makes it ``ending`` and the drain that follows ``ended``. Before its first frame an end cancels
+it (``canceled``); in the queue past the start-up timeout it fails (``no_capacity``); while it
+runs, its maximum duration or idle timeout ends it, and a crashed or lost worker fails it
+(``worker_lost``), or ends it if the customer had already asked to end.
+
+The table below is the single source of truth for those moves: ``SessionService._move`` (in
+``sim.sessions.service``) is the one place a status changes, and it takes the row for the
+session's status and the trigger from ``ROWS_FROM``, or from ``transition``, which raises for a
+move the table does not list. The tests read the same table to check every transition they
+observe, so a property test can prove that no code path invents a transition.
 
 Each row is ``(from, trigger) -> to`` plus what taking it means: the event the service publishes
 and, for rows into a terminal status, the ``session.ended`` reason or the ``error.code`` (as the

@@ -18,11 +18,12 @@ from pydantic import TypeAdapter, ValidationError
 
 from harness.scenarios.durations import parse_duration
 from harness.scenarios.lifting import Limits
+from harness.scenarios.parts import Arrival, Burst, CapacityLoss, Organization, Poisson, RunMix
 from harness.scenarios.problems import Loc, Problem
 from sim.config import SimConfig
 
-if TYPE_CHECKING:
-    from harness.scenarios.model import Arrival, CapacityLoss, Organization, RunMix, Scenario
+if TYPE_CHECKING:  # for its annotation only: the scenario's validator runs these checks
+    from harness.scenarios.model import Scenario
 
 __all__ = ["Parts", "cross_field_problems", "non_finite"]
 
@@ -102,7 +103,6 @@ class Parts:
     @classmethod
     def of_data(cls, data: Mapping[str, Any]) -> Parts:
         """The parts of raw scenario data that validate on their own."""
-        from harness.scenarios.model import Arrival, CapacityLoss, Organization, RunMix
 
         def seconds(name: str, default: float | None) -> float | None:
             return _attempt(parse_duration, data[name]) if name in data else default
@@ -176,8 +176,6 @@ def _organizations(parts: Parts) -> Iterator[Problem]:
 
 def _timeline(parts: Parts) -> Iterator[Problem]:
     """Every arrival, fault and window lies within the run."""
-    from harness.scenarios.model import Burst, Poisson
-
     duration = parts.duration
     for i, arrival in parts.arrivals:
         if isinstance(arrival, Poisson):

@@ -16,9 +16,9 @@ from harness.scenarios import (
     Poisson,
     ScenarioError,
     load_scenario,
-    model,
     parse_duration,
     parse_scenario,
+    parts,
 )
 from harness.sweep import load_sweep
 from sim.config import BILLING_SURFACES, QUALITIES
@@ -84,7 +84,7 @@ def test_invalid_fields_are_named(change: dict[str, Any], expected: str) -> None
 def test_the_mixes_accept_exactly_the_configured_sets() -> None:
     """The quality and surface mixes are checked against the configuration's sets (defined once
     there), so a tier or surface added to the service is accepted by scenarios too."""
-    assert model.QUALITIES is QUALITIES and model.BILLING_SURFACES is BILLING_SURFACES
+    assert parts.QUALITIES is QUALITIES and parts.BILLING_SURFACES is BILLING_SURFACES
     every = {"quality": dict.fromkeys(QUALITIES, 1), "surface": dict.fromkeys(BILLING_SURFACES, 1)}
     profile = parse_scenario(small(sessions=every)).sessions
     assert tuple(profile.quality) == QUALITIES and tuple(profile.surface) == BILLING_SURFACES
