@@ -123,7 +123,8 @@ def length_biased(dist: Distribution) -> Draw:
             value = dist.value
             return lambda rng: value
         case Exponential():  # Gamma(2, mean): the sum of two exponentials
-            return _sum_of_two_exponentials(1.0 / dist.mean_value)
+            rate = 1.0 / dist.mean_value
+            return lambda rng: rng.expovariate(rate) + rng.expovariate(rate)
         case Uniform():  # density proportional to x on [low, high]
             low_squared = dist.low * dist.low
             spread = dist.high * dist.high - low_squared
@@ -132,18 +133,6 @@ def length_biased(dist: Distribution) -> Draw:
         case LogNormal():
             return _lognormal_length_biased(dist)
     raise TypeError(f"unknown distribution {dist!r}")  # pragma: no cover
-
-
-def _sum_of_two_exponentials(rate: float) -> Draw:
-    """``rng.expovariate(rate) + rng.expovariate(rate)`` written out (CPython's
-    ``-log(1.0 - random()) / rate`` each; a test holds them equal): two Python calls fewer."""
-    log = math.log
-
-    def draw(rng: random.Random) -> float:
-        random = rng.random
-        return -log(1.0 - random()) / rate + -log(1.0 - random()) / rate
-
-    return draw
 
 
 def _lognormal_length_biased(dist: LogNormal) -> Draw:

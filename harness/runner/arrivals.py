@@ -51,19 +51,17 @@ def _piecewise_poisson(
     start, end)`` (in time order, not overlapping), in order.
 
     A Poisson process is memoryless, so a piecewise-constant rate is exactly a restart at each
-    piece's start with its rate. The gaps are ``rng.expovariate(rate)`` written out (CPython's
-    ``-log(1.0 - random()) / rate``; a test holds them equal): the same draws, without a
-    Python call per instant, and one generator for every piece rather than one per piece.
+    piece's start with its rate; one generator walks every piece.
     """
-    random, log = rng.random, math.log
+    expovariate = rng.expovariate
     for rate_per_hour, start, end in pieces:
         if rate_per_hour <= 0:
             continue
         rate = rate_per_hour / HOUR
-        t = start + -log(1.0 - random()) / rate
+        t = start + expovariate(rate)
         while t < end:
             yield t
-            t += -log(1.0 - random()) / rate
+            t += expovariate(rate)
 
 
 def _diurnal(

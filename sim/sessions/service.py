@@ -86,7 +86,6 @@ class SessionService:
         self._history = TransitionLog(keep=kernel.config.history.transitions)
         self._heartbeat_interval = self._config.sessions.heartbeat_interval_seconds
         self._drain_max = self._config.sessions.drain_max_seconds
-        self._keep_moves = self._history.keep
         #: Parts of the frozen configuration every create reads, read once (a pydantic
         #: attribute costs several plain ones).
         self._limits = kernel.config.limits
@@ -283,9 +282,9 @@ class SessionService:
             drain = self._runtime.drain(state, now)
             self._worker_free_by(state, now + drain)
             self._emit(row, state, now, drain)
-        # ``_render``, inlined; a caller that reads no body (``Platform.call``'s ``reads_body``)
-        # asks ``render=False`` and gets the id alone, not a resource nobody reads.
-        return state.to_resource(self._clock, self._fps) if render else {"id": state.id}
+        # A caller that reads no body (``Platform.call``'s ``reads_body``) asks ``render=False``
+        # and gets the id alone, not a resource nobody reads.
+        return self._render(state) if render else {"id": state.id}
 
     # -- the audio a client sends ------------------------------------------------------------
 
@@ -445,7 +444,7 @@ class SessionService:
         now = self._clock.now
         state = SessionState(  # positionally, in the order of its fields (see the class)
             self._ids.new("session"),  # id
-            len(self._store.ids),  # number: ``SessionStore.next_row()``, without its frame
+            self._store.next_row(),  # number
             org_id,
             caller.key_id,
             caller.key.secret,
@@ -461,9 +460,7 @@ class SessionService:
             resets_on_silence,
             now,  # created_at
         )
-        if self._keep_moves:  # ``TransitionLog.record``, inlined as in ``_move``
-            state.move_times.append(now)
-            state.move_codes.append(_CREATE.code)
+        self._history.record(state, now, _CREATE.code)
         # Each undo is registered before its change and is safe to run whether or not the change
         # happened, so a change that fails half-way is undone too. The state's own history and
         # status go with the state; its event is held back by the journal until the unit ends.
@@ -501,9 +498,7 @@ class SessionService:
         state.status = row.target
         state.generation += 1
         state.armed_at = None
-        if self._keep_moves:  # ``TransitionLog.record``, inlined: every move of every session
-            state.move_times.append(now)
-            state.move_codes.append(row.code)
+        self._history.record(state, now, row.code)
         if row.terminal:
             self._caps.remove(state.key_secret, state.org_id)
         return row
@@ -532,8 +527,7 @@ class SessionService:
         row = self._move(state, "place", now)
         state.started_at = now
         state.worker_id = worker.id
-        if row.event is not None:  # ``_emit``, inlined here and below: once per move
-            self.events.publish(row.event, state, now, worker.id)
+        self._emit(row, state, now, worker.id)
         self._runtime.boot(state, now)
 
     def _expire(self, state: SessionState) -> None:
@@ -549,8 +543,7 @@ class SessionService:
             state.audio = AudioTrack(state.resets_on_silence, now, now, now, now)
             state.heartbeats = HeartbeatTrack(now, self._heartbeat_interval)
             self._worker_free_by(state, now + state.max_duration_seconds + self._drain_max)
-            if row.event is not None:
-                self.events.publish(row.event, state, now)
+            self._emit(row, state, now)
             self._runtime.check(state)
             return
         if trigger == "heartbeat_lost" and state.worker_id is not None:
@@ -568,8 +561,7 @@ class SessionService:
         state.end_reason, state.error_code = row.end_reason, row.error_code
         if state.worker_id is not None:
             self._scheduler.release(state.worker_id, state.id)
-        if row.event is not None:
-            self.events.publish(row.event, state, now, row.end_reason or row.error_code)
+        self._emit(row, state, now, row.end_reason or row.error_code)
         if first_frame is not None and not state.charged:
             self._charge(state, now)
         state.audio = state.heartbeats = None

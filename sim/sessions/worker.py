@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from operator import itemgetter
 
 from sim.clock import Clock, Timer
 from sim.config import SimConfig
@@ -96,23 +97,8 @@ class SessionRuntime:
         return found
 
     def earliest(self, state: SessionState, now: float) -> tuple[float, Trigger]:
-        """The earliest of ``deadlines``; on a tie the one listed first.
-
-        Compared in place rather than by building the list: every running session asks at its
-        first frame and at each wake-up. A test holds the two to the same answer.
-        """
-        assert state.first_frame_at is not None
-        moment = state.first_frame_at + state.max_duration_seconds
-        trigger: Trigger = "max_duration"
-        audio = state.audio
-        if audio is not None:
-            idle = audio.idle_deadline(state.idle_timeout_seconds, now)
-            if idle < moment:
-                moment, trigger = idle, "idle_timeout"
-        lost = state.heartbeat_lost_at
-        if lost is not None and lost < moment:
-            moment, trigger = lost, "heartbeat_lost"
-        return moment, trigger
+        """The earliest of ``deadlines``; on a tie the one listed first (``min`` keeps it)."""
+        return min(self.deadlines(state, now), key=itemgetter(0))
 
     def check(self, state: SessionState) -> None:
         """Fire the earliest deadline if it is due; otherwise make sure a timer wakes for it."""

@@ -232,10 +232,10 @@ def test_sources_drawn_lazily_and_merged_give_the_sorted_arrivals() -> None:
 
 
 @pytest.mark.req("NB-1", "SIM-2")
-def test_arrival_gaps_written_out_are_the_streams_expovariate() -> None:
-    """The arrival processes draw their gaps with ``expovariate``'s formula written out: the
-    instants are those of the plain loop over ``rng.expovariate`` (hour by hour for a diurnal
-    profile, zero-rate hours included), and a single source is tagged as the merge would."""
+def test_arrival_gaps_are_the_streams_expovariate_hour_by_hour() -> None:
+    """The arrival processes draw their gaps with ``rng.expovariate``, restarted at each hour of
+    a diurnal profile (a zero-rate hour brings nobody), and a single source is tagged as the
+    merge would tag it."""
     import random
 
     def reference(pieces: list[tuple[float, float, float]], seed: int) -> list[float]:

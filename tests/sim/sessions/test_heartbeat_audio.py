@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import random
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.clock import Clock
-from sim.config import SimConfig
 from sim.sessions.audio import AudioTrack
-from sim.sessions.faults import FaultState
 from sim.sessions.heartbeat import HeartbeatTrack, billable_seconds
-from sim.sessions.records import SessionState
-from sim.sessions.worker import SessionRuntime
 
 times = st.floats(min_value=0, max_value=5_000, allow_nan=False)
 
@@ -100,54 +93,3 @@ def test_output_buffer_plays_out_and_clears() -> None:
     assert audio.cursor == 12.0 and audio.idle_deadline(5) == 17.0
     with pytest.raises(ValueError, match="negative"):
         audio.receive(12.0, "speech", -1)
-
-
-@pytest.mark.req("SIM-4")
-@settings(max_examples=200, deadline=None)
-@given(
-    first=st.sampled_from([0.0, 3.5, 100.0]),
-    max_duration=st.integers(1, 120),
-    idle=st.integers(1, 120),
-    audio=st.none() | st.floats(0, 200),
-    lost=st.none() | st.floats(0, 300) | st.sampled_from([60.0, 103.5, 220.0]),
-)
-def test_the_earliest_deadline_is_the_first_listed_of_the_smallest(
-    first: float, max_duration: int, idle: int, audio: float | None, lost: float | None
-) -> None:
-    """``SessionRuntime.earliest`` compares in place; it picks what the list of ``deadlines``
-    gives: the smallest moment, and on a tie the one listed first."""
-    runtime = SessionRuntime(
-        Clock(SimConfig().epoch),
-        SimConfig(),
-        boot_rng=random.Random(0),
-        first_frame_rng=random.Random(1),
-        faults=FaultState(random.Random(2)),
-        fire=lambda state, trigger: None,
-    )
-    state = SessionState(
-        id="sess_x",
-        number=0,
-        org_id="org_x",
-        key_id="key",
-        key_secret="secret",
-        avatar_id="av_x",
-        quality="mock",
-        billing_surface="api",
-        transport={},
-        worker_token=None,
-        idle_timeout_seconds=idle,
-        max_duration_seconds=max_duration,
-        metadata={},
-        embed_id=None,
-        resets_on_silence=True,
-        created_at=0.0,
-        first_frame_at=first,
-        heartbeat_lost_at=lost,
-    )
-    if audio is not None:
-        state.audio = AudioTrack.start(first, resets_on_silence=True)
-        state.audio.receive(first, "speech", audio)
-    listed = runtime.deadlines(state, first)
-    smallest = min(moment for moment, _trigger in listed)
-    expected = next(deadline for deadline in listed if deadline[0] == smallest)
-    assert runtime.earliest(state, first) == expected
