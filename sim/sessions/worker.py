@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from operator import itemgetter
 
 from sim.clock import Clock, Timer
 from sim.config import SimConfig
@@ -83,22 +82,22 @@ class SessionRuntime:
 
     # -- deadlines while running -------------------------------------------------------------
 
-    def deadlines(self, state: SessionState, now: float) -> list[tuple[float, Trigger]]:
-        """Every deadline of a running session, in the order ties are broken."""
-        assert state.first_frame_at is not None
-        found: list[tuple[float, Trigger]] = [
-            (state.first_frame_at + state.max_duration_seconds, "max_duration")
-        ]
-        audio = state.audio
-        if audio is not None:  # every transport observes inbound audio
-            found.append((audio.idle_deadline(state.idle_timeout_seconds, now), "idle_timeout"))
-        if state.heartbeat_lost_at is not None:
-            found.append((state.heartbeat_lost_at, "heartbeat_lost"))
-        return found
-
     def earliest(self, state: SessionState, now: float) -> tuple[float, Trigger]:
-        """The earliest of ``deadlines``; on a tie the one listed first (``min`` keeps it)."""
-        return min(self.deadlines(state, now), key=itemgetter(0))
+        """The earliest deadline of a running session: its maximum duration, its idle timeout
+        (every transport observes inbound audio) and a declared heartbeat loss; on a tie, the
+        first of them in that order."""
+        assert state.first_frame_at is not None
+        moment = state.first_frame_at + state.max_duration_seconds
+        trigger: Trigger = "max_duration"
+        audio = state.audio
+        if audio is not None:
+            idle = audio.idle_deadline(state.idle_timeout_seconds, now)
+            if idle < moment:
+                moment, trigger = idle, "idle_timeout"
+        lost = state.heartbeat_lost_at
+        if lost is not None and lost < moment:
+            moment, trigger = lost, "heartbeat_lost"
+        return moment, trigger
 
     def check(self, state: SessionState) -> None:
         """Fire the earliest deadline if it is due; otherwise make sure a timer wakes for it."""
