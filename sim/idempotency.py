@@ -9,10 +9,10 @@ up before the rate limiter (a replay is not a new request) and stores the outcom
 operation's unit of work, so an operation that fails after storing it leaves no entry behind
 (``forget``).
 
-The fingerprint is an exact snapshot of the request (``marshal``), not its canonical text: every
-keyed create takes one, marshal's C writer costs well under half of canonical JSON's, and the
-canonical texts are needed only when a key comes back with a request whose snapshot differs
-(``same_request``; a property test holds it to comparing canonical JSON).
+The fingerprint is an exact snapshot of the request (``marshal``), a fast path beside its
+reference, the canonical text itself (``fingerprint_by_text``; ``make bench`` prints what it
+saves a month): the canonical texts are needed only when a key comes back with a request whose
+snapshot differs (``same_request``; a property test holds it to comparing canonical JSON).
 
 An outcome is stored as its body or as a function that renders the body (``Renderer``): a caller
 that reads no body (the scenario's clients) is answered only the created resource's id, and the
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import marshal
-from _json import encode_basestring, make_encoder
 from collections import deque
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -43,6 +42,7 @@ __all__ = [
     "Replay",
     "canonical_json",
     "fingerprint",
+    "fingerprint_by_text",
     "same_request",
 ]
 
@@ -53,26 +53,14 @@ Renderer = Callable[[], dict[str, Any]]
 Body = dict[str, Any] | Renderer
 
 
-def _not_json(value: object) -> object:
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-
-
-#: ``json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)``, built once:
-#: ``dumps`` with options builds a ``JSONEncoder`` and this same C encoder on every call, which
-#: cost more than the encoding of a create's body itself. No circular-reference bookkeeping:
-#: a request's values have passed ``sim.values.check_values`` (whose depth bound refuses a
-#: cycle) before they are fingerprinted.
-_CANONICAL = make_encoder(None, _not_json, encode_basestring, None, ":", ",", True, False, True)
-
 #: marshal's format 2: no back-references, so a snapshot does not depend on how many references
 #: to its strings exist elsewhere.
 _MARSHAL_VERSION = 2
 
 
 def canonical_json(value: Any) -> str:
-    """The canonical JSON text of a request's values: keys sorted, no spaces, Unicode as is
-    (a property test holds it to ``json.dumps`` with those options)."""
-    return "".join(_CANONICAL(value, 0))
+    """The canonical JSON text of a request's values: keys sorted, no spaces, Unicode as is."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def fingerprint(operation: str, values: Any) -> bytes:
@@ -85,6 +73,17 @@ def fingerprint(operation: str, values: Any) -> bytes:
     except ValueError:
         plain = json.loads(canonical_json(values))
         return marshal.dumps((operation, plain), _MARSHAL_VERSION)
+
+
+def fingerprint_by_text(operation: str, values: Any) -> bytes:
+    """``fingerprint``'s reference: the canonical text of the request, which is the same for
+    the same request (compared by equality alone: ``same_request_by_text``)."""
+    return canonical_json([operation, values]).encode()
+
+
+def same_request_by_text(first: bytes, second: bytes) -> bool:
+    """``same_request`` for fingerprints made by ``fingerprint_by_text``."""
+    return first == second
 
 
 def same_request(first: bytes, second: bytes) -> bool:

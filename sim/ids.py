@@ -118,32 +118,31 @@ class IdFactory:
         self._block: int | None = None  # its millisecond >> 20, the first 6 characters':
         self._block_text = ""  # ids are made at new instants, mostly in the same block
         #: ``draw()``: the random part of an id made now; ``format_id`` with the time makes the
-        #: id. Bound to the stream's ``getrandbits(80)`` directly (C code): every event draws
-        #: one, and a method around it cost a Python frame per event.
+        #: id (records that keep raw values draw it and format the id when read).
         self.draw: Callable[[], int] = partial(rng.getrandbits, 80)
 
-    def value(self) -> int:
-        """A ULID made now, as its 128-bit integer (``format_ulid`` of its parts reads it).
+    # ``value`` and ``new`` are a fast path beside their references (``value_from_clock``,
+    # ``new_from_clock``; ``make bench`` prints what it saves a month): the time part of the
+    # ids made at one instant is computed once for that instant.
 
-        ``Clock.epoch_ms(now)`` written out (a test holds them equal): every session and ledger
-        row takes an id, and the three calls behind the property and the method were most of
-        what an id cost."""
+    def value(self) -> int:
+        """A ULID made now, as its 128-bit integer (``format_ulid`` of its parts reads it)."""
         now = self._clock.now
         if now != self._at:
             ms = int((self._epoch_us + round(now * 1_000_000)) / 1_000_000 * 1000)
             self._at, self._shifted = now, ms << 80
         return self._shifted | self._rng.getrandbits(80)
 
+    def value_from_clock(self) -> int:
+        """``value``'s reference: the clock's ``epoch_ms`` and fresh random bits."""
+        return self._clock.epoch_ms() << 80 | self._rng.getrandbits(80)
+
     def ulid(self) -> str:
         return _encode(self.value())
 
     def new(self, kind: str) -> str:
-        """A fresh id for resource ``kind`` (a key of ``PREFIXES``).
-
-        ``ulid()`` with ``value()`` written out, and the time part's text kept per instant (and
-        its first six characters for as long as they last): every session takes an id, and the
-        calls, the shifts of a 128-bit integer and the time part's five lookups were most of
-        what it cost."""
+        """A fresh id for resource ``kind`` (a key of ``PREFIXES``); the text of the time part
+        is kept per instant, and its first six characters for as long as they last."""
         now = self._clock.now
         if now != self._text_at:
             ms = int((self._epoch_us + round(now * 1_000_000)) / 1_000_000 * 1000)
@@ -153,14 +152,17 @@ class IdFactory:
             self._time_text = self._block_text + _PAIRS[(ms >> 10) & 0x3FF] + _PAIRS[ms & 0x3FF]
         return PREFIXES[kind] + self._time_text + _encode_random(self._rng.getrandbits(80))
 
+    def new_from_clock(self, kind: str) -> str:
+        """``new``'s reference: ``format_id`` of the clock's ``epoch_ms`` and fresh bits."""
+        return format_id(kind, self._clock.epoch_ms(), self._rng.getrandbits(80))
+
     def token(self, prefix: str, length: int = 32) -> str:
         """A random base62 secret such as an API key (``sk_live_``) or webhook secret.
 
-        Each character is drawn as ``random.choice(_BASE62)`` draws it (six random bits, drawn
-        again while they name no character: the same characters, the stream left in the same
-        place; a property test holds the two equal), written out here because ``choice`` and
-        its ``_randbelow`` cost two frames a character and a Pipecat session's worker token has
-        32 of them."""
+        A fast path beside its reference, ``token_by_choice`` (``make bench`` prints what it
+        saves a month): each character is drawn as ``random.choice(_BASE62)`` draws it, six
+        random bits drawn again while they name no character, so the characters and the state
+        of the stream are the same."""
         getrandbits, size, bits = self._rng.getrandbits, _BASE62_SIZE, _BASE62_BITS
         chars = []
         for _ in range(length):
@@ -169,3 +171,8 @@ class IdFactory:
                 drawn = getrandbits(bits)
             chars.append(_BASE62[drawn])
         return prefix + "".join(chars)
+
+    def token_by_choice(self, prefix: str, length: int = 32) -> str:
+        """``token``'s reference: ``random.choice`` for each character."""
+        choice = self._rng.choice
+        return prefix + "".join([choice(_BASE62) for _ in range(length)])

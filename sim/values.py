@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from sim.errors import InvalidRequest
 
-__all__ = ["LARGEST_NUMBER", "check_values", "fine"]
+__all__ = ["LARGEST_NUMBER", "check_values", "check_values_by_path", "fine"]
 
 LARGEST_NUMBER: Final = int(sys.float_info.max)
 """The largest magnitude a JSON number may have: the largest finite IEEE 754 double."""
@@ -41,14 +41,16 @@ _BODY: Final = "body"
 
 
 def check_values(params: Mapping[str, Any], *, max_depth: int) -> None:
-    """Refuse the first value of ``params`` that is not a JSON value every answer can carry."""
+    """Refuse the first value of ``params`` that is not a JSON value every answer can carry.
+
+    A fast path beside its reference (``check_values_by_path``; ``make bench`` prints what it
+    saves a month): each value is first read by ``fine``, which keeps no paths, and only a
+    value it does not accept is walked again by the full check, which names the field."""
     for name, value in params.items():
         if not isinstance(name, str):
             raise InvalidRequest(
                 "value.invalid_type", "Parameter names must be strings.", param=None
             )
-        # The common case cheaply (``fine``, its dispatch written out: every request pays it
-        # for every parameter), then the full check to find what is wrong.
         kind = type(value)
         if kind is dict or kind is list:
             ok = _fine_container(value, max_depth, _RECURSION)
@@ -59,6 +61,17 @@ def check_values(params: Mapping[str, Any], *, max_depth: int) -> None:
         else:
             ok = _fine_scalar(value, kind)
         if not ok:
+            _check(value, () if name == _BODY else (name,), max_depth)
+
+
+def check_values_by_path(params: Mapping[str, Any], *, max_depth: int) -> None:
+    """``check_values``'s reference: every value walked by the full check alone."""
+    for name, value in params.items():
+        if not isinstance(name, str):
+            raise InvalidRequest(
+                "value.invalid_type", "Parameter names must be strings.", param=None
+            )
+        if not (name in _BINARY_PARAMS and isinstance(value, bytes | bytearray)):
             _check(value, () if name == _BODY else (name,), max_depth)
 
 

@@ -58,6 +58,12 @@ def _json(body: object) -> dict[str, Any]:
     return body
 
 
+#: Whether a session's client asks for the answers it does not read (it reads only the created
+#: session's id). ``False`` takes the platform's unread forms, a fast path (``Platform.call``'s
+#: ``reads_body``); ``True`` is their reference, every answer rendered (``make bench`` prints
+#: what the fast path saves a month).
+READS_BODIES = False
+
 _FIRST_FRAME = "session.first_frame"
 #: The events a session's client reacts to: its first frame, or an end it did not ask for.
 _WATCHED = (_FIRST_FRAME, "session.failed", "session.canceled", "session.ended")
@@ -175,7 +181,7 @@ class _SessionClient(_Client):
             if self.idem is not None:
                 params["idempotency_key"] = self.idem
             # The client reads only the id (``done``): the platform renders no more of it.
-            answer = pool.door.call("createSession", self.caller, params, reads_body=False)
+            answer = pool.door.call("createSession", self.caller, params, reads_body=READS_BODIES)
             created = answer.body
             if type(created) is not dict:  # ``_json``, inlined: most sessions come this way
                 raise TypeError("expected a JSON object from the service")
@@ -186,7 +192,7 @@ class _SessionClient(_Client):
         # Dashboard surfaces are created by the service's own front ends (GAP-SES-10).
         assert surface is not None  # a session client always has one
         created = pool.platform.sessions.create(
-            self.caller, body, billing_surface=surface, render=False
+            self.caller, body, billing_surface=surface, render=READS_BODIES
         )
         return created, False
 
@@ -230,7 +236,7 @@ class _SessionClient(_Client):
         at = pool.clock.now
         try:
             pool.door.call(
-                "endSession", client.caller, {"session_id": session_id}, reads_body=False
+                "endSession", client.caller, {"session_id": session_id}, reads_body=READS_BODIES
             )
         except DomainError as error:  # pragma: no cover - the owner may always end its session
             outcome = error.code

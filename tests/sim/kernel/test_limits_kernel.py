@@ -191,17 +191,6 @@ _JSON = st.recursive(
 )
 
 
-@pytest.mark.req("LIM-5")
-@settings(max_examples=300, deadline=None)
-@given(value=_JSON)
-def test_the_canonical_text_is_json_dumps_with_sorted_keys(value: Any) -> None:
-    """The fingerprint's encoder is built once instead of on every ``json.dumps``: its text is
-    still exactly ``json.dumps`` with sorted keys, no spaces and Unicode as is, so two requests
-    are the same exactly when their JSON is."""
-    expected = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    assert canonical_json(value) == expected
-
-
 class _Text(str):
     pass
 
