@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.runner import clients
 from harness.runner.picks import WeightedPick
-from sim import idempotency, platform, values
+from sim import idempotency, pipeline, values
 from sim.clock import Clock
 from sim.ids import IdFactory
 from sim.sessions import validation
@@ -64,7 +64,7 @@ FAST_PATHS: tuple[FastPath, ...] = (
         "marshal_fingerprint",
         "idempotency fingerprints are marshal snapshots; reference: canonical JSON texts",
         (
-            (platform, "fingerprint", idempotency.fingerprint_by_text),
+            (pipeline, "fingerprint", idempotency.fingerprint_by_text),
             (idempotency, "fingerprint", idempotency.fingerprint_by_text),
             (idempotency, "same_request", idempotency.same_request_by_text),
         ),
@@ -77,7 +77,7 @@ FAST_PATHS: tuple[FastPath, ...] = (
     FastPath(
         "values_quick_pass",
         "check_values reads values without paths first; reference: the full check alone",
-        ((platform, "check_values", values.check_values_by_path),),
+        ((pipeline, "check_values", values.check_values_by_path),),
     ),
     FastPath(
         "id_time_text",

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from sim.errors import Conflict, DomainError
-from sim.platform import _REPLAYED, _UNREAD, OPERATIONS, Platform
+from sim.operations import OPERATIONS, REPLAYED, UNREAD
+from sim.platform import Platform
 from tests.asgi.support import state_digest
 
 from .conftest import World, session_body
@@ -168,15 +169,15 @@ def test_an_unread_keyed_create_that_fails_half_way_leaves_no_entry() -> None:
 @pytest.mark.req("LIM-5")
 def test_every_unread_form_is_known_and_an_idempotent_one_can_render_its_replay() -> None:
     """A replay must give the full original body: an idempotent operation's unread form has a
-    renderer for it (``_REPLAYED``)."""
+    renderer for it (``REPLAYED``)."""
     platform = Platform.create()
-    assert _UNREAD
-    for operation_id, method in _UNREAD.items():
+    assert UNREAD
+    for operation_id, method in UNREAD.items():
         assert operation_id in OPERATIONS
-        assert callable(getattr(platform, method))
+        assert callable(getattr(platform.operations, method))
         if OPERATIONS[operation_id].idempotent:
-            assert callable(getattr(platform, _REPLAYED[operation_id]))
-    assert set(_REPLAYED) <= set(_UNREAD)
+            assert callable(getattr(platform.operations, REPLAYED[operation_id]))
+    assert set(REPLAYED) <= set(UNREAD)
 
 
 def test_an_operation_without_an_unread_form_answers_its_full_body() -> None:
@@ -190,6 +191,6 @@ def test_an_operation_without_an_unread_form_answers_its_full_body() -> None:
         ).body
         for world, reads_body in ((read, True), (unread, False))
     ]
-    assert "createPipecatSession" not in _UNREAD
+    assert "createPipecatSession" not in UNREAD
     assert bodies[0] == bodies[1] and bodies[0]["session"]["status"] == "queued"
     assert _records(unread.platform) == _records(read.platform)
