@@ -119,8 +119,7 @@ class IdempotencyStore:
     def __init__(self, clock: Clock, limits: LimitsConfig) -> None:
         self._clock = clock
         self._limits = limits
-        #: The configured bounds, read once: every keyed create looks up and stores, and a
-        #: pydantic attribute costs several times a plain one.
+        #: The configured bounds: every keyed create looks up and stores.
         self._window = limits.idempotency_window_seconds
         self._shortest = limits.idempotency_key_min_length
         self._longest = limits.idempotency_key_max_length

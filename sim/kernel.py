@@ -1,6 +1,7 @@
 """The shared substrate every service of the simulated platform is built on.
 
-One ``Kernel`` per platform: the configuration, the virtual clock (one ``simpy.Environment``),
+One ``Kernel`` per platform: the configuration (and the values of it the services read while
+they serve, compiled once: ``sim.settings``), the virtual clock (one ``simpy.Environment``),
 the seeded random streams, the id factory, the event log and the journal that makes an operation
 all or nothing (``sim.journal``). Services receive the kernel instead
 of reaching for globals, which is what makes a run reproducible from its seed.
@@ -16,6 +17,7 @@ from sim.events import EventLog
 from sim.ids import IdFactory
 from sim.journal import Journal
 from sim.rng import RandomStreams
+from sim.settings import Settings
 
 __all__ = ["Kernel"]
 
@@ -23,6 +25,7 @@ __all__ = ["Kernel"]
 @dataclass(frozen=True, slots=True)
 class Kernel:
     config: SimConfig
+    settings: Settings
     clock: Clock
     streams: RandomStreams
     ids: IdFactory
@@ -38,5 +41,11 @@ class Kernel:
         journal = Journal()
         events = EventLog(clock, ids, journal, keep=config.history.events)
         return cls(
-            config=config, clock=clock, streams=streams, ids=ids, events=events, journal=journal
+            config=config,
+            settings=Settings.of(config),
+            clock=clock,
+            streams=streams,
+            ids=ids,
+            events=events,
+            journal=journal,
         )

@@ -18,7 +18,7 @@ from typing import Any, Final
 from sim.accounts import Caller
 from sim.apilog import ApiLog
 from sim.clock import Clock
-from sim.config import LimitsConfig, SessionConfig
+from sim.config import LimitsConfig
 from sim.errors import AuthenticationFailed, DomainError, NotFound
 from sim.idempotency import Body, IdempotencyStore, fingerprint
 from sim.journal import Journal, Prepared
@@ -26,6 +26,7 @@ from sim.operations import JSON, OPERATIONS, REPLAYED, UNREAD, Operation, Operat
 from sim.ratelimit import RateLimiter
 from sim.sessions.service import SessionService
 from sim.sessions.validation import SessionRequest, plain_create
+from sim.settings import Settings
 from sim.values import check_values
 
 __all__ = ["Check", "Params", "Pipeline", "PlatformHandedOver"]
@@ -64,7 +65,7 @@ class Pipeline:
         clock: Clock,
         journal: Journal,
         limits: LimitsConfig,
-        sessions: SessionConfig,
+        settings: Settings,
         session_service: SessionService,
         idempotency: IdempotencyStore,
         api_log: ApiLog,
@@ -72,8 +73,8 @@ class Pipeline:
         self._clock = clock
         self._journal = journal
         self._limits = limits
-        self._session_config = sessions
-        self._max_depth = limits.json_max_depth
+        self._settings = settings
+        self._max_depth = settings.json_max_depth
         self._sessions = session_service
         self.idempotency = idempotency
         self.api_log = api_log
@@ -156,7 +157,7 @@ class Pipeline:
             # kept, not raised, so the rate limiter counts the request first
             read = params() if callable(params) else params
             if operation is _CREATE_SESSION:
-                request = plain_create(read, self._limits, self._session_config, self._max_depth)
+                request = plain_create(read, self._settings, self._limits)
             if request is None:
                 check_values(read, max_depth=self._max_depth)
         except DomainError as error:

@@ -82,7 +82,7 @@ class Platform:
             clock=kernel.clock,
             journal=kernel.journal,
             limits=kernel.config.limits,
-            sessions=kernel.config.sessions,
+            settings=kernel.settings,
             session_service=self.sessions,
             idempotency=self.idempotency,
             api_log=self.api_log,

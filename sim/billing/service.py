@@ -60,15 +60,9 @@ class Billing:
         self._process: simpy.Process | None = None
         # Session tariffs by (quality, surface, embed, avatar): a bounded cache of pure values.
         self._tariffs: dict[tuple[str, str, str | None, str], tuple[TariffLine, ...]] = {}
-        #: The balance a session needs to start, read once (every create asks; the
-        #: configuration is frozen, and a pydantic attribute costs several plain ones).
-        self._min_start = self._config.min_session_start_credits
+        self._settings = kernel.settings
         #: The local dates of each timezone a usage summary was asked in (``LocalDays``).
         self._local_days: dict[str, LocalDays] = {}
-        #: No plan calls a balance at or above this low (``_after_debit`` need not look).
-        self._highest_low_balance = max(
-            plan.low_balance_threshold_credits for plan in self._config.plans
-        )
 
     # -- BillingPort ---------------------------------------------------------------------------
 
@@ -84,9 +78,9 @@ class Billing:
         if end is None or end <= self._clock.now:  # ``_account``'s question, asked in place
             self._account(org_id)
         rollover, included, granted, held = self.ledger.totals(org_id)
-        available = rollover + included + granted - held  # Balances.available, never < 0
-        available = available if available > 0 else 0  # (``max`` without the builtin's call)
-        if available < self._min_start:
+        available = rollover + included + granted - held
+        available = available if available > 0 else 0  # ``Balances.available``: never below 0
+        if available < self._settings.min_session_start_credits:
             raise QuotaExceeded(
                 "insufficient_credits",
                 "The credit balance is too low to start a session.",
@@ -120,7 +114,7 @@ class Billing:
         before, after = ledger.charge_session(
             org_id, usage.ended_at, usage.session_id, seconds, tariff
         )
-        if after < self._highest_low_balance:
+        if after < self._settings.highest_low_balance_threshold:  # else no plan calls it low
             self._after_debit(org_id, before)
 
     def ensure_can_reserve(self, org_id: str, credits: int) -> None:

@@ -102,7 +102,7 @@ class Scheduler(Generic[Job]):
         self._on_dispatch: list[Callable[[Timer], None]] = [self._dispatch]
         self._on_watch: list[Callable[[Timer], None]] = [self._watch]
         self.capacity = config.workers
-        #: ``queue_bound``, read once for ``admit`` (every create asks; the config is frozen).
+        #: ``queue_bound``, for ``admit`` (every create asks).
         self._queue_bound = self.queue_bound
         for _ in range(config.workers):
             self._add_worker()

@@ -77,32 +77,21 @@ class SessionService:
         self._journal = kernel.journal
         self._ids = kernel.ids
         self._config = kernel.config
+        self._settings = kernel.settings
         self._clock = kernel.clock
-        self._fps = kernel.config.sessions.frames_per_second
+        self._fps = kernel.settings.frames_per_second
         self._accounts = accounts
         self._billing = billing
         self._avatars = avatars
         self._store = SessionStore()
         self._history = TransitionLog(keep=kernel.config.history.transitions)
-        self._heartbeat_interval = self._config.sessions.heartbeat_interval_seconds
-        self._drain_max = self._config.sessions.drain_max_seconds
-        #: Parts of the frozen configuration every create reads, read once (a pydantic
-        #: attribute costs several plain ones).
-        self._limits = kernel.config.limits
-        self._session_config = kernel.config.sessions
-        #: Each plan's longest session (the configuration is frozen), by plan key.
-        self._longest: dict[str, int] = {}
-        #: The shortest of them: a session asking for no more is not clamped whatever the
-        #: organization's plan, so most creates need not look the plan up (``_max_duration``).
-        self._never_clamped = min(
-            plan.max_session_duration_seconds for plan in kernel.config.billing.plans
-        )
         self._relays: dict[str, RelayCredentials] = {}
-        self._caps = ConcurrencyCaps(self._config.limits.concurrent_sessions_per_key)
+        self._caps = ConcurrencyCaps(kernel.settings.concurrent_sessions_per_key)
         fault_state = FaultState(kernel.streams.stream("faults"))
         self._runtime = SessionRuntime(
             kernel.clock,
             self._config,
+            kernel.settings,
             boot_rng=kernel.streams.stream("worker_boot"),
             first_frame_rng=kernel.streams.stream("first_frame"),
             faults=fault_state,
@@ -111,7 +100,7 @@ class SessionService:
         self._scheduler: Scheduler[SessionState] = Scheduler(
             kernel.clock,
             self._config.scheduler,
-            self._config.limits.startup_timeout_seconds,
+            kernel.settings.startup_timeout_seconds,
             place=self._place,
             expire=self._expire,
             defer=kernel.journal.defer,
@@ -172,7 +161,7 @@ class SessionService:
                 f"Unknown billing surface {billing_surface!r}.",
                 param="billing_surface",
             )
-        request = parse_session_request(body, self._limits, self._session_config)
+        request = parse_session_request(body, self._settings, self._config.limits)
         self._admissible(caller, request.avatar_id)
         transport = request.transport
 
@@ -214,7 +203,7 @@ class SessionService:
     def prepare_pipecat(self, caller: Caller, body: Any) -> Prepared:
         """Every check of a pipecat create; nothing is stored until ``commit``."""
         caller.require_unrestricted()
-        request = parse_pipecat_request(body, self._config.limits, self._config.sessions)
+        request = parse_pipecat_request(body, self._settings)
         self._admissible(caller, request.avatar_id)
 
         def commit() -> dict[str, Any]:
@@ -454,7 +443,9 @@ class SessionService:
             transport,
             worker_token,
             request.idle_timeout_seconds,
-            asked if asked <= self._never_clamped else self._max_duration(org_id, asked),
+            asked
+            if asked <= self._settings.never_clamped_seconds
+            else self._longest(org_id, asked),
             copy.deepcopy(metadata) if metadata else {},
             embed_id,
             resets_on_silence,
@@ -476,13 +467,11 @@ class SessionService:
         self._scheduler.enqueue(state.id, now, state)
         return state
 
-    def _max_duration(self, org_id: str, asked: int) -> int:
-        """``asked`` clamped to the longest session of the organization's plan (RES-SESS-3)."""
+    def _longest(self, org_id: str, asked: int) -> int:
+        """``asked`` clamped to the longest session of the organization's plan (RES-SESS-3);
+        asked only when ``asked`` is longer than some plan's longest."""
         plan_key = self._accounts.organization(org_id).plan_key
-        longest = self._longest.get(plan_key)
-        if longest is None:  # read once per plan: a pydantic attribute costs several plain ones
-            plan = self._config.billing.plan(plan_key)
-            longest = self._longest[plan_key] = plan.max_session_duration_seconds
+        longest = self._settings.longest_session_seconds[plan_key]
         return asked if asked <= longest else longest
 
     def _unqueue(self, state: SessionState, org_id: str) -> None:
@@ -541,8 +530,11 @@ class SessionService:
             state.first_frame_at = now
             # ``AudioTrack.start``, positionally: the idle timer counts from the first frame.
             state.audio = AudioTrack(state.resets_on_silence, now, now, now, now)
-            state.heartbeats = HeartbeatTrack(now, self._heartbeat_interval)
-            self._worker_free_by(state, now + state.max_duration_seconds + self._drain_max)
+            settings = self._settings
+            state.heartbeats = HeartbeatTrack(now, settings.heartbeat_interval_seconds)
+            self._worker_free_by(
+                state, now + state.max_duration_seconds + settings.drain_max_seconds
+            )
             self._emit(row, state, now)
             self._runtime.check(state)
             return

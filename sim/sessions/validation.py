@@ -10,7 +10,8 @@ The order is fixed, so the same body always gives the same error, and independen
 in which an object's keys were written: no body (422 ``validation.required``), not an object
 (400 ``body.not_object``), then the seed's own 400s, which win over any 422 of the same body
 (``transport.unsupported``, ``metadata.reserved_key``, GAP-ERR-5), then unknown fields (sorted),
-then each field (GAP-ERR-1, GAP-SES-11). Every bound comes from the configuration. A whole-number
+then each field (GAP-ERR-1, GAP-SES-11). Every bound and default comes from the configuration
+(``Settings``, its compiled values; the metadata's limits from ``LimitsConfig``). A whole-number
 float (``600.0``) is an integer, as JSON Schema counts it.
 """
 
@@ -20,9 +21,10 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final, NamedTuple
 
-from sim.config import QUALITIES, LimitsConfig, SessionConfig
+from sim.config import QUALITIES, LimitsConfig
 from sim.errors import DomainError, InvalidRequest, Unprocessable
 from sim.metadata import check_metadata, reserved_key
+from sim.settings import Settings
 from sim.values import fine
 
 __all__ = [
@@ -58,10 +60,8 @@ _LIVEKIT: Final = "livekit"
 _WSS: Final = re.compile(r"wss://.")
 
 
-# The parsed requests are NamedTuples rather than frozen dataclasses: as immutable, and a frozen
-# dataclass's __init__ (one object.__setattr__ per field) cost about 1 us per create.
-
-
+# The parsed requests are NamedTuples: immutable, and built from their fields in order with
+# ``tuple.__new__`` where every create builds one.
 _new_tuple: Final = tuple.__new__
 
 
@@ -161,7 +161,7 @@ def _object(body: Mapping[str, Any], name: str) -> dict[str, Any] | None:
     return value
 
 
-def _transport(body: Mapping[str, Any], sessions: SessionConfig) -> TransportRequest:
+def _transport(body: Mapping[str, Any], settings: Settings) -> TransportRequest:
     raw = _object(body, "transport")
     if raw is None:
         raise Unprocessable("validation.required", "`transport` is required.", param="transport")
@@ -184,7 +184,7 @@ def _transport(body: Mapping[str, Any], sessions: SessionConfig) -> TransportReq
     if "worker_token" in raw:
         worker_token = _required_string(raw, "worker_token", "transport.worker_token")
     audio_source = _enum(
-        raw, "audio_source", sessions.default_audio_source, AUDIO_SOURCES, "transport.audio_source"
+        raw, "audio_source", settings.default_audio_source, AUDIO_SOURCES, "transport.audio_source"
     )
     return TransportRequest(
         type=_LIVEKIT,
@@ -210,7 +210,7 @@ def _seed_refusals(body: Mapping[str, Any], limits: LimitsConfig) -> None:
 
 
 def _body_object(body: Any) -> Mapping[str, Any]:
-    if type(body) is dict:  # what both doors pass; the ABC check below costs more
+    if type(body) is dict:  # what both doors pass
         return body
     if body is None:
         raise Unprocessable("validation.required", "A request body is required.")
@@ -225,51 +225,48 @@ def _metadata(body: Mapping[str, Any], limits: LimitsConfig) -> dict[str, Any]:
     return check_metadata(body["metadata"], limits)
 
 
-def _common(
-    body: Mapping[str, Any], limits: LimitsConfig, sessions: SessionConfig
-) -> tuple[str, int, int, str]:
+def _common(body: Mapping[str, Any], settings: Settings) -> tuple[str, int, int, str]:
     avatar_id = _required_string(body, "avatar_id", "avatar_id")
     idle = _integer(
         body,
         "idle_timeout_seconds",
-        limits.idle_timeout_default_seconds,
-        limits.idle_timeout_min_seconds,
-        limits.idle_timeout_max_seconds,
+        settings.idle_timeout_default_seconds,
+        settings.idle_timeout_min_seconds,
+        settings.idle_timeout_max_seconds,
     )
     max_duration = _integer(
         body,
         "max_duration_seconds",
-        limits.max_duration_default_seconds,
-        limits.max_duration_min_seconds,
-        limits.max_duration_ceiling_seconds,
+        settings.max_duration_default_seconds,
+        settings.max_duration_min_seconds,
+        settings.max_duration_ceiling_seconds,
     )
-    quality = _enum(body, "quality", sessions.default_quality, QUALITIES, "quality")
+    quality = _enum(body, "quality", settings.default_quality, QUALITIES, "quality")
     return avatar_id, idle, max_duration, quality
 
 
-def parse_session_request(
-    body: Any, limits: LimitsConfig, sessions: SessionConfig
-) -> SessionRequest:
+def parse_session_request(body: Any, settings: Settings, limits: LimitsConfig) -> SessionRequest:
     """Validate a ``POST /v1/sessions`` body; raise the contract's error for the first fault.
 
     A body the door has read already (``plain_create``) comes as its ``SessionRequest``: that
-    is the answer this function gives for it, so it is not read twice."""
+    is the answer this function gives for it, so it is not read twice. A plainly valid body is
+    read in one pass first (``_plain_session_request``: the fast path of ``plain_create``)."""
     if type(body) is SessionRequest:
         return body
-    request = _plain_session_request(body, limits, sessions)
-    return _parse_session_request(body, limits, sessions) if request is None else request
+    request = _plain_session_request(body, settings, limits)
+    return _parse_session_request(body, settings, limits) if request is None else request
 
 
 def plain_create(
-    params: Mapping[str, Any], limits: LimitsConfig, sessions: SessionConfig, max_depth: int
+    params: Mapping[str, Any], settings: Settings, limits: LimitsConfig
 ) -> SessionRequest | None:
     """The request of a ``createSession`` call whose parameters are certainly fine, or ``None``.
 
-    ``Platform.call`` checks every request's values (``sim.values.check_values``) before
-    anything else, and the create then parses its body: two walks over the same few values,
-    each a good share of what a create cost. For the parameters clients send (a plain body, an
-    ASCII ``Idempotency-Key``) this reads them once, and answers only when both would pass:
-    ``check_values(params, max_depth=max_depth)`` would accept them and
+    A fast path beside its reference, the two general steps (the pipeline checks every
+    request's values with ``sim.values.check_values``, and the create then parses its body):
+    ``make bench`` prints what it saves a month. For the parameters clients send (a plain body,
+    an ASCII ``Idempotency-Key``) it reads them once, and answers only when both steps would
+    pass: ``check_values`` would accept them (at ``settings.json_max_depth``) and
     ``parse_session_request`` would give the returned request. Anything else (``None``) takes
     both general steps, in their order, so every refusal is theirs. It never raises: a refusal
     found here could come before one that ``check_values`` gives first. A property test holds
@@ -283,20 +280,19 @@ def plain_create(
             value is None or (type(value) is str and value.isascii())
         ):
             return None
+    max_depth = settings.json_max_depth
     if max_depth < 2:  # the body and its transport are two levels
         return None
-    return _plain_session_request(body, limits, sessions, max_depth - 1)
+    return _plain_session_request(body, settings, limits, max_depth - 1)
 
 
-def _parse_session_request(
-    body: Any, limits: LimitsConfig, sessions: SessionConfig
-) -> SessionRequest:
+def _parse_session_request(body: Any, settings: Settings, limits: LimitsConfig) -> SessionRequest:
     """The full path of ``parse_session_request``: every check, in the order the module says."""
     body = _body_object(body)
     _seed_refusals(body, limits)
     _unknown_fields(body, _SESSION_FIELDS)
-    avatar_id, idle, max_duration, quality = _common(body, limits, sessions)
-    transport = _transport(body, sessions)
+    avatar_id, idle, max_duration, quality = _common(body, settings)
+    transport = _transport(body, settings)
     metadata = _metadata(body, limits)
     return SessionRequest(
         avatar_id=avatar_id,
@@ -309,7 +305,7 @@ def _parse_session_request(
 
 
 def _plain_session_request(
-    body: Any, limits: LimitsConfig, sessions: SessionConfig, metadata_depth: int = 0
+    body: Any, settings: Settings, limits: LimitsConfig, metadata_depth: int = 0
 ) -> SessionRequest | None:
     """The request a body that is certainly valid asks for, or ``None`` to take the full path.
 
@@ -347,30 +343,17 @@ def _plain_session_request(
         )
     ):
         return None
-    bounds = _bounds
-    if bounds[0] is not limits or bounds[1] is not sessions:
-        bounds = _read_bounds(limits, sessions)
-    (
-        _,
-        _,
-        idle_default,
-        idle_min,
-        idle_max,
-        max_default,
-        max_min,
-        max_ceiling,
-        quality_default,
-        audio_default,
-    ) = bounds
-    idle = body.get("idle_timeout_seconds", idle_default)
-    max_duration = body.get("max_duration_seconds", max_default)
-    quality = body.get("quality", quality_default)
-    audio_source = raw.get("audio_source", audio_default)
+    idle = body.get("idle_timeout_seconds", settings.idle_timeout_default_seconds)
+    max_duration = body.get("max_duration_seconds", settings.max_duration_default_seconds)
+    quality = body.get("quality", settings.default_quality)
+    audio_source = raw.get("audio_source", settings.default_audio_source)
     if (
         type(idle) is not int
-        or not idle_min <= idle <= idle_max
+        or not settings.idle_timeout_min_seconds <= idle <= settings.idle_timeout_max_seconds
         or type(max_duration) is not int
-        or not max_min <= max_duration <= max_ceiling
+        or not settings.max_duration_min_seconds
+        <= max_duration
+        <= settings.max_duration_ceiling_seconds
         or type(quality) is not str
         or quality not in QUALITIES
         or type(audio_source) is not str
@@ -387,44 +370,15 @@ def _plain_session_request(
             metadata = check_metadata(metadata, limits)
         except DomainError:
             return None
-    # ``tuple.__new__`` with the fields in order: what the NamedTuples' generated ``__new__``
-    # does, without its Python frame (two per create).
     transport = _new_tuple(TransportRequest, (_LIVEKIT, url, room_name, audio_source, worker_token))
     return _new_tuple(SessionRequest, (avatar_id, transport, idle, max_duration, metadata, quality))
 
 
-#: The configured values ``_plain_session_request`` reads, with the (frozen) configuration
-#: objects they were read from: kept for the last configuration seen (a process runs one at a
-#: time). Why: reading a pydantic model's attribute costs several times a plain one's, and the
-#: plain path read eight of them for every create.
-_bounds: tuple[Any, ...] = (None, None)
-
-
-def _read_bounds(limits: LimitsConfig, sessions: SessionConfig) -> tuple[Any, ...]:
-    """``_bounds`` for ``limits`` and ``sessions``, read and kept."""
-    global _bounds
-    _bounds = (
-        limits,
-        sessions,
-        limits.idle_timeout_default_seconds,
-        limits.idle_timeout_min_seconds,
-        limits.idle_timeout_max_seconds,
-        limits.max_duration_default_seconds,
-        limits.max_duration_min_seconds,
-        limits.max_duration_ceiling_seconds,
-        sessions.default_quality,
-        sessions.default_audio_source,
-    )
-    return _bounds
-
-
-def parse_pipecat_request(
-    body: Any, limits: LimitsConfig, sessions: SessionConfig
-) -> PipecatRequest:
+def parse_pipecat_request(body: Any, settings: Settings) -> PipecatRequest:
     """Validate a ``POST /v1/pipecat/sessions`` body (GAP-PIPE-1)."""
     body = _body_object(body)
     _unknown_fields(body, _PIPECAT_FIELDS)
-    avatar_id, idle, max_duration, quality = _common(body, limits, sessions)
+    avatar_id, idle, max_duration, quality = _common(body, settings)
     relay_type = _enum(body, "relay_type", RELAY_TYPES[0], RELAY_TYPES, "relay_type")
     return PipecatRequest(
         avatar_id=avatar_id,

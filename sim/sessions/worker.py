@@ -25,6 +25,7 @@ from sim.rng import sampler
 from sim.sessions.faults import FaultState
 from sim.sessions.heartbeat import EPSILON
 from sim.sessions.records import SessionState
+from sim.settings import Settings
 
 __all__ = ["Fire", "SessionRuntime"]
 
@@ -37,6 +38,7 @@ class SessionRuntime:
         self,
         clock: Clock,
         config: SimConfig,
+        settings: Settings,
         *,
         boot_rng: random.Random,
         first_frame_rng: random.Random,
@@ -44,10 +46,7 @@ class SessionRuntime:
         fire: Fire,
     ) -> None:
         self._clock = clock
-        self._config = config
-        #: The drain's bounds, read once (a pydantic attribute costs several plain ones).
-        self._drain_base = config.sessions.drain_base_seconds
-        self._drain_max = config.sessions.drain_max_seconds
+        self._settings = settings
         self._boot = sampler(config.scheduler.worker_boot, boot_rng)
         self._first_frame = sampler(config.scheduler.first_frame_latency, first_frame_rng)
         self._faults = faults
@@ -137,9 +136,8 @@ class SessionRuntime:
         if audio is not None:
             audio.cut(now)
             buffered = audio.buffered(now)
-        seconds = self._drain_base + buffered
-        if self._drain_max < seconds:  # ``min(seconds, drain_max)``, without the builtin
-            seconds = self._drain_max
+        settings = self._settings
+        seconds = min(settings.drain_base_seconds + buffered, settings.drain_max_seconds)
         if state.heartbeat_lost_at is not None and state.heartbeat_lost_at < now + seconds:
             lost_in = state.heartbeat_lost_at - now
             self._after(lost_in, state, "heartbeat_lost")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -12,6 +13,7 @@ from sim.config import SimConfig
 from sim.errors import Conflict, DomainError, InvalidRequest, NotFound, Unprocessable
 from sim.sessions import validation
 from sim.sessions.validation import parse_session_request
+from sim.settings import Settings
 from sim.values import check_values
 
 if TYPE_CHECKING:
@@ -124,7 +126,7 @@ def test_schema_failures_are_422(
 @pytest.mark.req("EP-SESS-1", "RES-SESS-3")
 def test_defaults_and_bounds_are_accepted() -> None:
     config = SimConfig()
-    parsed = parse_session_request(body(), config.limits, config.sessions)
+    parsed = parse_session_request(body(), Settings.of(config), config.limits)
     assert parsed.idle_timeout_seconds == 30
     assert parsed.max_duration_seconds == 600
     assert parsed.quality == "standard"
@@ -132,8 +134,8 @@ def test_defaults_and_bounds_are_accepted() -> None:
     assert parsed.metadata == {}
     edge = parse_session_request(
         body(idle_timeout_seconds=600, max_duration_seconds=3600, quality="mock"),
+        Settings.of(config),
         config.limits,
-        config.sessions,
     )
     assert (edge.idle_timeout_seconds, edge.max_duration_seconds) == (600, 3600)
 
@@ -187,14 +189,14 @@ def test_unknown_fields_names_the_first_unknown_in_sorted_order(names: list[str]
 
 def _answer(parse: Any, payload: Any) -> Any:
     """What a parser makes of ``payload``: its request, or its refusal as the envelope shows it."""
-    limits, sessions = _CONFIG.limits, _CONFIG.sessions
     try:
-        return parse(payload, limits, sessions)
+        return parse(payload, _SETTINGS, _CONFIG.limits)
     except DomainError as error:
         return (type(error).__name__, error.code, error.param, error.message)
 
 
 _CONFIG = SimConfig()
+_SETTINGS = Settings.of(_CONFIG)
 #: Values a field may hold: the right kind, in and out of range, and the near misses.
 _ANY_VALUE = st.one_of(
     st.none(),
@@ -297,8 +299,8 @@ def test_the_plain_body_path_gives_the_full_paths_answer(payload: Any) -> None:
 
 @pytest.mark.req("EP-SESS-1")
 def test_the_plain_body_path_reads_the_configuration_it_is_given() -> None:
-    """The plain path keeps the values it reads from the last configuration: another
-    configuration, and then the first again, each get their own defaults and bounds."""
+    """The plain path reads the defaults and bounds of the settings it is given: another
+    configuration, and then the first again, each get their own."""
     other = SimConfig.model_validate(
         {
             "sessions": {"default_quality": "lite", "default_audio_source": "data_stream"},
@@ -306,24 +308,23 @@ def test_the_plain_body_path_reads_the_configuration_it_is_given() -> None:
         }
     )
     for config in (_CONFIG, other, _CONFIG, other):
-        limits, sessions = config.limits, config.sessions
-        quick = validation._plain_session_request(body(), limits, sessions)
+        limits, sessions, compiled = config.limits, config.sessions, Settings.of(config)
+        quick = validation._plain_session_request(body(), compiled, limits)
         assert quick is not None
-        assert quick == validation._parse_session_request(body(), limits, sessions)
+        assert quick == validation._parse_session_request(body(), compiled, limits)
         assert quick.quality == sessions.default_quality
         assert quick.idle_timeout_seconds == limits.idle_timeout_default_seconds
         assert quick.max_duration_seconds == limits.max_duration_default_seconds
         assert quick.transport.audio_source == sessions.default_audio_source
     assert other.sessions.default_quality != _CONFIG.sessions.default_quality
     too_short = body(max_duration_seconds=_CONFIG.limits.max_duration_min_seconds - 1)
-    assert validation._plain_session_request(too_short, _CONFIG.limits, _CONFIG.sessions) is None
+    assert validation._plain_session_request(too_short, _SETTINGS, _CONFIG.limits) is None
 
 
 def test_the_plain_body_path_takes_the_bodies_clients_send() -> None:
     """The shortcut is really taken for the bodies clients send (else it only costs), and so is
     the door's one-pass reading of a create's parameters (``plain_create``)."""
-    limits, sessions = _CONFIG.limits, _CONFIG.sessions
-    depth = _CONFIG.limits.json_max_depth
+    limits = _CONFIG.limits
     sent = [
         body(),
         body(quality="mock", idle_timeout_seconds=60, max_duration_seconds=900),
@@ -331,13 +332,13 @@ def test_the_plain_body_path_takes_the_bodies_clients_send() -> None:
         body(metadata={"_avatar.debug_record": True, "k": "v"}),
     ]
     for payload in sent:
-        quick = validation._plain_session_request(payload, limits, sessions)
+        quick = validation._plain_session_request(payload, _SETTINGS, limits)
         assert quick is not None
-        assert quick == validation._parse_session_request(payload, limits, sessions)
+        assert quick == validation._parse_session_request(payload, _SETTINGS, limits)
         for params in ({"body": payload}, {"body": payload, "idempotency_key": "k" * 16}):
-            assert validation.plain_create(params, limits, sessions, depth) == quick
+            assert validation.plain_create(params, _SETTINGS, limits) == quick
             # ... and the service takes the request as read, without reading it again
-            assert parse_session_request(quick, limits, sessions) is quick
+            assert parse_session_request(quick, _SETTINGS, limits) is quick
 
 
 #: Values that are not JSON every answer can carry back, or that only just are.
@@ -395,8 +396,8 @@ def test_the_doors_one_pass_over_a_create_is_the_general_steps(
 ) -> None:
     """``plain_create`` answers only for parameters that ``check_values`` accepts at that depth
     and whose body ``parse_session_request``'s full path reads as that very request."""
-    limits, sessions = _CONFIG.limits, _CONFIG.sessions
-    quick = validation.plain_create(params, limits, sessions, depth)
+    limits, compiled = _CONFIG.limits, replace(_SETTINGS, json_max_depth=depth)
+    quick = validation.plain_create(params, compiled, limits)
     if quick is not None:
         check_values(params, max_depth=depth)  # raises if the door should have refused
-        assert quick == validation._parse_session_request(params["body"], limits, sessions)
+        assert quick == validation._parse_session_request(params["body"], compiled, limits)
