@@ -188,17 +188,16 @@ class Clock:
         # The text up to the minute ("YYYY-MM-DDTHH:MM:") is kept per minute, bounded: instants
         # formatted one after another share it, and only seconds and milliseconds remain to
         # write. A new minute is its day's text (kept per day) and the minute's from a table.
-        # ``_unix_us``, inlined: every session's creation time is formatted.
         minute, within = divmod(self._epoch_us + round(seconds * 1_000_000), _US_PER_MINUTE)
         prefix = self._minutes.get(minute)
-        if prefix is None:  # inlined rather than a method: most sparse traffic comes this way
+        if prefix is None:
             day, minute_of_day = divmod(minute, _MINUTES_PER_DAY)
             prefix = (self._days.get(day) or self._day_prefix(day)) + _MINUTES[minute_of_day]
             if len(self._minutes) >= 4096:
                 self._minutes.clear()
             self._minutes[minute] = prefix
         ms = within // 1000
-        # Seconds and milliseconds from tables: format specs cost more than the rest together.
+        # Seconds and milliseconds from tables, as the minutes.
         return prefix + _SECONDS[ms // 1000] + _MILLIS[ms % 1000]
 
     def _day_prefix(self, day: int) -> str:

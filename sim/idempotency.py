@@ -104,8 +104,6 @@ class Replay(NamedTuple):
     stored_at: float
 
 
-# A NamedTuple rather than a frozen dataclass: as immutable, and built for every keyed create
-# without a frozen dataclass's one ``object.__setattr__`` per field.
 class _Entry(NamedTuple):
     fingerprint: bytes
     body: Body  # the body, or its renderer until a replay renders it
@@ -190,8 +188,7 @@ class IdempotencyStore:
         order = self._order
         if order and order[0][0] <= now - self._window:
             self._expire(now)
-        # ``_Entry(digest, result, now)`` without the generated ``__new__``'s frame: every keyed
-        # create stores one.
+        # ``_Entry(...)`` from its fields in order: one per keyed create.
         entry = _new_tuple(_Entry, (digest or fingerprint(operation, body), result, now))
         place = (org_id, key)
         self._entries[place] = entry

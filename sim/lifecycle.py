@@ -159,8 +159,7 @@ ROWS: Final[Mapping[tuple[SessionStatus | None, Trigger], SessionTransition]] = 
 }
 
 #: The same rows by status, then trigger (every status and ``None`` present, terminal ones with
-#: none): what the service reads on every move. Two lookups by string cost well under half of
-#: one by a ``(from, trigger)`` pair, which is built, hashed and compared item by item each time.
+#: none): what the service reads on every move.
 ROWS_FROM: Final[Mapping[SessionStatus | None, Mapping[Trigger, SessionTransition]]] = {
     source: {row.trigger: row for row in SESSION_TRANSITIONS if row.source == source}
     for source in (None, *STATUSES)

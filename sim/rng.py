@@ -73,10 +73,7 @@ def sampler(dist: Distribution, rng: random.Random) -> Sampler:
                 return lambda: median * exp(gauss(0.0, sigma))
 
             def capped() -> float:
-                value = median * exp(gauss(0.0, sigma))
-                # ``min(value, cap)`` with its ties, without the builtin's call (it parses its
-                # arguments like a keyword call): a session draws about three of these.
-                return cap if cap < value else value
+                return min(median * exp(gauss(0.0, sigma)), cap)
 
             return capped
         case Uniform():

@@ -76,16 +76,16 @@ def check_values_by_path(params: Mapping[str, Any], *, max_depth: int) -> None:
 
 
 #: How many nested levels the quick pass walks by recursion before it hands the rest of a value
-#: to its iterative twin: recursion is about twice as fast (no work-list of tuples), but a caller
-#: may configure any depth limit and the interpreter's stack must not be what bounds it.
+#: to an iterative walk: a caller may configure any depth limit, and the interpreter's stack
+#: must not be what bounds it.
 _RECURSION = 48
 
 
 def fine(root: Any, max_depth: int) -> bool:
-    """Whether ``root`` is certainly acceptable, without keeping paths (every request pays it).
+    """Whether ``root`` is certainly acceptable, without keeping paths.
 
     It accepts exactly what ``_check`` accepts (a property test holds the two together); when it
-    answers ``False`` the full check runs and names the offending field. Public for the cheap
+    answers ``False`` the full check runs and names the offending field. Public for the one-pass
     readers of a whole request (``sim.sessions.validation.plain_create``), which check the
     values of a nested object with it.
     """
@@ -111,7 +111,7 @@ def _fine_container(value: Any, depth_left: int, frames_left: int) -> bool:
         if type(key) is not str or not (key.isascii() or _encodable(key)):
             return False
         kind = type(item)
-        if kind is str:  # the commonest members are checked here, without a call
+        if kind is str:  # the commonest members first
             if not (item.isascii() or _encodable(item)):
                 return False
         elif kind is int:

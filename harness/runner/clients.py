@@ -182,10 +182,7 @@ class _SessionClient(_Client):
                 params["idempotency_key"] = self.idem
             # The client reads only the id (``done``): the platform renders no more of it.
             answer = pool.door.call("createSession", self.caller, params, reads_body=READS_BODIES)
-            created = answer.body
-            if type(created) is not dict:  # ``_json``, inlined: most sessions come this way
-                raise TypeError("expected a JSON object from the service")
-            return created, answer.replayed
+            return _json(answer.body), answer.replayed
         if surface == "pipecat":
             answer = pool.door.call("createPipecatSession", self.caller, {"body": body})
             return _json(_json(answer.body)["session"]), False
@@ -324,10 +321,9 @@ class ClientPool:
     #: Draws the organization of an arrival that names none (set by whoever starts arrivals).
     organizations: WeightedPick[OrgHandle] | None = None
     # Bound once: the platform's clock, the quality and surface picks, the length sampler,
-    # what every session body shares, whether creates carry idempotency keys (the last two:
-    # plain values for pydantic attributes, which cost several plain ones each), and where a
+    # what every session body shares, whether creates carry idempotency keys, and where a
     # request and an arrival are recorded: the logs' ``append`` or the tallies' counters, with
-    # the same arguments (one call per record either way).
+    # the same arguments.
     clock: Clock = field(init=False)
     quality: WeightedPick[str] = field(init=False)
     surface: WeightedPick[str] = field(init=False)

@@ -175,8 +175,8 @@ def max_duration(length: float, named: int | None, low: int, high: int) -> int:
     Unless the scenario names a value (``named``), a client asks for its planned length rounded
     up, plus a second so that its own hang-up comes first, within the range ``[low, high]`` the
     service accepts: a session is then truncated only by its plan's clamp, never by the default
-    maximum duration the client forgot to raise. Plain values, not the profile and the limits: every
-    arrival asks, and a pydantic attribute costs several plain ones.
+    maximum duration the client forgot to raise. Plain values, not the profile and the limits, so
+    that a client binds them once.
     """
     if named is not None:
         return named

@@ -75,7 +75,7 @@ class Billing:
 
     def ensure_can_start_session(self, org_id: str) -> None:
         end = self._period_end.get(org_id)
-        if end is None or end <= self._clock.now:  # ``_account``'s question, asked in place
+        if end is None or end <= self._clock.now:  # its period ended: ``_account`` rolls it
             self._account(org_id)
         rollover, included, granted, held = self.ledger.totals(org_id)
         available = rollover + included + granted - held
@@ -95,7 +95,7 @@ class Billing:
         org_id = usage.org_id
         now = self._clock.now
         end = self._period_end.get(org_id)
-        if end is None or end <= now:  # ``_account``'s question, asked in place
+        if end is None or end <= now:  # its period ended: ``_account`` rolls it
             self._account(org_id)
         ledger = self.ledger
         if ledger.has_session(usage.session_id):

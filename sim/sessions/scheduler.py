@@ -90,7 +90,7 @@ class Scheduler(Generic[Job]):
         self._workers: dict[str, Worker] = {}
         self._counts: Counter[WorkerStatus] = Counter()
         #: Idle workers' creation orders, a heap (stale entries skipped), and the workers by
-        #: order: an int heap, as integers compare several times cheaper than (order, id) pairs.
+        #: order (the order alone decides which idle worker goes first).
         self._idle: list[int] = []
         self._by_order: dict[int, Worker] = {}
         self._next_worker = 0

@@ -62,7 +62,7 @@ _CREATE = transition(None, "create")
 #: The status a create answers its session in: where ``admit`` takes a created one (a session is
 #: placed on a worker later, never within its create).
 _ANSWERED = transition(_CREATE.target, "admit").target
-_new_tuple: Final = tuple.__new__  # a NamedTuple built without its generated ``__new__``
+_new_tuple: Final = tuple.__new__  # builds a NamedTuple from its fields in order
 
 
 class SessionService:
@@ -180,15 +180,15 @@ class SessionService:
                 )
                 return self._render(state) if render else {"id": state.id}
 
-        return _new_tuple(Prepared, (commit,))  # ``Prepared(commit)`` without its frame
+        return _new_tuple(Prepared, (commit,))
 
     def created(self, session_id: str) -> dict[str, Any]:
         """The body the create of ``session_id`` answered, rendered again now: the session as
         it was then (queued, no usage), from what its record keeps and never changes.
 
-        Why: a caller that reads no body is answered only the id, and an idempotent replay of
-        its create must still give the full body (``Platform.call``); rendering a session cost
-        about 4 % of a month's session, and almost no key ever comes back."""
+        Why: a caller that reads no body is answered only the id (``sim.operations``' unread
+        forms), and an idempotent replay of its create must still give the full body; almost no
+        key ever comes back, so the body is rendered only then."""
         row = self._store.row(session_id)
         if row is None:
             raise NotFound("session.not_found", f"No session {session_id}.")
@@ -376,7 +376,7 @@ class SessionService:
     # -- internals: lookup, rendering, creation ------------------------------------------------
 
     def _get(self, session_id: str) -> SessionState:
-        state = self._store.live_by_id(session_id)  # the live ones first: one call
+        state = self._store.live_by_id(session_id)  # the live ones first
         if state is not None:
             return state
         row = self._store.row(session_id)
@@ -549,7 +549,7 @@ class SessionService:
         state.ended_at = now
         first_frame = state.first_frame_at
         seconds = 0 if first_frame is None else billable_seconds(first_frame, now)
-        state.final_billable_seconds = seconds  # ``final_usage_seconds``, inlined
+        state.final_billable_seconds = seconds  # what ``final_usage_seconds`` answers now
         state.end_reason, state.error_code = row.end_reason, row.error_code
         if state.worker_id is not None:
             self._scheduler.release(state.worker_id, state.id)
@@ -566,7 +566,7 @@ class SessionService:
         assert seconds is not None
         self.events.publish("session.usage", state, now)
         self._billing.charge_session(
-            _new_tuple(  # ``SessionUsage(...)`` without its frame: the fields in their order
+            _new_tuple(  # ``SessionUsage(...)``: the fields in their order
                 SessionUsage,
                 (
                     state.id,

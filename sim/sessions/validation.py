@@ -309,8 +309,8 @@ def _plain_session_request(
 ) -> SessionRequest | None:
     """The request a body that is certainly valid asks for, or ``None`` to take the full path.
 
-    Every create parses its body, and the full path spends a dozen calls on a body like the
-    month's clients send. This one reads such a body straight through and gives up (``None``) at
+    A fast path beside its reference, the full path (see ``plain_create``). It reads a body like
+    the ones clients send straight through and gives up (``None``) at
     the first value it does not take as it is: a field it does not know, a value of another
     type (a whole-number float, a ``bool`` for an integer), one out of range, a string that is
     not ASCII, metadata the full path refuses. Given up, the full path decides which error the
