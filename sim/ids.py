@@ -133,9 +133,6 @@ class IdFactory:
         """``value``'s reference: the clock's ``epoch_ms`` and fresh random bits."""
         return self._clock.epoch_ms() << 80 | self._rng.getrandbits(80)
 
-    def ulid(self) -> str:
-        return _encode(self.value())
-
     def new(self, kind: str) -> str:
         """A fresh id for resource ``kind`` (a key of ``PREFIXES``); the text of the time part
         is kept per instant, and its first six characters for as long as they last."""

@@ -38,7 +38,6 @@ from harness.scenarios.model import (
     ClientBehaviour,
     RunMix,
     SessionProfile,
-    max_duration,
 )
 from sim.accounts import Caller
 from sim.clock import Clock, Timer
@@ -279,30 +278,6 @@ class _RunClient(_Client):
         )  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
-class _BodyParts:
-    """What every session body takes from the scenario's profile and the service's limits."""
-
-    avatar_id: str
-    idle_timeout_seconds: int | None
-    audio_source: str
-    #: ``max_duration``'s arguments after the planned length: the profile's value, the range.
-    max_duration: tuple[int | None, int, int]
-
-    @classmethod
-    def of(cls, profile: SessionProfile, limits: LimitsConfig) -> _BodyParts:
-        return cls(
-            profile.avatar_id,
-            profile.idle_timeout_seconds,
-            profile.audio_source,
-            (
-                profile.max_duration_seconds,
-                limits.max_duration_min_seconds,
-                limits.max_duration_ceiling_seconds,
-            ),
-        )
-
-
 @dataclass(slots=True)
 class ClientPool:
     """Starts one client per arrival and records what each one did: every request and arrival
@@ -328,7 +303,7 @@ class ClientPool:
     quality: WeightedPick[str] = field(init=False)
     surface: WeightedPick[str] = field(init=False)
     length: Sampler = field(init=False)
-    bodies: _BodyParts = field(init=False)
+    limits: LimitsConfig = field(init=False)
     idempotency_keys: bool = field(init=False)
     record_call: CallRecorder = field(init=False)
     record_client: ClientRecorder = field(init=False)
@@ -379,7 +354,7 @@ class ClientPool:
         self.quality = WeightedPick(list(profile.quality), list(profile.quality.values()), mix)
         self.surface = WeightedPick(list(profile.surface), list(profile.surface.values()), mix)
         self.length = sampler(profile.length, self.streams.length)
-        self.bodies = _BodyParts.of(profile, self.platform.config.limits)
+        self.limits = self.platform.config.limits
         self.idempotency_keys = self.behaviour.idempotency_keys
         calls, clients = self.calls, self.clients
         self.record_call = self.counted.request if calls is None else calls.append
@@ -431,17 +406,17 @@ class ClientPool:
         self, client: int, quality: str, surface: str, length: float
     ) -> dict[str, Any]:
         """What client number ``client`` asks for: a fresh body (the service may keep it)."""
-        parts = self.bodies
-        body: dict[str, Any] = {"avatar_id": parts.avatar_id, "quality": quality}
-        if parts.idle_timeout_seconds is not None:
-            body["idle_timeout_seconds"] = parts.idle_timeout_seconds
-        body["max_duration_seconds"] = max_duration(length, *parts.max_duration)
+        profile = self.profile
+        body: dict[str, Any] = {"avatar_id": profile.avatar_id, "quality": quality}
+        if profile.idle_timeout_seconds is not None:
+            body["idle_timeout_seconds"] = profile.idle_timeout_seconds
+        body["max_duration_seconds"] = profile.max_duration_for(length, self.limits)
         if surface != "pipecat":
             body["transport"] = {
                 "type": "livekit",
                 "url": "wss://rtc.example",
                 "room_name": f"room-{client}",
-                "audio_source": parts.audio_source,
+                "audio_source": profile.audio_source,
             }
         return body
 
