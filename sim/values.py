@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Mapping
-from itertools import repeat
 from typing import Any, Final
 
 from sim.errors import InvalidRequest
@@ -53,7 +52,7 @@ def check_values(params: Mapping[str, Any], *, max_depth: int) -> None:
             )
         kind = type(value)
         if kind is dict or kind is list:
-            ok = _fine_container(value, max_depth, _RECURSION)
+            ok = _fine_nested(value, max_depth)
         elif kind is str:
             ok = value.isascii() or _encodable(value)
         elif name in _BINARY_PARAMS and isinstance(value, bytes | bytearray):
@@ -75,12 +74,6 @@ def check_values_by_path(params: Mapping[str, Any], *, max_depth: int) -> None:
             _check(value, () if name == _BODY else (name,), max_depth)
 
 
-#: How many nested levels the quick pass walks by recursion before it hands the rest of a value
-#: to an iterative walk: a caller may configure any depth limit, and the interpreter's stack
-#: must not be what bounds it.
-_RECURSION = 48
-
-
 def fine(root: Any, max_depth: int) -> bool:
     """Whether ``root`` is certainly acceptable, without keeping paths.
 
@@ -91,38 +84,8 @@ def fine(root: Any, max_depth: int) -> bool:
     """
     kind = type(root)
     if kind is dict or kind is list:
-        return _fine_container(root, max_depth, _RECURSION)
+        return _fine_nested(root, max_depth)
     return _fine_scalar(root, kind)
-
-
-def _fine_container(value: Any, depth_left: int, frames_left: int) -> bool:
-    """A dict or list whose nesting may still go ``depth_left`` levels deeper.
-
-    One pass over a dict's ``items()`` reads each key with its value (a list's items come with
-    the empty key, which is fine): the body of every request comes through here."""
-    if depth_left <= 0:
-        return False
-    if frames_left <= 0:
-        return _fine_deep(value, depth_left)
-    depth_left -= 1
-    frames_left -= 1
-    pairs = value.items() if type(value) is dict else zip(repeat(""), value)
-    for key, item in pairs:
-        if type(key) is not str or not (key.isascii() or _encodable(key)):
-            return False
-        kind = type(item)
-        if kind is str:  # the commonest members first
-            if not (item.isascii() or _encodable(item)):
-                return False
-        elif kind is int:
-            if not _SMALLEST_NUMBER <= item <= LARGEST_NUMBER:
-                return False
-        elif kind is dict or kind is list:
-            if not _fine_container(item, depth_left, frames_left):
-                return False
-        elif not _fine_scalar(item, kind):
-            return False
-    return True
 
 
 def _fine_scalar(value: Any, kind: type) -> bool:
@@ -136,8 +99,9 @@ def _fine_scalar(value: Any, kind: type) -> bool:
     return value is None or kind is bool
 
 
-def _fine_deep(root: Any, max_depth: int) -> bool:
-    """``fine`` without recursion, for what lies deeper than ``_RECURSION`` levels."""
+def _fine_nested(root: Any, max_depth: int) -> bool:
+    """``fine`` of a dict or list, walked without recursion (a caller may configure any depth
+    limit, and the interpreter's stack must not be what bounds it)."""
     stack: list[tuple[Any, int]] = [(root, 0)]
     while stack:
         value, depth = stack.pop()
