@@ -9,8 +9,6 @@ the pipeline's door as ``call(operation_id, caller, params)``. Services do the w
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from sim.accounts import AccountRegistry, Caller
 from sim.admin import PlatformAdmin
 from sim.apilog import ApiCall, ApiLog
@@ -39,26 +37,8 @@ __all__ = [
 ]
 
 
-class Call(Protocol):
-    """``Pipeline.call``'s signature: what ``Platform.call`` is."""
-
-    def __call__(
-        self,
-        operation_id: str,
-        caller: Caller | None,
-        params: Params,
-        *,
-        check: Check | None = None,
-        reads_body: bool = True,
-    ) -> Outcome: ...
-
-
 class Platform:
     """One simulated service instance. Create with ``Platform.create(config)``."""
-
-    #: Run one contract operation; raises ``DomainError`` for every refusal (``Pipeline.call``,
-    #: bound here: the door both the facade and the Python API use).
-    call: Call
 
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
@@ -87,11 +67,23 @@ class Platform:
             idempotency=self.idempotency,
             api_log=self.api_log,
         )
-        self.call = self.pipeline.call
 
     @classmethod
     def create(cls, config: SimConfig | None = None) -> Platform:
         return cls(Kernel.create(config))
+
+    def call(
+        self,
+        operation_id: str,
+        caller: Caller | None,
+        params: Params,
+        *,
+        check: Check | None = None,
+        reads_body: bool = True,
+    ) -> Outcome:
+        """Run one contract operation; raises ``DomainError`` for every refusal (the door the
+        facade and the Python API both use: ``Pipeline.call``)."""
+        return self.pipeline.call(operation_id, caller, params, check=check, reads_body=reads_body)
 
     @property
     def handed_over(self) -> bool:

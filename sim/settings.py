@@ -12,7 +12,7 @@ an error's message) is read from ``SimConfig``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from types import MappingProxyType
 
 from sim.config import SimConfig
@@ -52,28 +52,18 @@ class Settings:
 
     @classmethod
     def of(cls, config: SimConfig) -> Settings:
-        limits, sessions, billing = config.limits, config.sessions, config.billing
-        longest = {plan.key: plan.max_session_duration_seconds for plan in billing.plans}
+        sections = (config.limits, config.sessions, config.billing)
+        copied = {
+            field.name: getattr(section, field.name)
+            for field in fields(cls)
+            for section in sections
+            if field.name in type(section).model_fields
+        }
+        plans = config.billing.plans
+        longest = {plan.key: plan.max_session_duration_seconds for plan in plans}
         return cls(
-            idle_timeout_default_seconds=limits.idle_timeout_default_seconds,
-            idle_timeout_min_seconds=limits.idle_timeout_min_seconds,
-            idle_timeout_max_seconds=limits.idle_timeout_max_seconds,
-            max_duration_default_seconds=limits.max_duration_default_seconds,
-            max_duration_min_seconds=limits.max_duration_min_seconds,
-            max_duration_ceiling_seconds=limits.max_duration_ceiling_seconds,
-            startup_timeout_seconds=limits.startup_timeout_seconds,
-            concurrent_sessions_per_key=limits.concurrent_sessions_per_key,
-            json_max_depth=limits.json_max_depth,
-            frames_per_second=sessions.frames_per_second,
-            heartbeat_interval_seconds=sessions.heartbeat_interval_seconds,
-            drain_base_seconds=sessions.drain_base_seconds,
-            drain_max_seconds=sessions.drain_max_seconds,
-            default_quality=sessions.default_quality,
-            default_audio_source=sessions.default_audio_source,
-            min_session_start_credits=billing.min_session_start_credits,
-            highest_low_balance_threshold=max(
-                plan.low_balance_threshold_credits for plan in billing.plans
-            ),
+            **copied,
+            highest_low_balance_threshold=max(p.low_balance_threshold_credits for p in plans),
             longest_session_seconds=MappingProxyType(longest),
             never_clamped_seconds=min(longest.values()),
         )
