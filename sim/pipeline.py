@@ -72,7 +72,6 @@ class Pipeline:
     ) -> None:
         self._clock = clock
         self._journal = journal
-        self._limits = limits
         self._settings = settings
         self._max_depth = settings.json_max_depth
         self._sessions = session_service
@@ -157,7 +156,7 @@ class Pipeline:
             # kept, not raised, so the rate limiter counts the request first
             read = params() if callable(params) else params
             if operation is _CREATE_SESSION:
-                request = plain_create(read, self._settings, self._limits)
+                request = plain_create(read, self._settings)
             if request is None:
                 check_values(read, max_depth=self._max_depth)
         except DomainError as error:

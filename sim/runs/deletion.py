@@ -19,7 +19,7 @@ import simpy
 from sim.errors import RateLimited
 from sim.kernel import Kernel
 from sim.rng import sample
-from sim.runs.lifecycle import DeletionStatus, next_deletion_status
+from sim.runs.lifecycle import next_deletion_status
 from sim.runs.records import RunDeletion
 
 __all__ = ["PURGE_FAILED_MESSAGE", "PurgeQueue", "retained_message"]
@@ -111,7 +111,3 @@ class PurgeQueue:
             deletion.completed_at = clock.now
             self._current = None
         self._worker = None
-
-    @staticmethod
-    def is_finished(deletion: RunDeletion) -> bool:
-        return deletion.status in (DeletionStatus.COMPLETED, DeletionStatus.FAILED)

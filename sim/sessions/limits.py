@@ -42,9 +42,3 @@ class ConcurrencyCaps:
             raise AssertionError("concurrency count would go negative")
         self._by_key[key_secret] -= 1
         self._by_org[org_id] -= 1
-
-    def active_for_key(self, key_secret: str) -> int:
-        return self._by_key[key_secret]
-
-    def active_for_org(self, org_id: str) -> int:
-        return self._by_org[org_id]

@@ -95,10 +95,6 @@ class SessionState:
     def terminal(self) -> bool:
         return self.status in TERMINAL
 
-    @property
-    def error_message(self) -> str | None:
-        return None if self.error_code is None else FAILURE_MESSAGES[self.error_code]
-
     def to_resource(
         self,
         clock: Clock,

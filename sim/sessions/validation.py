@@ -22,10 +22,9 @@ from collections.abc import Mapping
 from typing import Any, Final, NamedTuple
 
 from sim.config import QUALITIES, LimitsConfig
-from sim.errors import DomainError, InvalidRequest, Unprocessable
+from sim.errors import InvalidRequest, Unprocessable
 from sim.metadata import check_metadata, reserved_key
 from sim.settings import Settings
-from sim.values import fine
 
 __all__ = [
     "AUDIO_SOURCES",
@@ -253,13 +252,11 @@ def parse_session_request(body: Any, settings: Settings, limits: LimitsConfig) -
     read in one pass first (``_plain_session_request``: the fast path of ``plain_create``)."""
     if type(body) is SessionRequest:
         return body
-    request = _plain_session_request(body, settings, limits)
+    request = _plain_session_request(body, settings)
     return _parse_session_request(body, settings, limits) if request is None else request
 
 
-def plain_create(
-    params: Mapping[str, Any], settings: Settings, limits: LimitsConfig
-) -> SessionRequest | None:
+def plain_create(params: Mapping[str, Any], settings: Settings) -> SessionRequest | None:
     """The request of a ``createSession`` call whose parameters are certainly fine, or ``None``.
 
     A fast path beside its reference, the two general steps (the pipeline checks every
@@ -280,10 +277,9 @@ def plain_create(
             value is None or (type(value) is str and value.isascii())
         ):
             return None
-    max_depth = settings.json_max_depth
-    if max_depth < 2:  # the body and its transport are two levels
+    if settings.json_max_depth < 2:  # the body and its transport are two levels
         return None
-    return _plain_session_request(body, settings, limits, max_depth - 1)
+    return _plain_session_request(body, settings)
 
 
 def _parse_session_request(body: Any, settings: Settings, limits: LimitsConfig) -> SessionRequest:
@@ -304,21 +300,18 @@ def _parse_session_request(body: Any, settings: Settings, limits: LimitsConfig) 
     )
 
 
-def _plain_session_request(
-    body: Any, settings: Settings, limits: LimitsConfig, metadata_depth: int = 0
-) -> SessionRequest | None:
+def _plain_session_request(body: Any, settings: Settings) -> SessionRequest | None:
     """The request a body that is certainly valid asks for, or ``None`` to take the full path.
 
     A fast path beside its reference, the full path (see ``plain_create``). It reads a body like
     the ones clients send straight through and gives up (``None``) at
     the first value it does not take as it is: a field it does not know, a value of another
     type (a whole-number float, a ``bool`` for an integer), one out of range, a string that is
-    not ASCII, metadata the full path refuses. Given up, the full path decides which error the
-    body gets, in its order; taken, a property test holds its answer to the full path's. It never
-    raises. With ``metadata_depth`` (``plain_create``), the metadata's values must also be ones
-    ``sim.values`` accepts at that depth: every other value it takes is a JSON value by type.
+    not ASCII, any metadata. Given up, the full path decides which error the body gets, in its
+    order; taken, a property test holds its answer to the full path's. It never raises, and
+    every value it takes is a JSON value by type.
     """
-    if type(body) is not dict or not _SESSION_FIELDS.issuperset(body):
+    if type(body) is not dict or not _SESSION_FIELDS.issuperset(body) or "metadata" in body:
         return None
     raw = body.get("transport")
     if type(raw) is not dict or raw.get("type") != _LIVEKIT or not _LIVEKIT_FIELDS.issuperset(raw):
@@ -360,18 +353,8 @@ def _plain_session_request(
         or audio_source not in AUDIO_SOURCES
     ):
         return None
-    metadata: dict[str, Any] = {}
-    if "metadata" in body:
-        metadata = body["metadata"]
-        if type(metadata) is not dict or (metadata_depth and not fine(metadata, metadata_depth)):
-            return None
-        try:  # the only refusals left: the full path gives them, in its order
-            reserved_key(metadata, limits)
-            metadata = check_metadata(metadata, limits)
-        except DomainError:
-            return None
     transport = _new_tuple(TransportRequest, (_LIVEKIT, url, room_name, audio_source, worker_token))
-    return _new_tuple(SessionRequest, (avatar_id, transport, idle, max_duration, metadata, quality))
+    return _new_tuple(SessionRequest, (avatar_id, transport, idle, max_duration, {}, quality))
 
 
 def parse_pipecat_request(body: Any, settings: Settings) -> PipecatRequest:

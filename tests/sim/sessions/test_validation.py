@@ -309,7 +309,7 @@ def test_the_plain_body_path_reads_the_configuration_it_is_given() -> None:
     )
     for config in (_CONFIG, other, _CONFIG, other):
         limits, sessions, compiled = config.limits, config.sessions, Settings.of(config)
-        quick = validation._plain_session_request(body(), compiled, limits)
+        quick = validation._plain_session_request(body(), compiled)
         assert quick is not None
         assert quick == validation._parse_session_request(body(), compiled, limits)
         assert quick.quality == sessions.default_quality
@@ -318,7 +318,7 @@ def test_the_plain_body_path_reads_the_configuration_it_is_given() -> None:
         assert quick.transport.audio_source == sessions.default_audio_source
     assert other.sessions.default_quality != _CONFIG.sessions.default_quality
     too_short = body(max_duration_seconds=_CONFIG.limits.max_duration_min_seconds - 1)
-    assert validation._plain_session_request(too_short, _SETTINGS, _CONFIG.limits) is None
+    assert validation._plain_session_request(too_short, _SETTINGS) is None
 
 
 def test_the_plain_body_path_takes_the_bodies_clients_send() -> None:
@@ -329,16 +329,17 @@ def test_the_plain_body_path_takes_the_bodies_clients_send() -> None:
         body(),
         body(quality="mock", idle_timeout_seconds=60, max_duration_seconds=900),
         body(transport={**TRANSPORT, "audio_source": "data_stream", "worker_token": "t"}),
-        body(metadata={"_avatar.debug_record": True, "k": "v"}),
     ]
     for payload in sent:
-        quick = validation._plain_session_request(payload, _SETTINGS, limits)
+        quick = validation._plain_session_request(payload, _SETTINGS)
         assert quick is not None
         assert quick == validation._parse_session_request(payload, _SETTINGS, limits)
         for params in ({"body": payload}, {"body": payload, "idempotency_key": "k" * 16}):
-            assert validation.plain_create(params, _SETTINGS, limits) == quick
+            assert validation.plain_create(params, _SETTINGS) == quick
             # ... and the service takes the request as read, without reading it again
             assert parse_session_request(quick, _SETTINGS, limits) is quick
+    # A body with metadata takes the full path (its checks are the full path's alone).
+    assert validation._plain_session_request(body(metadata={"k": "v"}), _SETTINGS) is None
 
 
 #: Values that are not JSON every answer can carry back, or that only just are.
@@ -397,7 +398,7 @@ def test_the_doors_one_pass_over_a_create_is_the_general_steps(
     """``plain_create`` answers only for parameters that ``check_values`` accepts at that depth
     and whose body ``parse_session_request``'s full path reads as that very request."""
     limits, compiled = _CONFIG.limits, replace(_SETTINGS, json_max_depth=depth)
-    quick = validation.plain_create(params, compiled, limits)
+    quick = validation.plain_create(params, compiled)
     if quick is not None:
         check_values(params, max_depth=depth)  # raises if the door should have refused
         assert quick == validation._parse_session_request(params["body"], compiled, limits)
