@@ -147,6 +147,32 @@ class PlatformAdmin:
             deliveries.append(rendered)
         return {"object": "list", "data": deliveries}
 
+    # -- what happened to a session ------------------------------------------------------------
+
+    def session_events(self, session_id: str) -> dict[str, Any]:
+        """The session's lifecycle events from the event log, oldest first, each with its time,
+        the status it reports and its own fields (``reason`` of ``session.ended``, ``code`` of
+        ``session.failed``, ...): why and when a session moved, which its resource does not say.
+        ``NotFound`` for an unknown session."""
+        self._platform.sessions.render(session_id)  # refuses an unknown id
+        events = []
+        for event in self._platform.kernel.events:
+            if event.subject != session_id or not event.type.startswith("session."):
+                continue
+            data = dict(event.data)
+            session = data.pop("object", None)
+            status = session.get("status") if isinstance(session, dict) else None
+            events.append(
+                {
+                    "id": event.id,
+                    "type": event.type,
+                    "created_at": event.created_at,
+                    "status": status,
+                    "data": data,
+                }
+            )
+        return {"object": "list", "session_id": session_id, "data": events}
+
     # -- views ---------------------------------------------------------------------------------
 
     def _session(self, session_id: str) -> dict[str, Any]:
