@@ -113,7 +113,13 @@ class PlatformAdmin:
         return self._pool()
 
     def slow_startup(self, extra_seconds: float, duration: float | None) -> dict[str, Any]:
-        self._platform.sessions.faults.slow_startup(extra_seconds, duration=duration)
+        """Slow every worker boot by ``extra_seconds`` for ``duration`` (``None``: for good);
+        no extra seconds for good clears the fault, so a client can undo what it set."""
+        faults = self._platform.sessions.faults
+        if extra_seconds == 0 and duration is None:
+            faults.clear_slow_startup()
+        else:
+            faults.slow_startup(extra_seconds, duration=duration)
         return self._pool()
 
     def lose_heartbeats(self, session_id: str, duration: float) -> dict[str, Any]:
