@@ -36,7 +36,7 @@ from uvicorn.config import LOGGING_CONFIG
 from harness.runner.engine import install
 from harness.scenarios.model import Scenario
 from harness.serve.app import ServedApp
-from harness.serve.clock_driver import WallClockDriver
+from harness.serve.clock_driver import WallClockDriver, wall_now
 from harness.serve.seeding import (
     format_keys,
     keys_document,
@@ -116,8 +116,8 @@ def build(options: ServeOptions, base_url: str) -> ServedSimulator:
     """Build the platform, seed it and wrap the facade for serving (no I/O, no loop needed).
 
     The simulated epoch is the wall-clock start (whole seconds, UTC) unless ``options.epoch``
-    fixes it, so that at factor 1 the timestamps, ``X-RateLimit-Reset`` and the signed
-    ``webhook-timestamp`` match real time and webhook receivers can check their tolerance.
+    fixes it, so that at factor 1 the timestamps and ``X-RateLimit-Reset`` match real time. The
+    signed ``webhook-timestamp`` is the wall-clock moment of each attempt at any factor.
     """
     epoch = options.epoch or datetime.now(UTC).replace(microsecond=0)
     served = {"public_base_url": base_url, "epoch": epoch}
@@ -154,6 +154,9 @@ def build(options: ServeOptions, base_url: str) -> ServedSimulator:
 
     sender = HttpWebhookSender()
     sender.attach(platform.webhooks, on_reported=settle)
+    # Signed at the real moment of each attempt, whatever the time factor or a manual clock, so a
+    # receiver's tolerance check passes; the payloads keep their simulated times.
+    platform.webhooks.use_signing_clock(wall_now)
     app = ServedApp(facade, driver, background=(sender.run,), closers=(sender.aclose,))
     document = keys_document(admin_token, base_url, organizations)
     return ServedSimulator(platform=platform, app=app, document=dict(document))
