@@ -4,8 +4,10 @@
 clock in process and polling in real time against a URL, and ``pass_time`` lets time pass the
 same way; ``session_events`` gives a session's lifecycle events with their reasons and times,
 saying where they came from; ``play_audio`` and ``SimAdmin`` (the ``sim_admin`` fixture) drive
-the simulator's audio, faults, capacity, clock and webhooks; and ``WebhookReceiver`` is a real
-Standard Webhooks receiver for tests. The pytest plugin supplies the fixtures ``sim_admin``, ``session_events``
+the simulator's audio, faults, capacity, clock and webhooks; ``SessionMachine`` is a hypothesis
+state machine over the session lifecycle with the seed's invariants, runnable against the
+in-process simulator or any base URL; and ``WebhookReceiver`` is a real Standard Webhooks
+receiver for tests. The pytest plugin supplies the fixtures ``sim_admin``, ``session_events``
 and ``play_audio`` next to ``api_client``.
 
 Names are imported on first use, so loading the pytest plugin (which imports this package)
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
     from harness.testing.admin import AdminRefused, HttpAdmin, InProcessAdmin, SimAdmin
     from harness.testing.audio import play_audio
     from harness.testing.events import LifecycleEvent, SessionHistory, session_events
+    from harness.testing.machine import SessionMachine
     from harness.testing.receiver import ReceivedAttempt, WebhookReceiver
     from harness.testing.target import (
         InProcessTarget,
@@ -46,6 +49,7 @@ __all__ = [
     "LifecycleEvent",
     "ReceivedAttempt",
     "SessionHistory",
+    "SessionMachine",
     "SimAdmin",
     "StateNotReached",
     "Target",
@@ -71,6 +75,7 @@ _HOMES = {
     "LifecycleEvent": "events",
     "SessionHistory": "events",
     "session_events": "events",
+    "SessionMachine": "machine",
     "ReceivedAttempt": "receiver",
     "WebhookReceiver": "receiver",
     "InProcessTarget": "target",
