@@ -58,7 +58,13 @@ class LifecycleEvent:
     """One event of a session: its ``type`` (``session.ended``), when it happened (``at``,
     ISO-8601, ``None`` when the source does not know), the status it reports, and why:
     ``reason`` for ``session.ended``, ``code`` for ``session.failed``. ``data`` has the rest
-    (``worker_id``, ``drain_seconds``, ...)."""
+    (``worker_id``, ``drain_seconds``, ...).
+
+    Example::
+
+        starting = session_events(session_id).first("session.starting")
+        assert starting.data["worker_id"] and starting.at is not None
+    """
 
     type: str
     at: str | None
@@ -75,7 +81,14 @@ class LifecycleEvent:
 @dataclass(frozen=True, slots=True)
 class SessionHistory(Sequence[LifecycleEvent]):
     """A session's lifecycle events, oldest first, and where they came from (``source``:
-    ``event_log``, ``webhooks`` or ``resource``, the last without reasons)."""
+    ``event_log``, ``webhooks`` or ``resource``, the last without reasons).
+
+    Example::
+
+        history = session_events(session_id).require_reasons()  # skips without reasons
+        assert history.types.index("session.ending") < history.types.index("session.ended")
+        assert history.reason == "client_request"
+    """
 
     session_id: str
     source: Source

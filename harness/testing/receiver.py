@@ -34,6 +34,11 @@ class ReceivedAttempt:
 
     ``verified`` says the signature and timestamp passed ``standardwebhooks`` (``error`` says
     why not); ``answered`` is the status sent back; ``payload`` is the parsed body once verified.
+
+    Example::
+
+        refused = [a for a in hooks.attempts if not a.verified]
+        assert not refused, refused[0].error
     """
 
     webhook_id: str

@@ -50,7 +50,13 @@ class UnknownTarget(LookupError):
 
 
 class Target(abc.ABC):
-    """Where a client's requests go: its clock, how to let time pass, its admin API if any."""
+    """Where a client's requests go: its clock, how to let time pass, its admin API if any.
+
+    Example::
+
+        target = target_of(api_client)
+        print(target.kind, target.seconds, target.admin is not None)
+    """
 
     kind: Literal["in_process", "url"]
     #: The simulator's controls, when the target is one (and, against a URL, its token is known).
@@ -71,7 +77,13 @@ class Target(abc.ABC):
 
 
 class InProcessTarget(Target):
-    """An in-process simulator: waiting runs its clock to the next scheduled event."""
+    """An in-process simulator: waiting runs its clock to the next scheduled event.
+
+    Example::
+
+        target = InProcessTarget(platform)
+        client = bind(httpx.Client(transport=SyncASGITransport(target.app)), target)
+    """
 
     kind: Literal["in_process", "url"] = "in_process"
 
@@ -106,7 +118,13 @@ class InProcessTarget(Target):
 
 class UrlTarget(Target):
     """A base URL: waiting is real time. With a served simulator's admin API, ``now`` is its
-    simulated clock, so durations mean the same as in process at any time factor."""
+    simulated clock, so durations mean the same as in process at any time factor.
+
+    Example::
+
+        target = UrlTarget("http://127.0.0.1:8080", HttpAdmin("http://127.0.0.1:8080", token))
+        bind(httpx.Client(base_url="http://127.0.0.1:8080", headers=auth), target)
+    """
 
     kind: Literal["in_process", "url"] = "url"
 
@@ -155,7 +173,13 @@ def in_process_target(platform: Platform) -> InProcessTarget:
 
 def target_of(client: httpx.Client) -> Target:
     """The target ``client`` was bound to; an unbound client with a real base URL is taken to
-    be a deployment (wall clock, no admin API)."""
+    be a deployment (wall clock, no admin API).
+
+    Example::
+
+        if target_of(api_client).admin is None:
+            pytest.skip("needs the simulator's controls")
+    """
     target = _bound.get(client)
     if target is not None:
         return target
