@@ -40,6 +40,8 @@ __all__ = [
 
 #: Wall seconds between two polls of a served simulator (its clock is read at each).
 SERVED_POLL_SECONDS = 0.02
+#: Simulated seconds a wait moves a served manual clock by, at most, between two polls.
+MANUAL_STEP_SECONDS = 0.5
 #: Wall seconds between two polls of a deployment: short enough to see a status that lasts a
 #: fraction of a second (a session is ``running`` for as little as its idle timeout).
 DEPLOYMENT_POLL_SECONDS = 0.05
@@ -118,7 +120,9 @@ class InProcessTarget(Target):
 
 class UrlTarget(Target):
     """A base URL: waiting is real time. With a served simulator's admin API, ``now`` is its
-    simulated clock, so durations mean the same as in process at any time factor.
+    simulated clock, so durations mean the same as in process at any time factor; a served
+    clock that stands still between two polls is a manual one (``--manual-clock``), which
+    waiting then moves itself, a step at a time, as in process.
 
     Example::
 
@@ -131,15 +135,21 @@ class UrlTarget(Target):
     def __init__(self, base_url: str, admin: SimAdmin | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.admin = admin
+        self._last_seen: float | None = None  # the served clock at the previous wait
 
     def now(self) -> float:
         return self.admin.now() if self.admin is not None else time.monotonic()
 
     def wait(self, deadline: float) -> None:
-        if self.admin is not None:
-            time.sleep(SERVED_POLL_SECONDS)
+        if self.admin is None:
+            time.sleep(max(0.0, min(DEPLOYMENT_POLL_SECONDS, deadline - time.monotonic())))
             return
-        time.sleep(max(0.0, min(DEPLOYMENT_POLL_SECONDS, deadline - time.monotonic())))
+        now = self.admin.now()
+        if now == self._last_seen:  # nothing moved it since the last poll: a manual clock
+            now = self.admin.advance(min(MANUAL_STEP_SECONDS, max(0.0, deadline - now)))
+        else:
+            time.sleep(SERVED_POLL_SECONDS)
+        self._last_seen = now
 
     @property
     def seconds(self) -> str:

@@ -87,3 +87,15 @@ def test_events_come_from_webhooks_or_from_the_resource(server: Served, admin: H
         "session.ended",
     ]
     assert told.final is not None and told.final.reason is None
+
+
+def test_waiting_moves_a_manual_served_clock(tmp_path_factory: pytest.TempPathFactory) -> None:
+    with served(tmp_path_factory.mktemp("manual"), "--manual-clock") as server:
+        admin = HttpAdmin(server.base_url, server.keys["admin_token"])
+        org = admin.create_organization("manual", "enterprise")
+        with admin.client(org["keys"]["unrestricted"]) as client:
+            created = client.post("/v1/sessions", json={**BODY, "idle_timeout_seconds": 3})
+            ended = wait_for(client, created.json()["id"], "ended", within=60)
+            assert ended["first_frame_at"] is not None
+            assert 3 <= admin.now() <= 60
+        admin.close()
