@@ -16,7 +16,9 @@ boot and drain more slowly. Every choice is legal under the seed, and
 
 ``LEGAL_READINGS`` combines every choice of ``LEGAL_CHOICES``; ``LEGAL_READINGS_SLIDING`` is the
 same deployment with a sliding-window-counter limiter instead of the fixed window (one limiter
-at a time). Wall time never enters: an edit that writes an absolute time (an HTTP date, a delayed
+at a time). ``LEGAL_READINGS_PLACED`` adds caps that count only placed sessions, which edits
+alone cannot do (the deployment must read a key's sessions before it answers a create): serve
+it with ``wrap=placed_only_cap``, never without (its platform's own per-key cap is two). Wall time never enters: an edit that writes an absolute time (an HTTP date, a delayed
 ``first_frame_at``) learns the mapping from simulated seconds to Unix time from the
 deployment's own answers (a create's ``created_at``, ``GET /v1/status``'s ``updated_at``), so the
 variant is right in process and served at any time factor.
@@ -25,6 +27,7 @@ variant is right in process and served at any time factor.
 from __future__ import annotations
 
 import io
+import json
 import math
 import re
 from datetime import UTC, datetime, timedelta
@@ -36,7 +39,18 @@ from PIL import Image
 from sim.avatars.images import check_portrait
 from sim.config import AvatarConfig
 from sim.errors import Unprocessable
-from tests.conformance.edits import Call, Edits, Reply, objects
+from tests.conformance.edits import (
+    App,
+    Call,
+    Edits,
+    Keys,
+    Message,
+    Receive,
+    Reply,
+    Scope,
+    Send,
+    objects,
+)
 from tests.conformance.gap_variant import GapChoice, combined
 
 __all__ = [
@@ -44,9 +58,13 @@ __all__ = [
     "FIRST_FRAME_DELAY_SECONDS",
     "LEGAL_CHOICES",
     "LEGAL_READINGS",
+    "LEGAL_READINGS_PLACED",
     "LEGAL_READINGS_SLIDING",
+    "PLACED",
+    "PLACED_ONLY_CAP",
     "SLIDING_WINDOW",
     "WINDOW_SECONDS",
+    "placed_only_cap",
     "portrait_png",
 ]
 
@@ -581,3 +599,167 @@ LEGAL_READINGS = combined(LEGAL_CHOICES)
 LEGAL_READINGS_SLIDING = combined(
     tuple(SLIDING_WINDOW if choice is FIXED_WINDOW else choice for choice in LEGAL_CHOICES)
 )
+
+
+# -- caps that count only placed sessions (a wrapper: it must read sessions to decide) ----------
+
+#: Session states in which a worker holds the session: the ones this reading counts.
+PLACED = frozenset({"starting", "running", "ending"})
+_TERMINAL = frozenset({"ended", "failed", "canceled"})
+
+
+class _Exchange:
+    """One buffered request through an ASGI app, as the wrapper makes or forwards it."""
+
+    def __init__(self, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+        self.status, self.headers, self.body = status, headers, body
+
+    def json(self) -> Any:
+        try:
+            return json.loads(self.body)
+        except ValueError:
+            return None
+
+
+async def _through(app: App, scope: Scope, body: bytes) -> _Exchange:
+    sent = False
+
+    async def receive() -> Message:
+        nonlocal sent
+        if sent:
+            return {"type": "http.disconnect"}
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    answer = _Exchange(0, [], b"")
+
+    async def send(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            answer.status, answer.headers = message["status"], list(message.get("headers", []))
+        elif message["type"] == "http.response.body":
+            answer.body += message.get("body", b"")
+
+    await app(scope, receive, send)
+    return answer
+
+
+class PlacedOnlyCap:
+    """The per-key cap counts placed sessions only (``PLACED``): a create while the key's other
+    live sessions are all still queued is accepted; once one of them is placed, the later ones
+    cannot be (the key's cap is held) and fail with ``no_capacity``, as a session the scheduler
+    cannot place does. The platform's own per-key cap is raised (``PLACED_ONLY_CAP``'s config)
+    so that it accepts the second create; this wrapper refuses the rest and, before it answers
+    anything, ends a session the platform placed beside another of the same key and shows it
+    failed from then on, so no client ever sees two placed sessions on one key."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.by_key: dict[str, list[str]] = {}
+        self.displaced: set[str] = set()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or str(scope["path"]).startswith("/_sim/"):
+            await self.app(scope, receive, send)
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        await self._enforce(scope)
+        auth = _header(scope, b"authorization")
+        creates = scope["method"] == "POST" and scope["path"] in _SESSION_CREATES
+        if creates and any(s in PLACED for _, s in await self._live(scope, auth)):
+            answer = _refusal()
+        else:
+            answer = await _through(self.app, scope, body)
+            if creates and 200 <= answer.status < 300:
+                created = answer.json()
+                session = created.get("session") if "session" in created else created
+                known = self.by_key.setdefault(auth, [])
+                if session.get("id") not in known:
+                    known.append(session["id"])
+        if self.displaced:
+            self._show_failed(answer)
+        headers = [(k, v) for k, v in answer.headers if k.lower() != b"content-length"]
+        headers.append((b"content-length", str(len(answer.body)).encode()))
+        await send({"type": "http.response.start", "status": answer.status, "headers": headers})
+        await send({"type": "http.response.body", "body": answer.body})
+
+    async def _live(self, scope: Scope, auth: str) -> list[tuple[str, str]]:
+        """The key's sessions that have not ended, with their status, oldest first."""
+        live = []
+        for session_id in list(self.by_key.get(auth, [])):
+            read = _request(scope, "GET", f"/v1/sessions/{session_id}", auth)
+            status = (await _through(self.app, read, b"")).json().get("status")
+            if session_id in self.displaced or status in _TERMINAL:
+                self.by_key[auth].remove(session_id)
+            else:
+                live.append((session_id, str(status)))
+        return live
+
+    async def _enforce(self, scope: Scope) -> None:
+        for auth in [a for a, ids in self.by_key.items() if len(ids) > 1]:
+            placed = [sid for sid, status in await self._live(scope, auth) if status in PLACED]
+            for session_id in placed[1:]:
+                end = _request(scope, "POST", f"/v1/sessions/{session_id}/end", auth)
+                await _through(self.app, end, b"")
+                self.displaced.add(session_id)
+                self.by_key[auth].remove(session_id)
+
+    def _show_failed(self, answer: _Exchange) -> None:
+        body = answer.json()
+        changed = False
+        for item in objects(body):
+            if item.get("object") == "session" and item.get("id") in self.displaced:
+                item.update(
+                    status="failed",
+                    started_at=None,
+                    first_frame_at=None,
+                    usage={"billable_seconds": 0, "frames": 0},
+                    error={"code": "no_capacity", "message": "The key's session cap was held."},
+                )
+                changed = True
+        if changed:
+            answer.body = json.dumps(body).encode()
+
+
+def _request(scope: Scope, method: str, path: str, auth: str) -> Scope:
+    """A request of the wrapper's own, on the connection of ``scope``, with key ``auth``."""
+    headers = [(b"authorization", auth.encode())]
+    return {**scope, "method": method, "path": path, "raw_path": path.encode(),
+            "query_string": b"", "headers": headers}  # fmt: skip
+
+
+def _header(scope: Scope, name: bytes) -> str:
+    return next((v.decode() for k, v in scope["headers"] if k.lower() == name), "")
+
+
+def _refusal() -> _Exchange:
+    call = Call({}, b"", {}, lambda: 0.0, {})
+    call.refuse(
+        429,
+        "quota_exceeded",
+        "concurrent_sessions",
+        "This API key already has 1 active session(s); end one first.",
+        None,
+    )
+    assert call.answer is not None
+    return _Exchange(call.answer.status, call.answer.headers, call.answer.body)
+
+
+def placed_only_cap(app: App, keys: Keys) -> App:
+    """The ``wrap`` of ``PLACED_ONLY_CAP``, for ``simulated(wrap=...)`` or ``served(wrap=...)``."""
+    return PlacedOnlyCap(app)
+
+
+PLACED_ONLY_CAP = GapChoice(
+    "caps count only placed sessions",
+    "§8 rule 1 and the limits table: 1 concurrent session per key; whether a queued session "
+    "counts is not shown",
+    Edits(config={"limits.concurrent_sessions_per_key": 2}),
+)
+#: The whole variant with the placed-only cap: serve it with ``wrap=placed_only_cap`` (without
+#: the wrapper its per-key cap would be two, which no reading allows).
+LEGAL_READINGS_PLACED = combined((*LEGAL_CHOICES, PLACED_ONLY_CAP))

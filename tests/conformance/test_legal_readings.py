@@ -25,9 +25,13 @@ from tests.conformance.legal_readings import (
     FIRST_FRAME_DELAY_SECONDS,
     LEGAL_CHOICES,
     LEGAL_READINGS,
+    LEGAL_READINGS_PLACED,
     LEGAL_READINGS_SLIDING,
+    PLACED,
+    PLACED_ONLY_CAP,
     SLIDING_WINDOW,
     WINDOW_SECONDS,
+    placed_only_cap,
     portrait_png,
 )
 from tests.conformance.support import Simulated, simulated
@@ -313,3 +317,28 @@ def test_the_sliding_window_variant_swaps_only_the_limiter_and_is_in_effect() ->
     for other in (LEGAL_READINGS, PLAIN):
         with pytest.raises(AssertionError):
             sliding_window(simulated(edits=other))
+
+
+def placed_only_cap_witness(sim: Simulated) -> None:
+    first = _create(sim)
+    second = _create(sim)  # the first is still queued: it does not count yet
+    assert 200 <= second.status < 300 and second.json()["status"] == "queued"
+    ids = [first.json()["id"], second.json()["id"]]
+    for _ in range(20):
+        sim.platform.advance(1)
+        statuses = [_session(sim, i)["status"] for i in ids]
+        listed = [s["status"] for s in sim.target.request("GET", "/v1/sessions").json()["data"]]
+        assert sum(s in PLACED for s in statuses) <= 1 and sum(s in PLACED for s in listed) <= 1
+    assert statuses[0] == "running"
+    shown = _session(sim, ids[1])
+    assert shown["status"] == "failed" and shown["error"]["code"] == "no_capacity"
+    refused = _create(sim)  # now one is placed: the cap is held
+    assert refused.status == 429 and refused.json()["error"]["code"] == "concurrent_sessions"
+
+
+def test_the_placed_only_cap_is_in_effect_only_with_its_wrapper() -> None:
+    placed_only_cap_witness(simulated(edits=LEGAL_READINGS_PLACED, wrap=placed_only_cap))
+    for edits in (LEGAL_READINGS, PLAIN):
+        with pytest.raises(AssertionError):
+            placed_only_cap_witness(simulated(edits=edits))
+    assert PLACED_ONLY_CAP.seed.startswith("§")
