@@ -219,7 +219,8 @@ def served(
         sock.close()
         raise
     platform = simulator.platform
-    enterprise, starter = simulator.document["organizations"]  # type: ignore[misc]
+    organizations: list[dict[str, Any]] = list(simulator.document["organizations"])  # type: ignore[call-overload]
+    enterprise, starter = organizations  # ``DEFAULT_ORGANIZATIONS``, in order
     keys, other = dict(enterprise["keys"]), dict(starter["keys"])
     inner: Any = simulator.app.app
     if edits is not None:
@@ -236,7 +237,7 @@ def served(
             admin_token=str(simulator.document["admin_token"]),
             platform=platform,
             time_factor=time_factor,
-            organizations=list(simulator.document["organizations"]),  # type: ignore[call-overload]
+            organizations=organizations,
             _server=server,
             _driver=simulator.app.driver,
         )
