@@ -18,7 +18,9 @@ boot and drain more slowly. Every choice is legal under the seed, and
 same deployment with a sliding-window-counter limiter instead of the fixed window (one limiter
 at a time). ``LEGAL_READINGS_PLACED`` adds caps that count only placed sessions, which edits
 alone cannot do (the deployment must read a key's sessions before it answers a create): serve
-it with ``wrap=placed_only_cap``, never without (its platform's own per-key cap is two). Wall time never enters: an edit that writes an absolute time (an HTTP date, a delayed
+it with ``wrap=placed_only_cap``, never without (its platform's own per-key cap is two).
+
+Wall time never enters: an edit that writes an absolute time (an HTTP date, a delayed
 ``first_frame_at``) learns the mapping from simulated seconds to Unix time from the
 deployment's own answers (a create's ``created_at``, ``GET /v1/status``'s ``updated_at``), so the
 variant is right in process and served at any time factor.
