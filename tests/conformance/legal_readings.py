@@ -1,5 +1,5 @@
 """A second deployment that reads the seed's open points otherwise: "other legal readings"
-(issue 24, item 4; HAR-5). Like ``gap_variant.py``, it is the real facade behind edits and a
+(HAR-5). Like ``gap_variant.py``, it is the real facade behind edits and a
 configuration; each ``GapChoice`` names the seed section that leaves the point open.
 
 Where ``gap_variant.py`` renames and reshapes (other names, other codes, other shapes), this one

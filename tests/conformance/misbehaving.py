@@ -1,4 +1,5 @@
-"""Targets that misbehave so that a conformance run must still end (issue 24, "It always ends").
+"""Targets that misbehave so that a conformance run must still end, however broken the
+target.
 
 Each is the real facade behind an edit or a wrapper, usable in process
 (``tests.conformance.support.simulated(edits=...)`` or ``wrap=...``) and over HTTP

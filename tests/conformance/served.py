@@ -1,5 +1,5 @@
 """The real facade over real HTTP inside the test process, for conformance runs against a served
-target (issue 24): what ``avatar-sim serve`` runs, on 127.0.0.1 and a free port, in a thread.
+target: what ``avatar-sim serve`` runs, on 127.0.0.1 and a free port, in a thread.
 
 Why in a thread of the test process and not a subprocess (``tests/serve/support.py``): edits are
 Python callables (``tests.conformance.edits``), and a test may need the platform itself. The

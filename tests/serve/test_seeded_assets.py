@@ -1,4 +1,4 @@
-"""A served simulator starts with an asset in each organization (SIM-8, issue 24 item 5): one
+"""A served simulator starts with an asset in each organization (SIM-8): one
 finished run of a model whose output is an asset, made in the simulated minute before serving
 begins, so asset reads work at once and the served clock still starts at the wall-clock start.
 """
