@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 import httpx
 
@@ -159,6 +159,12 @@ class SimAdmin(abc.ABC):
     def close(self) -> None:  # noqa: B027 - optional: only a door with connections has any
         """Release the connections this admin holds (nothing in process)."""
 
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     @abc.abstractmethod
     def _set_capacity(self, workers: int) -> dict[str, Any]: ...
 
@@ -269,11 +275,10 @@ class HttpAdmin(SimAdmin):
 
     Example::
 
-        admin = HttpAdmin("http://127.0.0.1:8080", "simadmin_...")
-        admin.set_capacity(0)
-        ...
-        admin.restore()
-        admin.close()
+        with HttpAdmin("http://127.0.0.1:8080", "simadmin_...") as admin:
+            admin.set_capacity(0)
+            ...
+            admin.restore()
     """
 
     kind: Literal["in_process", "url"] = "url"

@@ -41,8 +41,8 @@ def test_every_delivery_verifies_at_a_fast_time_factor(tmp_path: Path) -> None:
     with (
         served(tmp_path, "--time-factor", "0.002") as server,
         WebhookReceiver(fail=lambda webhook_id, attempt: attempt == 1) as hooks,
+        HttpAdmin(server.base_url, server.keys["admin_token"]) as admin,
     ):
-        admin = HttpAdmin(server.base_url, server.keys["admin_token"])
         org = server.org("enterprise")
         hooks.secret = admin.register_webhook(org["id"], hooks.url)["secret"]
         sessions = []
@@ -70,7 +70,6 @@ def test_every_delivery_verifies_at_a_fast_time_factor(tmp_path: Path) -> None:
                 f"verification ({refused[:1]})"
             )
             time.sleep(0.05)
-        admin.close()
 
     attempts = hooks.attempts
     failed = [a for a in attempts if not a.verified]
