@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -145,8 +146,21 @@ def _checks() -> list[tuple[str, Callable[..., Any]]]:
     return chosen + list(SCHEMATHESIS_CHECKS.items())
 
 
-def fuzz(target: Target, *, max_examples: int, seed: int, per_check_cap: int = 3) -> FuzzResult:
-    """Fuzz every operation of the profile in both modes; never raises for a failed check."""
+class _OutOfTime(Exception):
+    """The fuzz's wall-time allowance is spent."""
+
+
+def fuzz(
+    target: Target,
+    *,
+    max_examples: int,
+    seed: int,
+    per_check_cap: int = 3,
+    deadline: float | None = None,
+    wall: Callable[[], float] = time.monotonic,
+) -> FuzzResult:
+    """Fuzz every operation of the profile in both modes, until ``deadline`` (wall seconds) if
+    one is given; never raises for a failed check."""
     result = FuzzResult()
     if max_examples <= 0:
         return result
@@ -156,6 +170,8 @@ def fuzz(target: Target, *, max_examples: int, seed: int, per_check_cap: int = 3
     kept: dict[tuple[str, str], int] = {}
 
     def judge(case: Any) -> None:
+        if deadline is not None and wall() > deadline:
+            raise _OutOfTime
         request = _request(target, case)
         exchange = target.send(request, operation=case.operation.label, observe=False)
         result.cases += 1
@@ -184,10 +200,15 @@ def fuzz(target: Target, *, max_examples: int, seed: int, per_check_cap: int = 3
                 result.applied[name] = result.applied.get(name, 0) + 1
 
     with counting() as custom_applied:
-        for outcome in schema.get_all_operations():
-            operation = outcome.ok()
-            for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
-                _run(operation, mode, judge, max_examples, seed, result)
+        try:
+            for outcome in schema.get_all_operations():
+                operation = outcome.ok()
+                for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+                    _run(operation, mode, judge, max_examples, seed, result)
+        except _OutOfTime:
+            result.errors.append(
+                f"the fuzz stopped at its time allowance after {result.cases} cases"
+            )
     result.applied.update(custom_applied)
     for session_id in created:
         target.request("POST", f"/v1/sessions/{session_id}/end", observe=False)
@@ -219,7 +240,7 @@ def _run(
         each()
     except Unsatisfiable:
         return  # nothing to negate (an operation without parameters or body)
-    except TargetUnreachable:
+    except (TargetUnreachable, _OutOfTime):
         raise
     except Exception as exc:  # a broken strategy is reported, not fatal
         result.errors.append(f"{operation.label} ({mode.value}): {type(exc).__name__}: {exc}")
