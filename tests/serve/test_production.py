@@ -82,12 +82,12 @@ _FAULTY_SERVER = textwrap.dedent(
     from pathlib import Path
 
     from harness.serve import runner
-    from sim.platform import Platform
+    from sim.operations import Operations
 
     def broken(self, caller, params):
         raise RuntimeError("injected fault for the test")
 
-    Platform.op_get_status = broken
+    Operations.op_get_status = broken
     options = runner.ServeOptions(port=0, keys_out=Path(sys.argv[1]), time_factor=None)
     sys.exit(runner.serve(options))
     """
