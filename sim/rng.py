@@ -73,7 +73,8 @@ def sampler(dist: Distribution, rng: random.Random) -> Sampler:
                 return lambda: median * exp(gauss(0.0, sigma))
 
             def capped() -> float:
-                return min(median * exp(gauss(0.0, sigma)), cap)
+                value = median * exp(gauss(0.0, sigma))
+                return cap if cap < value else value  # ``min(value, cap)``, ties included
 
             return capped
         case Uniform():
