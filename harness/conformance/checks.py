@@ -130,6 +130,7 @@ class Check:
     key: KeyChoice = "api"
     budget: float = DEFAULT_BUDGET_SECONDS
     quiet: bool = False
+    opportunistic: bool = False
 
 
 #: Every check by name, in registration order (the order of the reports).
@@ -147,11 +148,19 @@ def _doc(function: Callable[..., Any]) -> str:
     return (function.__doc__ or "").strip().splitlines()[0] if function.__doc__ else ""
 
 
-def response_check(name: str, *requirements: str) -> Callable[[ResponseFunction], ResponseFunction]:
-    """Register ``fn(exchange) -> bool`` as the response check ``name``."""
+def response_check(
+    name: str, *requirements: str, opportunistic: bool = False
+) -> Callable[[ResponseFunction], ResponseFunction]:
+    """Register ``fn(exchange) -> bool`` as the response check ``name``. An ``opportunistic``
+    one judges what a run may or may not meet (a session the start-up timeout failed): when it
+    meets none, the check is not applicable rather than incomplete."""
 
     def decorate(function: ResponseFunction) -> ResponseFunction:
-        _register(Check(name, requirements, "response", _doc(function), response=function))
+        check = Check(
+            name, requirements, "response", _doc(function), response=function,
+            opportunistic=opportunistic,
+        )  # fmt: skip
+        _register(check)
         return function
 
     return decorate

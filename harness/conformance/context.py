@@ -371,7 +371,13 @@ class Context:
             if exchange.status == 429 and code == "concurrent_sessions" and settle and settled < 2:
                 settled += 1
                 if not self.settle(role):
-                    break
+                    why = Incomplete(
+                        "blocked: the key's session cap is held by sessions that do not end ("
+                        + ", ".join(sorted(self._stuck | self.watch.broken))
+                        + ")"
+                    )
+                    self._blocked[role] = why
+                    raise why
                 continue
             if exchange.status == 503 and capacity < _CAPACITY_RETRIES:
                 capacity += 1
@@ -526,8 +532,15 @@ class Context:
     def settle(self, role: str | None = None) -> bool:
         """End this run's live sessions (of ``role``'s key) and wait until each is terminal. A
         session that does not end in ``SETTLE_SECONDS`` is stuck and never waited on again;
-        ``False`` when one was."""
+        ``False`` when one was, or when only such sessions are left to hold the key's slot."""
         live = [s for s in self.live_sessions(role) if self.status(s) not in TERMINAL | {None}]
+        held = [
+            s
+            for s in self.created_sessions
+            if (role is None or self.owner(s) == role) and not self.waitable(s)
+        ]
+        if not live and held:
+            return False  # the slot is held by sessions this run no longer waits on
         for session_id in live:
             self.end(session_id)
         pending = [s for s in live if self.status(s) not in TERMINAL | {None}]
