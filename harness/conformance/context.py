@@ -617,6 +617,23 @@ class Context:
                 if instance is not None:
                     yield RunPlan(model_id, {"operation": operation, "input": instance})
 
+    def finished_run(self, run_id: str, within: float) -> dict[str, Any]:
+        """The run once it shows ``completed_at`` (run status names are a gap), or as it last
+        was after ``within`` target seconds."""
+
+        def fetch() -> Any:
+            exchange = self.target.request("GET", f"/v1/runs/{run_id}", operation="retrieveRun")
+            return exchange.json()
+
+        run = self.poll(
+            fetch,
+            lambda r: isinstance(r, dict) and r.get("completed_at") is not None,
+            within=within,
+            step=2.0,
+            why="a run to finish",
+        )
+        return run if isinstance(run, dict) else {}
+
     def _find_plan(self) -> RunPlan | Incomplete:
         tried: list[str] = []
         for plan in self.candidates():
