@@ -107,19 +107,8 @@ def _charged_run(ctx: Context, path: str, body: Any) -> float | None:
     run = exchange.json() if 200 <= exchange.status < 300 else None
     if not isinstance(run, dict) or not isinstance(run.get("id"), str):
         return None
-    run_id = run["id"]
-
-    def fetch() -> Any:
-        return ctx.target.request("GET", f"/v1/runs/{run_id}", operation="retrieveRun").json()
-
-    finished = ctx.poll(
-        fetch,
-        lambda r: isinstance(r, dict) and r.get("completed_at") is not None,
-        within=_SETTLED_WITHIN,
-        step=2.0,
-        why="a run to finish and be charged",
-    )
-    credits = finished.get("credits") if isinstance(finished, dict) else None
+    finished = ctx.finished_run(run["id"], _SETTLED_WITHIN)
+    credits = finished.get("credits")
     charged = credits.get("charged") if isinstance(credits, dict) else None
     return float(charged) if isinstance(charged, int | float) and charged > 0 else None
 

@@ -30,9 +30,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from harness.conformance.target import Exchange
+from sim.errors import ErrorType
 
 if TYPE_CHECKING:
     from harness.conformance.context import Context
@@ -130,6 +131,7 @@ class Check:
     key: KeyChoice = "api"
     budget: float = DEFAULT_BUDGET_SECONDS
     quiet: bool = False
+    opportunistic: bool = False
 
 
 #: Every check by name, in registration order (the order of the reports).
@@ -147,11 +149,19 @@ def _doc(function: Callable[..., Any]) -> str:
     return (function.__doc__ or "").strip().splitlines()[0] if function.__doc__ else ""
 
 
-def response_check(name: str, *requirements: str) -> Callable[[ResponseFunction], ResponseFunction]:
-    """Register ``fn(exchange) -> bool`` as the response check ``name``."""
+def response_check(
+    name: str, *requirements: str, opportunistic: bool = False
+) -> Callable[[ResponseFunction], ResponseFunction]:
+    """Register ``fn(exchange) -> bool`` as the response check ``name``. An ``opportunistic``
+    one judges what a run may or may not meet (a session the start-up timeout failed): when it
+    meets none, the check is not applicable rather than incomplete."""
 
     def decorate(function: ResponseFunction) -> ResponseFunction:
-        _register(Check(name, requirements, "response", _doc(function), response=function))
+        check = Check(
+            name, requirements, "response", _doc(function), response=function,
+            opportunistic=opportunistic,
+        )  # fmt: skip
+        _register(check)
         return function
 
     return decorate
@@ -203,21 +213,8 @@ def response_checks() -> list[Check]:
 #: The envelope's fields, no more and no fewer (ERR-1).
 ENVELOPE_FIELDS = frozenset({"type", "code", "message", "param", "request_id"})
 
-#: The seed's error types (ERR-2), each with the status it "roughly" maps to.
-ERROR_TYPES = frozenset(
-    {
-        "invalid_request",
-        "authentication",
-        "permission",
-        "not_found",
-        "conflict",
-        "unprocessable",
-        "rate_limit",
-        "quota_exceeded",
-        "internal",
-        "service_unavailable",
-    }
-)
+#: The seed's error types (ERR-2), as the domain declares them once.
+ERROR_TYPES = frozenset(get_args(ErrorType))
 #: The pairs the seed's tables state (ERR-2): a 400 is ``invalid_request``, a 409 ``conflict``,
 #: a 429 ``rate_limit`` or ``quota_exceeded``. Elsewhere the seed says only that the type maps
 #: "roughly" to the status, so any of its types is legal there (a 422 may say

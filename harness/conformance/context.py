@@ -371,7 +371,13 @@ class Context:
             if exchange.status == 429 and code == "concurrent_sessions" and settle and settled < 2:
                 settled += 1
                 if not self.settle(role):
-                    break
+                    why = Incomplete(
+                        "blocked: the key's session cap is held by sessions that do not end ("
+                        + ", ".join(sorted(self._stuck | self.watch.broken))
+                        + ")"
+                    )
+                    self._blocked[role] = why
+                    raise why
                 continue
             if exchange.status == 503 and capacity < _CAPACITY_RETRIES:
                 capacity += 1
@@ -526,8 +532,15 @@ class Context:
     def settle(self, role: str | None = None) -> bool:
         """End this run's live sessions (of ``role``'s key) and wait until each is terminal. A
         session that does not end in ``SETTLE_SECONDS`` is stuck and never waited on again;
-        ``False`` when one was."""
+        ``False`` when one was, or when only such sessions are left to hold the key's slot."""
         live = [s for s in self.live_sessions(role) if self.status(s) not in TERMINAL | {None}]
+        held = [
+            s
+            for s in self.created_sessions
+            if (role is None or self.owner(s) == role) and not self.waitable(s)
+        ]
+        if not live and held:
+            return False  # the slot is held by sessions this run no longer waits on
         for session_id in live:
             self.end(session_id)
         pending = [s for s in live if self.status(s) not in TERMINAL | {None}]
@@ -603,6 +616,23 @@ class Context:
                 instance = minimal_instance(schema)
                 if instance is not None:
                     yield RunPlan(model_id, {"operation": operation, "input": instance})
+
+    def finished_run(self, run_id: str, within: float) -> dict[str, Any]:
+        """The run once it shows ``completed_at`` (run status names are a gap), or as it last
+        was after ``within`` target seconds."""
+
+        def fetch() -> Any:
+            exchange = self.target.request("GET", f"/v1/runs/{run_id}", operation="retrieveRun")
+            return exchange.json()
+
+        run = self.poll(
+            fetch,
+            lambda r: isinstance(r, dict) and r.get("completed_at") is not None,
+            within=within,
+            step=2.0,
+            why="a run to finish",
+        )
+        return run if isinstance(run, dict) else {}
 
     def _find_plan(self) -> RunPlan | Incomplete:
         tried: list[str] = []

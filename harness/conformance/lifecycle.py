@@ -53,6 +53,7 @@ from harness.conformance.responses import utc_instant
 from harness.conformance.scenarios import walk
 from harness.conformance.seed import SEED
 from harness.conformance.target import Exchange
+from harness.conformance.watch import mentions
 
 __all__ = [
     "END_RULES",
@@ -92,9 +93,10 @@ _PLACED_STATUSES = frozenset({"starting"})
 STARTUP_TIMEOUT_SECONDS = SEED.startup_timeout_seconds
 _PLACEMENT_SECONDS = 60.0
 _GRACE_SECONDS = 60.0
-#: How long a session called running is given to show first_frame_at before it is ended (the
-#: seed ties the two to different events; one that never shows it is judged as placed).
-_STAMP_GRACE_SECONDS = 10.0
+#: How long a session called running is given to show first_frame_at before it is ended: the
+#: seed ties the two to different events, so the stamp may come any time while it runs, and a
+#: session sent no audio runs at most its idle timeout (the seed's default) past that.
+_STAMP_WITHIN_SECONDS = SEED.idle_default + _GRACE_SECONDS
 _SETTLE_SECONDS = 3600.0
 
 
@@ -106,7 +108,7 @@ def judge_end(before: str | None, session: dict[str, Any], exchange: Exchange) -
             raise CheckFailed(f"end on a {before} session changed it to {status!r}", exchange)
         return
     if status == "failed":
-        if progress(before, session) == "not_started" and _mentions(
+        if progress(before, session) == "not_started" and mentions(
             session.get("error"), "no_capacity"
         ):
             return  # the start-up timeout failed the job a moment before the end arrived
@@ -207,12 +209,12 @@ def _running(ctx: Context, session_id: str, history: list[str]) -> dict[str, Any
             "--transport-json",
         )
     if not _ran(session):
-        # Called running a moment before its first frame is stamped: give the stamp a moment,
-        # so that the end is judged against a session that surely ran.
+        # Called running before its first frame is stamped: wait for the stamp (or for the
+        # session to end by itself), so that the end is judged against a session that ran.
         session = ctx.poll(
             fetch,
             lambda s: _ran(s) or s.get("status") != "running",
-            within=_STAMP_GRACE_SECONDS,
+            within=_STAMP_WITHIN_SECONDS,
             step=1.0,
             why="a running session to show its first frame",
         )
@@ -252,7 +254,7 @@ def timestamps_in_order(
 @scenario_check(
     "session_lifecycle_clock",
     "HAR-3", "SES-ST-3", "SES-ST-5", "SES-ST-8", "RES-SESS-4",
-    creates=1, key="any", budget=_PLACEMENT_SECONDS + 2 * _GRACE_SECONDS,
+    creates=1, key="any", budget=_PLACEMENT_SECONDS + _STAMP_WITHIN_SECONDS + _GRACE_SECONDS,
 )  # fmt: skip
 def session_lifecycle_clock(ctx: Context) -> None:
     """A session gets first_frame_at only from its first frame; ended while running it drains
@@ -265,6 +267,11 @@ def session_lifecycle_clock(ctx: Context) -> None:
     history = [str(session.get("status"))]
     running = _running(ctx, sid, history)
     timestamps_in_order(running)
+    if running.get("status") in TERMINAL:
+        raise CheckFailed(
+            f"a session ran and ended {running.get('status')!r} by itself without ever showing "
+            "first_frame_at (RES-SESS-4)"
+        )
     # Without a first frame yet, the end is judged as that of a placed session (either row).
     ended = _end(ctx, sid, "running" if _ran(running) else "starting")
     if ended.get("status") == "canceled":
@@ -292,7 +299,20 @@ def session_lifecycle_clock(ctx: Context) -> None:
     ctx.proves(exchange)
 
 
-def _ends_on_its_own(ctx: Context, room: str, idle: int, limit: int, reason: str) -> None:
+def _judge_reason(ctx: Context, session_id: str, code: str) -> None:
+    """Where the reason can be seen (the simulator's admin API), session.ended names it."""
+    exchange = ctx.target.request("GET", f"/_sim/sessions/{session_id}/events", role="admin")
+    events = expect_status(exchange, 200, what="GET /_sim/sessions/{id}/events").get("data")
+    ended = [e for e in events or [] if isinstance(e, dict) and e.get("type") == "session.ended"]
+    reasons = [e.get("data", {}).get("reason") for e in ended]
+    if reasons != [code]:
+        raise CheckFailed(f"session {session_id}'s session.ended gave reasons {reasons}, not "
+                          f"[{code!r}]")  # fmt: skip
+
+
+def _ends_on_its_own(
+    ctx: Context, room: str, idle: int, limit: int, reason: str, code: str
+) -> None:
     """A session with the given timers runs and then ends by itself, as ``ended``. With timers
     of a second it may have run and ended between two looks, which shows the same."""
     _, session = ctx.new_session(room, idle_timeout_seconds=idle, max_duration_seconds=limit)
@@ -312,7 +332,8 @@ def _ends_on_its_own(ctx: Context, room: str, idle: int, limit: int, reason: str
         step=1.0,
         why=f"the session to run and the {reason} to end it",
     )
-    ran = _ran(final) or "running" in history
+    # Only a session that ran can end ``ended`` (the seed's rows), however briefly it ran.
+    ran = _ran(final) or "running" in history or final.get("status") == "ended"
     if final.get("status") not in TERMINAL:
         if not ran:
             raise Incomplete(
@@ -329,7 +350,9 @@ def _ends_on_its_own(ctx: Context, room: str, idle: int, limit: int, reason: str
     if final.get("status") != "ended":
         raise CheckFailed(f"the {reason} left the session {final.get('status')!r}, not ended")
     check_history(history)
-    timestamps_in_order(final, ran=True)
+    timestamps_in_order(final)  # a session this short may end before its first frame is stamped
+    if ctx.admin:
+        _judge_reason(ctx, sid, code)
 
 
 _TIMER_BUDGET = _PLACEMENT_SECONDS + _GRACE_SECONDS + 30
@@ -337,14 +360,20 @@ _TIMER_BUDGET = _PLACEMENT_SECONDS + _GRACE_SECONDS + 30
 
 @scenario_check("max_duration_ends", "SES-ST-6", creates=1, key="any", budget=_TIMER_BUDGET)
 def max_duration_ends(ctx: Context) -> None:
-    """A running session with max_duration_seconds 1 (and idle 600) is ended by the worker."""
-    _ends_on_its_own(ctx, "max-duration", SEED.idle_max, SEED.max_duration_min, "max duration")
+    """A running session with max_duration_seconds 1 (and idle 600) is ended by the worker, and
+    where the event can be seen, session.ended gives the reason max_duration."""
+    _ends_on_its_own(
+        ctx, "max-duration", SEED.idle_max, SEED.max_duration_min, "max duration", "max_duration"
+    )
 
 
 @scenario_check("idle_timeout_ends", "SES-ST-7", creates=1, key="any", budget=_TIMER_BUDGET)
 def idle_timeout_ends(ctx: Context) -> None:
-    """A running livekit session that receives no audio for idle_timeout_seconds 1 is ended."""
-    _ends_on_its_own(ctx, "idle", SEED.idle_min, SEED.max_duration_ceiling, "idle timeout")
+    """A running livekit session that receives no audio for idle_timeout_seconds 1 is ended,
+    and where the event can be seen, session.ended gives the reason idle_timeout."""
+    _ends_on_its_own(
+        ctx, "idle", SEED.idle_min, SEED.max_duration_ceiling, "idle timeout", "idle_timeout"
+    )
 
 
 # -- capacity, through the simulator's admin API ------------------------------------------------
@@ -370,17 +399,6 @@ def _set_capacity(ctx: Context, workers: int) -> None:
     expect_status(exchange, what="POST /_sim/faults/capacity")
 
 
-def _mentions(value: Any, word: str) -> bool:
-    """Whether ``word`` is a string somewhere in ``value`` (the error's shape is a gap)."""
-    if isinstance(value, str):
-        return value == word
-    if isinstance(value, dict):
-        return any(_mentions(v, word) for v in value.values())
-    if isinstance(value, list):
-        return any(_mentions(v, word) for v in value)
-    return False
-
-
 @scenario_check("startup_timeout_fails", "SES-ST-2", needs=("admin",), creates=1)
 def startup_timeout_fails(ctx: Context) -> None:
     """A job no worker can take is still waiting after 14 s and failed with code no_capacity
@@ -403,7 +421,7 @@ def startup_timeout_fails(ctx: Context) -> None:
                 f"a job no worker took is {late.get('status')!r} after {after:g} s, not failed",
                 exchange,
             )
-        if not _mentions(late.get("error"), "no_capacity"):
+        if not mentions(late.get("error"), "no_capacity"):
             raise CheckFailed(
                 f"the start-up timeout's error {late.get('error')!r} has no code no_capacity",
                 exchange,

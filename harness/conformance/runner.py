@@ -341,7 +341,11 @@ def _result(check: Check, options: RunOptions, out: _Outcomes, fuzz_ran: bool) -
         elif not fuzz_ran:
             why = Incomplete("not run: the run stopped before the fuzz")
     if why is None and applied == 0 and not failures:
-        why = Incomplete("no response this check applies to was seen")
+        why = (
+            NotApplicable("the run met nothing this check applies to, and cannot bring it about")
+            if check.opportunistic
+            else Incomplete("no response this check applies to was seen")
+        )
     outcome: Outcome
     if failures:
         outcome = "failed"

@@ -197,22 +197,6 @@ def _assets(ctx: Context) -> list[dict[str, Any]]:
     ]
 
 
-def _finished(ctx: Context, run_id: str) -> dict[str, Any]:
-    """The run once it shows ``completed_at`` (status names are a gap), within the budget."""
-
-    def fetch() -> Any:
-        return ctx.target.request("GET", f"/v1/runs/{run_id}", operation="retrieveRun").json()
-
-    run = ctx.poll(
-        fetch,
-        lambda r: isinstance(r, dict) and r.get("completed_at") is not None,
-        within=_ASSET_WITHIN,
-        step=2.0,
-        why="a run to finish",
-    )
-    return run if isinstance(run, dict) else {}
-
-
 def _make_asset(ctx: Context) -> None:
     """Run a model whose outputs include a medium until one of its outputs names an asset."""
     tried = 0
@@ -226,7 +210,7 @@ def _make_asset(ctx: Context) -> None:
         run = exchange.json() if is_success(exchange) else None
         if not isinstance(run, dict) or not isinstance(run.get("id"), str):
             continue
-        outputs = _finished(ctx, run["id"]).get("outputs") or []
+        outputs = ctx.finished_run(run["id"], _ASSET_WITHIN).get("outputs") or []
         if any(isinstance(o, dict) and o.get("asset_id") for o in outputs):
             return
 

@@ -23,10 +23,23 @@ from harness.conformance.operations import operation_of
 from harness.conformance.responses import resources_in
 from harness.conformance.target import Exchange
 
-__all__ = ["TERMINAL", "SessionWatch", "current_watch", "watching"]
+__all__ = ["PLACED", "TERMINAL", "SessionWatch", "current_watch", "mentions", "watching"]
 
 #: The seed's terminal session states.
 TERMINAL = frozenset({"ended", "failed", "canceled"})
+#: Statuses that show a session on a worker.
+PLACED = frozenset({"starting", "running", "ending"})
+
+
+def mentions(value: Any, word: str) -> bool:
+    """Whether ``word`` is a string somewhere in ``value`` (an error's shape is a gap)."""
+    if isinstance(value, str):
+        return value == word
+    if isinstance(value, dict):
+        return any(mentions(v, word) for v in value.values())
+    if isinstance(value, list):
+        return any(mentions(v, word) for v in value)
+    return False
 
 
 @dataclass
@@ -98,6 +111,10 @@ def terminal_states_final(exchange: Exchange) -> bool:
     answer: retrieve, end, list)."""
     watch = current_watch()
     applied = False
+    if exchange.method == "POST" and "idempotency-key" in {
+        name.lower() for name in exchange.request_headers
+    }:
+        return False  # a create's replay answers the original response, as it was then
     for session in sessions_in(exchange):
         session_id, status = session.get("id"), session.get("status")
         if not isinstance(session_id, str) or not isinstance(status, str):
@@ -106,4 +123,32 @@ def terminal_states_final(exchange: Exchange) -> bool:
         applied = applied or tested
         if problem is not None:
             raise CheckFailed(problem, exchange)
+    return applied
+
+
+@response_check("unplaced_failure_code", "SES-ST-2", opportunistic=True)
+def unplaced_failure_code(exchange: Exchange) -> bool:
+    """A session seen failed that was never placed on a worker (no started_at, never seen
+    starting or running) failed by the start-up timeout: its error names no_capacity."""
+    watch = current_watch()
+    applied = False
+    for session in sessions_in(exchange):
+        session_id = session.get("id")
+        if session.get("status") != "failed" or not isinstance(session_id, str):
+            continue
+        placed = (
+            session.get("started_at")
+            or session.get("first_frame_at")
+            or any(status in PLACED for status in watch.statuses(session_id))
+        )
+        if placed:
+            continue
+        applied = True
+        if not mentions(session.get("error"), "no_capacity"):
+            raise CheckFailed(
+                f"session {session_id} failed without being placed, but its error "
+                f"{session.get('error')!r} names no no_capacity (the seed's one failure of a "
+                "job no worker took)",
+                exchange,
+            )
     return applied

@@ -543,6 +543,11 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("no_capacity_renamed", "startup_timeout_fails",
              Edits(response=(_each("session", lambda s: s.update(error={"code": "timeout"})
                                    if s.get("error") else None, _ANY),))),
+    Mutation("unplaced_failure_without_code", "unplaced_failure_code",
+             Edits(response=(_each("session", lambda s: s.update(error={"code": "timeout"})
+                                   if s.get("error") else None, _ANY),),
+                   config={"scheduler.workers": 0}),
+             drive=("session_lifecycle_clock",)),
     Mutation("at_capacity_renamed", "at_capacity_refused",
              Edits(response=(_error(lambda c, r: r.status == 503, code="overloaded"),))),
     Mutation("default_idle_60", "session_defaults",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -198,3 +199,26 @@ def test_a_quick_run_that_leaves_checks_undone_exits_3(
     out = capsys.readouterr().out
     assert (incomplete, allowed) == (3, 0)
     assert "INCOMPLETE" in out and "without --quick" in out
+
+
+@pytest.mark.slow
+@pytest.mark.req("HAR-2", "HAR-3", "LIM-3", "SES-ST-6", "SES-ST-7")
+def test_a_default_run_in_real_time_takes_at_most_six_minutes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's run against a served simulator whose clock is the wall's: the keys, a
+    model and a run body, no admin token. Every check that can run does, in real time, and
+    only the 24-hour window is left (exit 3); it takes at most six minutes."""
+    with served(tmp_path) as server:
+        started = time.monotonic()
+        code = cli.main(
+            ["conformance", *_keys(server), "--model", "sim/echo-text",
+             "--run-json", '{"operation": "generate", "input": {"prompt": "hello"}}']
+        )  # fmt: skip
+        took = time.monotonic() - started
+    captured = capsys.readouterr()
+    assert code == 3, captured.out
+    assert "0 failed, 1 incomplete" in captured.out
+    assert "--max-wait 86402: idempotency_window" in captured.out
+    assert took <= 360, took
+    assert "finished in" in captured.err
