@@ -12,7 +12,7 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from sim.columns import Interner
+from sim.columns import Column, Interner, Table
 
 __all__ = ["ApiCall", "ApiLog"]
 
@@ -81,6 +81,17 @@ class ApiLog:
     def call(self, index: int) -> ApiCall:
         operation_id, org_id, outcome, error_type = self.kinds[self.kind_codes[index]]
         return ApiCall(self.times[index], operation_id, org_id, outcome, error_type)
+
+    def export(self) -> Table:
+        """The calls the log shows, oldest first: ``at`` (time) and ``operation_id``,
+        ``org_id``, ``outcome`` and ``error_type`` (categories), the fields of ``ApiCall``."""
+        first = self._first()
+        picked = self.kind_codes[first:]
+        kinds = self.kinds.values
+        columns = {"at": Column("time", self.times[first:])}
+        for index, name in enumerate(("operation_id", "org_id", "outcome", "error_type")):
+            columns[name] = Column("category", picked, labels=[k[index] for k in kinds])
+        return Table(len(picked), columns)
 
     def __iter__(self) -> Iterator[ApiCall]:
         return (self.call(i) for i in range(self._first(), len(self.times)))

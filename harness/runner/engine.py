@@ -26,7 +26,9 @@ from harness.runner.clients import ClientPool, OrgHandle
 from harness.runner.door import Door
 from harness.runner.faults import start_faults
 from harness.runner.picks import WeightedPick
+from harness.runner.records import CallLog, ClientLog
 from harness.scenarios.model import RunMix, Scenario
+from sim.columns import Table
 from sim.config import HistoryConfig, SimConfig
 from sim.platform import Platform
 from sim.sessions.scheduler import PoolStatus
@@ -54,6 +56,14 @@ class RawRun:
     samples: tuple[PoolStatus, ...]
     usage: tuple[tuple[str, str, dict[str, Any]], ...]  # (org name, timezone, usage summary)
     end: float
+
+    def call_table(self) -> Table:
+        """The clients' requests (``CallLog.export``; no rows when the run kept no log)."""
+        return (self.pool.calls or CallLog()).export()
+
+    def client_table(self) -> Table:
+        """The clients' arrivals (``ClientLog.export``; no rows when the run kept no log)."""
+        return (self.pool.clients or ClientLog()).export()
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,8 +29,8 @@ from struct import pack
 from types import MappingProxyType
 from typing import Any, Generic, Literal, TypeVar, cast, overload
 
-from sim.columns import Interner, Ulids
-from sim.ids import IdFactory, format_value
+from sim.columns import Column, Interner, Table, Ulids
+from sim.ids import PREFIXES, IdFactory, format_value
 
 __all__ = [
     "ATTRIBUTION",
@@ -761,6 +761,38 @@ class Ledger:
     def window(self, org_id: str, start: float, end: float) -> Sequence[LedgerEntry]:
         """The organization's entries dated in ``[start, end)``, by time (then append order)."""
         return tuple(self.entry(row) for row in self.window_rows(org_id, start, end))
+
+    def export(self) -> Table:
+        """Every row in append order: ``id``; ``kind`` and ``org_id`` (categories); ``at``
+        (time); ``credits``, ``rollover_delta``, ``included_delta``, ``granted_delta``;
+        ``session_id``, ``run_id``; ``internal`` (bool); ``billable_seconds``; and each field of
+        ``ATTRIBUTION`` (categories). A debit's overage is not a column: it is its credits plus
+        its deltas (``LedgerEntry.overage``)."""
+        self.flush()
+        attributions = self.attributions.values
+        columns = {
+            "id": Column(
+                "id", self._ulids.high, prefix=PREFIXES["ledger_entry"], low=self._ulids.low
+            ),
+            "kind": Column("category", self._kinds, labels=ENTRY_KINDS),
+            "org_id": Column("category", self._org_codes, labels=self.orgs.values),
+            "at": Column("time", self._times),
+            "credits": Column("int", self._credits),
+            "rollover_delta": Column("int", self._rollover_deltas),
+            "included_delta": Column("int", self._included_deltas),
+            "granted_delta": Column("int", self._granted_deltas),
+            "session_id": Column("text", self._session_ids),
+            "run_id": Column("text", self._run_ids),
+            "internal": Column("bool", self._internal),
+            "billable_seconds": Column("int", self._billable_seconds),
+            **{
+                name: Column(
+                    "category", self._attribution_codes, labels=[a[index] for a in attributions]
+                )
+                for index, name in enumerate(ATTRIBUTION)
+            },
+        }
+        return Table(self._rows, columns)
 
     def release(self) -> None:
         """Forget every row and running total: who read the ledger in bulk (a run's collector,
