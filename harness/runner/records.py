@@ -107,16 +107,6 @@ def _labels(
     return list(index) or [("", "")], np.array(label, dtype=np.int64)
 
 
-def _filled(values: dict[int, float], count: int) -> np.ndarray[Any, Any]:
-    """``count`` floats: ``values`` at their rows, NaN elsewhere."""
-    column = np.full(count, _NAN)
-    if values:
-        column[np.fromiter(values, dtype=np.int64, count=len(values))] = np.fromiter(
-            values.values(), dtype=np.float64, count=len(values)
-        )
-    return column
-
-
 def _optional(value: float) -> float | None:
     return None if math.isnan(value) else value
 
@@ -201,14 +191,6 @@ class CallLog:
 
     def __iter__(self) -> Iterator[CallRecord]:
         return (self[i] for i in range(len(self.at)))
-
-    def retry_afters(self) -> np.ndarray[Any, Any]:
-        """The ``retry_after`` column as floats (NaN: none)."""
-        return _filled(self.retry_after, len(self.at))
-
-    def delays(self) -> np.ndarray[Any, Any]:
-        """The ``delay`` column as floats (NaN: none)."""
-        return _filled(self.delay, len(self.at))
 
     def export(self) -> Table:
         """Every request in the order made, one column per field of ``CallRecord`` (its
