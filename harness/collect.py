@@ -27,7 +27,6 @@ is categorical; a value that does not apply is missing (``NaT``/``NaN``/``<NA>``
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
 from collections.abc import Mapping
@@ -242,7 +241,7 @@ def _api_calls(raw: RawRun) -> pd.DataFrame:
 _EVENT_COLUMNS = (
     "event_id", "at", "t", "type", "organization", "org_id", "object_type", "object_id",
     "status", "reason", "code", "billable_seconds", "frames", "worker_id", "drain_seconds",
-    "dropped_seconds", "payload", "data",
+    "dropped_seconds", "payload",
 )  # fmt: skip
 
 
@@ -256,13 +255,6 @@ def _events(raw: RawRun) -> pd.DataFrame:
     events["organization"] = _named(raw, events["org_id"])
     events["billable_seconds"] = events.pop("seconds")
     events["frames"] = events["billable_seconds"] * raw.platform.config.sessions.frames_per_second
-    log = raw.platform.kernel.events
-    events["data"] = strings(
-        [
-            json.dumps(log.render(log.payload(i)), sort_keys=True, separators=(",", ":"))
-            for i in range(len(log))
-        ]
-    )
     return events[list(_EVENT_COLUMNS)]
 
 

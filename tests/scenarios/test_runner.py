@@ -87,7 +87,7 @@ def test_api_calls_utilization_and_ledger_schemas(result: RunResult) -> None:
         "organization": "category", "org_id": "category", "object_type": "category",
         "object_id": "str", "status": "category", "reason": "category", "code": "category",
         "billable_seconds": "int", "frames": "int", "worker_id": "category",
-        "drain_seconds": "float", "dropped_seconds": "float", "payload": "str", "data": "str",
+        "drain_seconds": "float", "dropped_seconds": "float", "payload": "str",
     }  # fmt: skip
     assert set(result.tables()) == set(TABLES)
 
