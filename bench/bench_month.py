@@ -52,9 +52,11 @@ def month(sessions: int, records: str) -> dict[str, Any]:
     phase's time and the memory after simulating are known apart."""
     from bench.month import month_scenario
     from harness.collect import collect
+    from harness.gc_policy import collect_rarely
     from harness.runner import simulate
 
     scenario = month_scenario(sessions, records=records)
+    collect_rarely()  # as ``avatar-sim run`` does: this subprocess is the benchmark's
     wall, cpu = time.perf_counter(), time.process_time()
     raw = simulate(scenario)
     simulated = time.perf_counter()

@@ -9,7 +9,6 @@ Categories become pandas categoricals whose categories are the distinct values, 
 
 from __future__ import annotations
 
-import ctypes
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -32,7 +31,6 @@ __all__ = [
     "floats",
     "lookup",
     "relabel",
-    "return_free_memory",
     "strings",
     "text_column",
     "times",
@@ -41,11 +39,6 @@ __all__ = [
     "ulids",
     "unix_us",
 ]
-
-try:  # glibc's: hands the C heap's free pages back to the system
-    _MALLOC_TRIM: Any = ctypes.CDLL(None).malloc_trim
-except (OSError, AttributeError):  # another C library: it keeps them
-    _MALLOC_TRIM = None
 
 _CROCKFORD = np.frombuffer(b"0123456789ABCDEFGHJKMNPQRSTVWXYZ", dtype=np.uint8)
 #: The allocator of the Arrow buffers the tables are built in. Not pyarrow's default (mimalloc):
@@ -162,18 +155,6 @@ def text_column(texts: Iterable[str | None], chunk: int = _TEXT_CHUNK) -> pd.Ser
         chunks.append(pa.array(batch, type=pa.large_string(), memory_pool=POOL))
         del batch
     return arrow_strings(pa.chunked_array(chunks, type=pa.large_string()))
-
-
-def return_free_memory() -> None:
-    """Return the C heap's free pages to the system (``malloc_trim``, where the C library has
-    it; nothing elsewhere).
-
-    Why: building a large table frees as much as it keeps (conversions, chunk lists, the
-    records a collector was handed), and the C allocator keeps those holes resident; the next
-    tables fill only part of them. Trimmed after each table, a 100,000-session month at
-    ``records: full`` ends collecting about 35 MB lower, which is its peak."""
-    if _MALLOC_TRIM is not None:
-        _MALLOC_TRIM(0)
 
 
 def to_frame(table: Table, clock: Clock, *, empty: bool = False) -> pd.DataFrame:

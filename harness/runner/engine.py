@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from harness.gc_policy import rare_collections
 from harness.runner.arrivals import arrival_instants, follow, merged, poisson_instants
 from harness.runner.clients import ClientPool, OrgHandle
 from harness.runner.door import Door
@@ -222,11 +221,10 @@ def simulate(
     grid = _grid(scenario.sample_every, end)
     follow(platform.clock.env, grid, lambda _: samples.append(status()))
     steps = 1 if progress is None else 100
-    with rare_collections():
-        for step in range(1, steps + 1):
-            platform.clock.advance_to(end * step / steps)
-            if progress is not None:
-                progress(float(platform.clock.now))
+    for step in range(1, steps + 1):
+        platform.clock.advance_to(end * step / steps)
+        if progress is not None:
+            progress(float(platform.clock.now))
     orgs = installed.organizations
     usage = _usage(platform, scenario, orgs, end)
     return RawRun(
