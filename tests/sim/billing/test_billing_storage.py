@@ -1,9 +1,9 @@
-"""Pending ledger rows: written as tuples, moved into the typed columns in bulk (``flush``).
+"""Waiting ledger rows: written as tuples, moved into the typed columns in bulk (``flush``).
 
 Whenever the rows are moved (every few hundred rows, or at the first read of a column), every
 reader must see the columns a row-by-row append would have built: the values written, in append
 order, the same ids, and the same indexes. And ``retract`` and ``release`` must work whether the
-newest rows are still pending or not.
+newest rows are still waiting or not.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import sim.billing.ledger as ledger_module
+import sim.billing.storage as storage_module
 from sim.billing.ledger import ENTRY_KINDS, Ledger, attribute
+from sim.billing.storage import LedgerRows
 from sim.columns import Ulids
 from sim.kernel import Kernel
 
@@ -50,10 +51,10 @@ ops = st.lists(
 
 
 def _expected_columns(ledger: Ledger) -> dict[str, list[Any]]:
-    """Every column as a list, read through the public names (which move pending rows in)."""
+    """Every column as a list, read through the public names (which move waiting rows in)."""
     columns: dict[str, list[Any]] = {}
-    for name in Ledger.COLUMNS:
-        column = getattr(ledger, name)
+    for name in LedgerRows.COLUMNS:
+        column = getattr(ledger.rows, name)
         if isinstance(column, Ulids):
             columns[name] = [column[row] for row in range(len(column))]
         else:
@@ -80,16 +81,16 @@ def _play(ops: list[tuple[Any, ...]], reads: bool) -> Ledger:
             _, org, at, credits = op
             ledger.append("reservation", org, at, credits, run_id=f"run_{index}")
         elif reads:
-            len(ledger.times)  # any read of a column moves the pending rows in
+            len(ledger.rows.times)  # any read of a column moves the waiting rows in
     return ledger
 
 
 @pytest.mark.req("SIM-5")
 @settings(max_examples=80, deadline=None)
 @given(ops=ops)
-def test_columns_are_the_same_whenever_the_pending_rows_move_in(ops: list[tuple[Any, ...]]) -> None:
+def test_columns_are_the_same_whenever_the_waiting_rows_move_in(ops: list[tuple[Any, ...]]) -> None:
     read_often, read_at_end = _play(ops, reads=True), _play(ops, reads=False)
-    with patch.object(ledger_module, "_PENDING_ROWS", 3):  # moved in every third row or so
+    with patch.object(storage_module, "_WAITING_ROWS", 3):  # moved in every third row or so
         moved_often = _play(ops, reads=False)
     assert _expected_columns(moved_often) == _expected_columns(read_at_end)
     assert len(read_often) == len(read_at_end)
@@ -138,20 +139,20 @@ def test_columns_hold_the_values_written_in_append_order(ops: list[tuple[Any, ..
             sessions.append(None)
             runs.append(f"run_{index}" if op[0] == "reservation" else None)
             seconds.append(0)
-    assert [ENTRY_KINDS[k] for k in ledger.kinds] == kinds
-    assert [ledger.orgs[code] for code in ledger.org_codes] == orgs
-    assert list(ledger.times) == times
-    assert list(ledger.credits) == credits
-    assert ledger.session_ids == sessions
-    assert ledger.run_ids == runs
-    assert list(ledger.billable_seconds) == seconds
-    assert list(ledger.internal) == internal
+    assert [ENTRY_KINDS[k] for k in ledger.rows.kinds] == kinds
+    assert [ledger.rows.orgs[code] for code in ledger.rows.org_codes] == orgs
+    assert list(ledger.rows.times) == times
+    assert list(ledger.rows.credits) == credits
+    assert ledger.rows.session_ids == sessions
+    assert ledger.rows.run_ids == runs
+    assert list(ledger.rows.billable_seconds) == seconds
+    assert list(ledger.rows.internal) == internal
     assert len(set(_expected_columns(ledger)["ulids"])) == len(ledger)  # one id per row
 
 
 @pytest.mark.req("SIM-5")
 @pytest.mark.parametrize("moved_in", [False, True])
-def test_retract_removes_the_newest_row_pending_or_not(moved_in: bool) -> None:
+def test_retract_removes_the_newest_row_waiting_or_not(moved_in: bool) -> None:
     ledger = Ledger(Kernel.create().ids)
     ledger.append("grant", "org_a", 0.0, 100, granted_delta=100)
     ledger.charge_session("org_a", 1.0, "sess_1", 10, [(2, False, True, attribute(quality="pro"))])
@@ -161,14 +162,14 @@ def test_retract_removes_the_newest_row_pending_or_not(moved_in: bool) -> None:
         list(ledger.window_rows("org_a", 0, 9)),
     )
     if not moved_in:
-        assert ledger._pending == []  # the reads above moved them in
+        assert ledger.rows._waiting == []  # the reads above moved them in
     row = ledger.append(
         "reservation", "org_a", 2.0, 30, run_id="run_1", attribution=attribute(model="m")
     )
     if moved_in:
-        len(ledger.kinds)
+        len(ledger.rows.kinds)
     else:
-        assert ledger._pending  # the reservation is still pending
+        assert ledger.rows._waiting  # the reservation is still waiting
     assert ledger.totals("org_a")[3] == 30
     ledger.retract(row)
     assert len(ledger) == row
@@ -179,17 +180,17 @@ def test_retract_removes_the_newest_row_pending_or_not(moved_in: bool) -> None:
     )
     assert after == before
     assert ledger.run_rows("run_1") == ()
-    assert len(ledger.attributions) == 2  # the reservation's attribution is forgotten with it
+    assert len(ledger.rows.attributions) == 2  # the reservation's attribution is forgotten with it
 
 
 @pytest.mark.req("SIM-5")
-def test_release_drops_pending_rows_too() -> None:
+def test_release_drops_waiting_rows_too() -> None:
     ledger = Ledger(Kernel.create().ids)
     for i in range(5):
         ledger.append("grant", "org_a", float(i), 1, granted_delta=1)
     ledger.release()
     assert len(ledger) == 0
-    assert _expected_columns(ledger) == {name: [] for name in Ledger.COLUMNS}
+    assert _expected_columns(ledger) == {name: [] for name in LedgerRows.COLUMNS}
     ledger.append("grant", "org_b", 0.0, 3, granted_delta=3)
     assert [e.org_id for e in ledger] == ["org_b"]
     assert ledger.entry(0).seq == 0
