@@ -37,8 +37,8 @@ class ApiLog:
     def __init__(self, size: int | None = None) -> None:
         self.size = size
         self._trimmed = 0
-        #: Two columns: the time of each call and the code of its ``CallKind`` (one append each,
-        #: where a column per field cost four).
+        #: Two columns: the time of each call and the code of its ``CallKind`` (a run repeats
+        #: few kinds).
         self.kinds: Interner[CallKind] = Interner()
         self.times = array("d")
         self.kind_codes = array("I")
@@ -57,8 +57,7 @@ class ApiLog:
             return
         self.times.append(at)
         kind = (operation_id, org_id, outcome, error_type)
-        code = self.kinds.find(kind)  # ``code`` after its cheap ``find``: every call pays it
-        self.kind_codes.append(self.kinds.code(kind) if code is None else code)
+        self.kind_codes.append(self.kinds.code(kind))
         full = self._full
         if full is not None and len(self.times) >= full:
             self._trim(full // 2)

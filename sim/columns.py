@@ -70,24 +70,25 @@ class Interner(Generic[V]):
     """A small vocabulary of repeated values (event types, org ids, attribution tuples) and their
     codes: a column stores the code, the vocabulary the value once."""
 
-    __slots__ = ("_codes", "find", "values")
+    __slots__ = ("_codes", "values")
 
     def __init__(self, values: Iterable[V] = ()) -> None:
         self.values: list[V] = []
         self._codes: dict[V, int] = {}
-        #: The code of ``value`` if it was ever interned (without adding it). The dictionary's
-        #: own ``get`` (C code), not a method around it: the hot writers ask ``find`` first and
-        #: call ``code`` only for a value not seen yet, saving a Python frame per record.
-        self.find: Callable[[V], int | None] = self._codes.get
         for value in values:
             self.code(value)
 
     def code(self, value: V) -> int:
+        """The code of ``value``, interned now if it is new."""
         code = self._codes.get(value)
         if code is None:
             code = self._codes[value] = len(self.values)
             self.values.append(value)
         return code
+
+    def find(self, value: V) -> int | None:
+        """The code of ``value`` if it was ever interned (without adding it)."""
+        return self._codes.get(value)
 
     def forget(self, code: int, codes: Iterable[int]) -> None:
         """Forget the newest value if it is ``code`` and no code of ``codes`` (the column that

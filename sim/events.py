@@ -34,7 +34,8 @@ __all__ = ["Event", "EventLog", "Producer", "Renderer", "Subscriber"]
 #: A stored payload: a dictionary kept whole (``emit``), or a registered producer's handle and
 #: its values ``(handle, row, status, seconds, value)`` (``emit_values``).
 Payload = dict[str, Any] | tuple[Any, ...]
-#: The handle of the events whose payload is kept whole (producers' handles follow it).
+#: The handle of the events whose payload is kept whole, as their own value (``emit``); the
+#: registered producers' handles follow it.
 WHOLE = 0
 _LOW_64 = (1 << 64) - 1
 
@@ -134,15 +135,14 @@ class EventLog:
         self._random_high = array("Q")
         self._random_low = array("Q")
         self._subjects: list[str | None] = []
-        # The payload ``(handle, row, status, seconds, value)``, one column each (fillers when
-        # the handle is ``WHOLE``: the payload is then ``_whole[index]``). The status and the
+        # The payload ``(handle, row, status, seconds, value)``, one column each (for the handle
+        # ``WHOLE`` the value is the payload dictionary, the others fillers). The status and the
         # event's own value are shared objects (a status string, a reason, ``None``).
         self._handles = array("I")
         self._rows = array("Q")
         self._seconds = array("Q")
         self._statuses: list[Any] = []
         self._values: list[Any] = []
-        self._whole: dict[int, dict[str, Any]] = {}
 
     # -- producers -------------------------------------------------------------------------
 
@@ -161,44 +161,22 @@ class EventLog:
     def emit(
         self, type_: str, org_id: str, data: Mapping[str, Any], *, subject: str | None = None
     ) -> Event:
-        """Append an event whose payload is ``data`` as given (copied)."""
+        """Append an event whose payload is ``data`` as given (copied): the producer ``WHOLE``'s
+        event, with the payload as its own value."""
         payload = dict(data)
         if subject is None:
             obj = payload.get("object")
             subject = obj.get("id") if isinstance(obj, dict) else None
         bits = self._draw()
         now = self.clock.now
-        event = Event(self, type_, org_id, now, subject, bits, payload)
-        self._emit_whole(type_, org_id, subject, payload, now, bits, event)
-        return event
-
-    def _emit_whole(
-        self,
-        type_: str,
-        org_id: str,
-        subject: str | None,
-        payload: dict[str, Any],
-        now: float,
-        bits: int,
-        event: Event,
-    ) -> None:
-        if self._journal.active:  # inside an operation: published once it succeeds
-            self._journal.deferred.append(
-                (self._emit_whole, (type_, org_id, subject, payload, now, bits, event))
-            )
-            return
-        code, route = self._lane(type_, org_id)
-        if self.keep:
-            self._whole[len(self._times)] = payload
-            self._append(code, now, subject, bits, WHOLE, 0, None, 0, None)
-        for subscriber in route:
-            subscriber(event)
+        self.emit_values(type_, org_id, subject, WHOLE, 0, None, 0, payload, now, bits)
+        return Event(self, type_, org_id, now, subject, bits, payload)
 
     def emit_values(
         self,
         type_: str,
         org_id: str,
-        subject: str,
+        subject: str | None,
         handle: int,
         row: int,
         status: Any,
@@ -218,12 +196,12 @@ class EventLog:
         receives is built only when one wants it."""
         if bits is None:
             bits = self._draw()
+        lanes = self._lanes.get(org_id)
+        lane = None if lanes is None else lanes.get(type_)
         journal = self._journal
         if journal.active:  # inside an operation: published once it succeeds
-            if not self.keep:  # nothing is stored: held back only if someone may want it
-                lane = self._lanes.get(org_id, {}).get(type_)
-                if lane is not None and not lane[1]:
-                    return
+            if not self.keep and lane is not None and not lane[1]:
+                return  # nothing is stored and nobody wants it
             journal.deferred.append(
                 (
                     self.emit_values,
@@ -231,9 +209,18 @@ class EventLog:
                 )
             )
             return
-        code, route = self._lane(type_, org_id)
+        code, route = self._lane(type_, org_id) if lane is None else lane
         if self.keep:
-            self._append(code, now, subject, bits, handle, row, status, seconds, value)
+            self._kind_codes.append(code)
+            self._times.append(now)
+            self._subjects.append(subject)
+            self._random_high.append(bits >> 64)
+            self._random_low.append(bits & _LOW_64)
+            self._handles.append(handle)
+            self._rows.append(row)
+            self._seconds.append(seconds)
+            self._statuses.append(status)
+            self._values.append(value)
         if route:
             event = Event(
                 self, type_, org_id, now, subject, bits, (handle, row, status, seconds, value)
@@ -241,34 +228,12 @@ class EventLog:
             for subscriber in route:
                 subscriber(event)
 
-    def _append(
-        self,
-        code: int,
-        now: float,
-        subject: str | None,
-        bits: int,
-        handle: int,
-        row: int,
-        status: Any,
-        seconds: int,
-        value: Any,
-    ) -> None:
-        self._kind_codes.append(code)
-        self._times.append(now)
-        self._subjects.append(subject)
-        self._random_high.append(bits >> 64)
-        self._random_low.append(bits & _LOW_64)
-        self._handles.append(handle)
-        self._rows.append(row)
-        self._seconds.append(seconds)
-        self._statuses.append(status)
-        self._values.append(value)
-
     def payload(self, index: int) -> Payload:
         """The payload stored for event ``index``, as it was given."""
         handle = self._handles[index]
         if handle == WHOLE:
-            return self._whole[index]
+            value: dict[str, Any] = self._values[index]
+            return value
         return (
             handle,
             self._rows[index],
@@ -286,6 +251,8 @@ class EventLog:
         """The ``data`` of a stored payload."""
         if isinstance(payload, dict):
             return dict(payload)
+        if payload[0] == WHOLE:
+            return dict(payload[4])
         renderer = self._producers[payload[0]].renderer
         assert renderer is not None
         return renderer(payload[1:])
@@ -370,11 +337,15 @@ class EventLog:
         fields = {p.field: p.kind for p in producers if p.field is not None}
         field_of = [p.field for p in producers]
         values: dict[str, dict[int, Any]] = {name: {} for name in fields}
+        whole: dict[int, dict[str, Any]] = {}
         for index, (handle, value) in enumerate(zip(self._handles, self._values, strict=True)):
+            if handle == WHOLE:
+                whole[index] = value
+                continue
             name = field_of[handle]
             if name is not None and value is not None:
                 values[name][index] = value
-        for index, payload in self._whole.items():  # rare: their values are in the dictionary
+        for index, payload in whole.items():  # rare: their values are in the dictionary
             obj = payload.get("object")
             obj = obj if isinstance(obj, dict) else {}
             handles[index] = len(object_types)
@@ -398,13 +369,13 @@ class EventLog:
             "object_type": Column("category", handles, labels=object_types),
             "object_id": Column("text", self._subjects),
             "status": Column("category", statuses),
-            "seconds": Column("int", self._seconds, missing=self._whole.keys()),
+            "seconds": Column("int", self._seconds, missing=whole.keys()),
             **{name: Column(kind, values[name]) for name, kind in fields.items()},
             "payload": Column(
                 "text",
                 {
                     index: json.dumps(payload, sort_keys=True, separators=(",", ":"))
-                    for index, payload in self._whole.items()
+                    for index, payload in whole.items()
                 },
             ),
         }

@@ -120,8 +120,9 @@ class Ledger:
         rows, first = self.rows, len(self.rows)
         for per_second, internal, carries, attribution in tariff:
             credits = seconds * per_second
-            pools = (org.rollover, org.included, org.granted)
-            deltas = split_debit(pools, credits, coverable=sum(pools) - org.held)
+            rollover, included, granted = org.rollover, org.included, org.granted
+            coverable = rollover + included + granted - org.held
+            deltas = split_debit((rollover, included, granted), credits, coverable)
             row = rows.append(
                 self._ids.value(),
                 _CHARGE,

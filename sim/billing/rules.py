@@ -205,9 +205,7 @@ def attribute(
 TariffLine = tuple[int, bool, bool, Attribution]
 
 
-def split_debit(
-    pools: tuple[int, int, int], credits: int, *, coverable: int
-) -> tuple[int, int, int]:
+def split_debit(pools: tuple[int, int, int], credits: int, coverable: int) -> tuple[int, int, int]:
     """Pool deltas for a debit of ``credits`` from the pools ``(rollover, included, granted)``:
     rollover first, then included, then granted (GAP-BILL-3).
 

@@ -133,8 +133,6 @@ class LedgerRows:
     ) -> int:
         """Append one row (its kind's and organization's codes, ``deltas`` as (rollover,
         included, granted)); returns its position."""
-        attributions = self.attributions
-        code = attributions.find(attribution)  # a value seen before: the common case
         waiting = self._waiting
         waiting.append(
             (
@@ -148,7 +146,7 @@ class LedgerRows:
                 run_id,
                 internal,
                 billable_seconds,
-                attributions.code(attribution) if code is None else code,
+                self.attributions.code(attribution),
             )
         )
         if len(waiting) >= _WAITING_ROWS:

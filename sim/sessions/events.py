@@ -19,7 +19,7 @@ from typing import Any, Final
 from sim.clock import Clock
 from sim.columns import ColumnKind
 from sim.events import EventLog
-from sim.sessions.records import SessionState
+from sim.sessions.records import SessionState, usage_of
 from sim.sessions.store import SessionStore
 
 __all__ = ["SESSION_EVENTS", "EventFields", "SessionEvents"]
@@ -82,10 +82,7 @@ class SessionEvents:
 
     def publish(self, type_: str, state: SessionState, now: float, value: Any = None) -> None:
         """Publish ``type_`` about ``state`` now, with its own ``value`` and the usage it shows
-        now (``usage_of``, inlined: every session event pays for it)."""
-        seconds = state.final_billable_seconds
-        if seconds is None:
-            seconds = 0 if state.heartbeats is None else state.heartbeats.usage_seconds(now)
+        now."""
         self._log.emit_values(
             type_,
             state.org_id,
@@ -93,7 +90,7 @@ class SessionEvents:
             self.handles[type_],
             state.number,
             state.status,
-            seconds,
+            usage_of(state, now),
             value,
             now,
         )

@@ -103,15 +103,10 @@ class SessionStore:
             state.idle_timeout_seconds,
             state.resets_on_silence,
         )
-        # ``Interner.code``, its common case (a value seen before) first: two per session.
-        code = self.profiles.find(profile)
-        self.profile_codes.append(self.profiles.code(profile) if code is None else code)
+        self.profile_codes.append(self.profiles.code(profile))
         self.max_durations.append(state.max_duration_seconds)
         transport = state.transport
-        keys = tuple(transport)
-        shape = self._transport_shapes.find(keys)
-        if shape is None:
-            shape = self._transport_shapes.code(keys)
+        shape = self._transport_shapes.code(tuple(transport))
         self.transports.append((shape, *transport.values()))
         self.metadata.append(state.metadata or None)
         if state.embed_id is not None:
@@ -144,7 +139,6 @@ class SessionStore:
         self.created_at.pop()
 
     def _grow(self) -> None:
-        # ``frombytes``, not ``extend(bytes(...))``: extending with bytes goes value by value.
         self.status_codes.frombytes(bytes(_GROW))
         for column in (self.started_at, self.first_frame_at, self.ending_at, self.ended_at):
             column.extend(array("d", [_NAN]) * _GROW)
@@ -169,15 +163,9 @@ class SessionStore:
             self.ended_at[row] = ended
         # "" (none) is code 0 of both vocabularies: a session has a reason or an error, not both.
         reason, error, worker = state.end_reason, state.error_code, state.worker_id
-        # ``Interner.code`` after its cheap ``find`` (a value seen before: the common case).
-        reasons, workers = self.reasons, self.workers
-        self.end_reason_codes[row] = (
-            0 if reason is None else reasons.find(reason) or reasons.code(reason)
-        )
-        self.error_codes[row] = 0 if error is None else reasons.find(error) or reasons.code(error)
-        self.worker_codes[row] = (
-            0 if worker is None else workers.find(worker) or workers.code(worker)
-        )
+        self.end_reason_codes[row] = 0 if reason is None else self.reasons.code(reason)
+        self.error_codes[row] = 0 if error is None else self.reasons.code(error)
+        self.worker_codes[row] = 0 if worker is None else self.workers.code(worker)
         self.billable_seconds[row] = state.final_billable_seconds or 0
         self.charged[row] = state.charged
         self.barge_ins[row] = state.barge_ins

@@ -106,10 +106,8 @@ def test_session_events_keep_raw_values_and_read_back_as_they_were_sent() -> Non
 
 @pytest.mark.req("PERF-2", "SIM-2", "EV-1")
 def test_every_session_event_shows_the_status_and_usage_of_its_moment() -> None:
-    """The service publishes most session events with the usage it knows (0 before the first
-    frame's instant is over, the final figure once terminal) instead of asking
-    ``SessionEvents.publish`` to work it out: each stored event's status and usage are what
-    ``usage_of`` gives for the session at the moment its subscribers are told."""
+    """Each stored event's status and usage are what ``usage_of`` gives for the session at the
+    moment its subscribers are told."""
     platform, caller = session_platform()
     log = platform.kernel.events
     checked: list[str] = []
