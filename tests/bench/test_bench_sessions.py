@@ -39,7 +39,7 @@ def test_bench_discovers_every_module() -> None:
 def test_make_bench_ends_with_a_line_per_goal_on_standard_error(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(["--only", "bench_sessions", "--scale", "0.005"]) == 0
+    assert main(["--only", "bench_sessions", "--scale", "0.005", "--results", ""]) == 0
     printed = capsys.readouterr()
     lines = printed.err.splitlines()
     assert len(lines) == 2 and all(line.startswith("goal ") for line in lines)
