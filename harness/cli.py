@@ -63,7 +63,11 @@ COMMANDS: list[Command] = [
         "sweep", "harness.sweep.command", "run a parameter sweep with replications and CIs", True
     ),
     Command("serve", "harness.serve.command", "serve the simulated API on a real HTTP port"),
-    Command("examples", "harness.examples_cli", "copy the example scenarios, sweeps and notebooks"),
+    Command(
+        "examples",
+        "harness.examples_cli",
+        "copy the example scenarios, sweeps, notebooks and test suite",
+    ),
     Command("conformance", "harness.conformance.command", "hold a deployment to the contract"),
     Command("spec", "harness.spec_cli", "build, check or diff the contract in spec/"),
     Command(

@@ -6,6 +6,9 @@ Why a lookup of its own: the examples live at the top of a source checkout (``sc
 ``example("sweeps", "workers.yaml")`` gets the file in either case, never by searching the
 working directory, so a notebook copied anywhere (``avatar-sim examples DIR``) still runs. The
 checkout wins, as for the contract in ``spec/``, so an edit takes effect without reinstalling.
+
+The example test suite (session lifecycle tests that run in process and by URL) is part of the
+package itself, in ``harness/testing/example_tests``, and is copied to ``DIR/tests``.
 """
 
 from __future__ import annotations
@@ -15,12 +18,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["KINDS", "Kind", "copy_examples", "example", "examples_dir"]
+__all__ = ["KINDS", "SUITE", "Kind", "copy_examples", "example", "examples_dir", "suite_files"]
 
 Kind = Literal["scenarios", "sweeps", "notebooks"]
 KINDS: tuple[Kind, ...] = ("scenarios", "sweeps", "notebooks")
 
+#: Where ``copy_examples`` puts the example test suite.
+SUITE = "tests"
+
 _CHECKOUT = Path(__file__).resolve().parents[1]
+_SUITE_SOURCE = Path(__file__).resolve().parent / "testing" / "example_tests"
 
 
 def _packaged() -> Path:
@@ -47,8 +54,14 @@ def example(kind: Kind, name: str) -> Path:
     return path
 
 
+def suite_files() -> list[Path]:
+    """The example test suite's files (``test_*.py``), in name order."""
+    return sorted(path for path in _SUITE_SOURCE.glob("*.py") if path.is_file())
+
+
 def copy_examples(destination: str | Path, *, overwrite: bool = False) -> list[Path]:
-    """Copy every example file into ``destination/<kind>/``; returns the files written.
+    """Copy every example file into ``destination/<kind>/`` and the example test suite into
+    ``destination/tests/``; returns the files written.
 
     Existing files are left alone unless ``overwrite``: ``FileExistsError`` names the first.
     """
@@ -61,6 +74,7 @@ def copy_examples(destination: str | Path, *, overwrite: bool = False) -> list[P
     ]
     target = Path(destination)
     planned = [(path, target / path.parent.name / path.name) for path in files]
+    planned += [(path, target / SUITE / path.name) for path in suite_files()]
     if not overwrite:
         for _path, copy in planned:
             if copy.exists():

@@ -1,7 +1,8 @@
 """``avatar-sim examples DIR [--force]``: copy the example files out of the package.
 
 Writes ``DIR/scenarios``, ``DIR/sweeps`` and ``DIR/notebooks`` (the sweeps' relative ``base:``
-paths keep working there). Exit 0 on success, 2 when a file already exists (``--force``
+paths keep working there) and the example test suite ``DIR/tests`` (``pytest DIR/tests``, or by
+URL with ``--avatar-sim-base-url``). Exit 0 on success, 2 when a file already exists (``--force``
 replaces it) or DIR cannot be written.
 """
 

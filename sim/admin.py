@@ -113,7 +113,13 @@ class PlatformAdmin:
         return self._pool()
 
     def slow_startup(self, extra_seconds: float, duration: float | None) -> dict[str, Any]:
-        self._platform.sessions.faults.slow_startup(extra_seconds, duration=duration)
+        """Slow every worker boot by ``extra_seconds`` for ``duration`` (``None``: for good);
+        no extra seconds for good clears the fault, so a client can undo what it set."""
+        faults = self._platform.sessions.faults
+        if extra_seconds == 0 and duration is None:
+            faults.clear_slow_startup()
+        else:
+            faults.slow_startup(extra_seconds, duration=duration)
         return self._pool()
 
     def lose_heartbeats(self, session_id: str, duration: float) -> dict[str, Any]:
@@ -146,6 +152,32 @@ class PlatformAdmin:
             rendered["attempts"] = [a.to_resource(clock) for a in webhooks.attempts(delivery.id)]
             deliveries.append(rendered)
         return {"object": "list", "data": deliveries}
+
+    # -- what happened to a session ------------------------------------------------------------
+
+    def session_events(self, session_id: str) -> dict[str, Any]:
+        """The session's lifecycle events from the event log, oldest first, each with its time,
+        the status it reports and its own fields (``reason`` of ``session.ended``, ``code`` of
+        ``session.failed``, ...): why and when a session moved, which its resource does not say.
+        ``NotFound`` for an unknown session."""
+        self._platform.sessions.render(session_id)  # refuses an unknown id
+        events = []
+        for event in self._platform.kernel.events:
+            if event.subject != session_id or not event.type.startswith("session."):
+                continue
+            data = dict(event.data)
+            session = data.pop("object", None)
+            status = session.get("status") if isinstance(session, dict) else None
+            events.append(
+                {
+                    "id": event.id,
+                    "type": event.type,
+                    "created_at": event.created_at,
+                    "status": status,
+                    "data": data,
+                }
+            )
+        return {"object": "list", "session_id": session_id, "data": events}
 
     # -- views ---------------------------------------------------------------------------------
 

@@ -21,6 +21,10 @@ The admin endpoint ``POST /_sim/clock/advance`` may also jump the clock forward.
 the jump at its next ``sync`` and moves its anchor by the same amount, so simulated time keeps
 flowing from the new point instead of stalling until the wall clock catches up.
 
+It also gives the wall-clock moment itself (``wall_now``), injected into the webhook dispatcher
+as its signing clock: a receiver checks ``webhook-timestamp`` against its own clock, and at any
+factor but 1 the simulated time is far from it.
+
 This is the only place in the project that reads the wall clock, and it stays out of ``sim/``.
 ``simpy.RealtimeEnvironment`` is not used: it blocks the thread with ``time.sleep``.
 """
@@ -33,13 +37,19 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 from sim.clock import Clock
 
-__all__ = ["WallClockDriver"]
+__all__ = ["WallClockDriver", "wall_now"]
 
 WallClock = Callable[[], float]
 ErrorReporter = Callable[[Exception], None]
+
+
+def wall_now() -> datetime:
+    """The real moment, as an aware UTC datetime (what served mode signs webhooks at)."""
+    return datetime.now(UTC)
 
 
 def _print_error(error: Exception) -> None:

@@ -25,7 +25,7 @@ import signal
 import socket
 import sys
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import FrameType
 from typing import Any, Literal
@@ -36,12 +36,14 @@ from uvicorn.config import LOGGING_CONFIG
 from harness.runner.engine import install
 from harness.scenarios.model import Scenario
 from harness.serve.app import ServedApp
-from harness.serve.clock_driver import WallClockDriver
+from harness.serve.clock_driver import WallClockDriver, wall_now
 from harness.serve.seeding import (
+    SEEDING_SECONDS,
     format_keys,
     keys_document,
     new_admin_token,
     organization_record,
+    seed_assets,
     seed_organizations,
     write_keys_file,
 )
@@ -67,8 +69,9 @@ class ServeOptions:
     access_log: bool = False  # uvicorn's one line per request, on stdout
     graceful_timeout: int = 5  # wall seconds in-flight requests get once a stop is asked
     api_log_size: int | Literal["all"] | None = None  # None: the scenario's or the default
-    epoch: datetime | None = None  # None: the wall-clock start
+    epoch: datetime | None = None  # the simulated instant serving starts at; None: the wall clock
     scenario: Scenario | None = None  # its config, organizations and traffic
+    config: SimConfig | None = None  # the configuration without a scenario; None: the default
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,18 +118,28 @@ def _with_log_size(config: SimConfig, size: int | Literal["all"] | None) -> SimC
 def build(options: ServeOptions, base_url: str) -> ServedSimulator:
     """Build the platform, seed it and wrap the facade for serving (no I/O, no loop needed).
 
-    The simulated epoch is the wall-clock start (whole seconds, UTC) unless ``options.epoch``
-    fixes it, so that at factor 1 the timestamps, ``X-RateLimit-Reset`` and the signed
-    ``webhook-timestamp`` match real time and webhook receivers can check their tolerance.
+    Serving starts at the wall-clock start (whole seconds, UTC) unless ``options.epoch`` fixes
+    it, so that at factor 1 the timestamps and ``X-RateLimit-Reset`` match real time. The signed
+    ``webhook-timestamp`` is the wall-clock moment of each attempt at any factor, so webhook
+    receivers can check their tolerance. Without a scenario the organizations and their assets
+    are made in the ``SEEDING_SECONDS`` before that instant (the platform's epoch); a scenario
+    starts at it.
     """
-    epoch = options.epoch or datetime.now(UTC).replace(microsecond=0)
-    served = {"public_base_url": base_url, "epoch": epoch}
+    start = options.epoch or datetime.now(UTC).replace(microsecond=0)
     scenario = options.scenario
     if scenario is None:
-        config = _with_log_size(SimConfig(seed=options.seed or 0, **served), options.api_log_size)
+        base = options.config or SimConfig()
+        served: dict[str, Any] = {
+            "public_base_url": base_url,
+            "epoch": start - timedelta(seconds=SEEDING_SECONDS),
+            "seed": options.seed if options.seed is not None else base.seed,
+        }
+        config = _with_log_size(base.model_copy(update=served), options.api_log_size)
         platform = Platform.create(config)
         organizations = seed_organizations(platform.admin)
+        seed_assets(platform, organizations)
     else:
+        served = {"public_base_url": base_url, "epoch": start}
         # The scenario's configuration, organizations and traffic: its arrivals and runs are
         # processes on the platform's clock, so they unfold as the served clock advances.
         config = _with_log_size(
@@ -154,6 +167,9 @@ def build(options: ServeOptions, base_url: str) -> ServedSimulator:
 
     sender = HttpWebhookSender()
     sender.attach(platform.webhooks, on_reported=settle)
+    # Signed at the real moment of each attempt, whatever the time factor or a manual clock, so a
+    # receiver's tolerance check passes; the payloads keep their simulated times.
+    platform.webhooks.use_signing_clock(wall_now)
     app = ServedApp(facade, driver, background=(sender.run,), closers=(sender.aclose,))
     document = keys_document(admin_token, base_url, organizations)
     return ServedSimulator(platform=platform, app=app, document=dict(document))

@@ -1,10 +1,13 @@
-"""What a served simulator starts with: organizations, their API keys and the admin token.
+"""What a served simulator starts with: organizations, their API keys, an asset each and the
+admin token.
 
 Why: an SDK developer who runs ``avatar-sim serve`` needs working credentials at once, of every
 kind the contract distinguishes (an unrestricted key, each run scope alone, a revoked key), in
 at least two organizations (one on the enterprise plan, which alone may delete runs) so tenant
-isolation can be tried. The keys document is printed and, with ``--keys-out``, written as JSON
-for a parent process (a test, a CI job) to read once the server is listening.
+isolation can be tried, and an asset to list and download at once: each organization has one
+finished run of a model whose output is an asset. The keys document is printed and, with
+``--keys-out``, written as JSON for a parent process (a test, a CI job) to read once the server
+is listening.
 
 Keys come from the platform's seeded id stream, so the same ``--seed`` gives the same keys. The
 admin token is real randomness (``secrets``): the admin API can rewrite the clock, accounts and
@@ -18,17 +21,23 @@ import os
 import secrets
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from sim.platform import Platform
 
 __all__ = [
     "ADMIN_TOKEN_PREFIX",
+    "ASSET_MODEL",
     "DEFAULT_ORGANIZATIONS",
     "KEY_KINDS",
+    "SEEDING_SECONDS",
     "OrganizationAdmin",
     "format_keys",
     "keys_document",
     "new_admin_token",
     "organization_record",
+    "seed_assets",
     "seed_organizations",
     "write_keys_file",
 ]
@@ -43,6 +52,16 @@ DEFAULT_ORGANIZATIONS: tuple[tuple[str, str], ...] = (
     ("Enterprise Org", "enterprise"),
     ("Starter Org", "starter"),
 )
+
+
+#: The model each seeded organization runs once, so that it starts with an asset (its speech) to
+#: list and download: a client or a conformance run meets assets without making one first.
+ASSET_MODEL = "sim/speech"
+ASSET_TEXT = "Welcome to avatar-sim."
+
+#: Simulated seconds the seeded runs get before serving begins: longer than the speech model's
+#: capped duration, and one whole rate window, so every run-create limit is fresh again.
+SEEDING_SECONDS = 60.0
 
 
 class OrganizationAdmin(Protocol):
@@ -66,6 +85,31 @@ def seed_organizations(
     return [
         organization_record(admin.create_organization(name, plan)) for name, plan in organizations
     ]
+
+
+def seed_assets(platform: Platform, organizations: Sequence[dict[str, Any]]) -> list[str]:
+    """Run ``ASSET_MODEL`` once with each organization's unrestricted key and move the clock on
+    ``SEEDING_SECONDS``, so each has one finished run and its asset; return the run ids.
+
+    Everything comes from the platform's seeded streams, so the same seed gives the same runs,
+    assets and bytes. A run that has not finished by then is an error, never a silent gap."""
+    callers = [
+        platform.authenticate(f"Bearer {org['keys']['unrestricted']}") for org in organizations
+    ]
+    body = {"model_id": ASSET_MODEL, "body": {"input": {"text": ASSET_TEXT}}}
+
+    def answer(operation: str, caller: Any, params: dict[str, Any]) -> dict[str, Any]:
+        outcome = platform.call(operation, caller, params).body
+        assert isinstance(outcome, dict)  # both operations answer JSON
+        return outcome
+
+    runs = [str(answer("createRun", caller, body)["id"]) for caller in callers]
+    platform.advance(SEEDING_SECONDS)
+    for caller, run_id in zip(callers, runs, strict=True):
+        status = answer("retrieveRun", caller, {"run_id": run_id})["status"]
+        if status != "succeeded":
+            raise RuntimeError(f"the seeded run {run_id} is {status} after {SEEDING_SECONDS} s")
+    return runs
 
 
 def organization_record(created: dict[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Simulator controls under ``/_sim/``: time, audio, faults, organizations, webhooks (SIM-8).
+"""Simulator controls under ``/_sim/``: time, audio, faults, organizations, webhooks, and a
+session's lifecycle events with their reasons (SIM-8).
 
 These endpoints are not part of the contract and never appear in the spec. They exist so a client
 of a served simulator (or a test driving the in-process app over HTTP) can do what a Python
@@ -194,6 +195,9 @@ def admin_routes(
     async def clear_buffer(request: Request) -> Response:
         return ok(request, admin.clear_buffer(str(request.path_params["session_id"])))
 
+    async def session_events(request: Request) -> Response:
+        return ok(request, admin.session_events(str(request.path_params["session_id"])))
+
     async def worker_crash(request: Request) -> Response:
         body = await body_of(request, SessionFault)
         return ok(request, admin.crash_worker(body.session_id))
@@ -247,6 +251,7 @@ def admin_routes(
         ("/keys/revoke", "POST", revoke),
         ("/sessions/{session_id}/audio", "POST", audio),
         ("/sessions/{session_id}/clear_buffer", "POST", clear_buffer),
+        ("/sessions/{session_id}/events", "GET", session_events),
         ("/faults/worker_crash", "POST", worker_crash),
         ("/faults/capacity", "POST", capacity),
         ("/faults/capacity", "GET", pool),

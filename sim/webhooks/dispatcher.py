@@ -8,15 +8,20 @@ after each failed attempt; a 2xx ends it ``succeeded``, the last failure ``faile
 delivery is one process and one timeout per retry, whatever happens elsewhere; nothing is left
 scheduled once a delivery ends. Every attempt is recorded (``attempts``).
 
-Signing and sending use the simulated clock only, so the same seed gives the same requests.
+Signing and sending use the simulated clock by default, so the same seed gives the same requests.
+The signature's timestamp alone may come from elsewhere (``use_signing_clock``): a receiver checks
+``webhook-timestamp`` against its own clock, so served mode, whose simulated time runs at another
+speed than the receiver's, signs with the moment the attempt is really made. The payload keeps
+simulated times either way.
 """
 
 from __future__ import annotations
 
 import builtins
 import math
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 import simpy
@@ -36,7 +41,10 @@ from sim.webhooks.endpoints import Endpoint, new_secret, validate_event_types, v
 from sim.webhooks.sender import PENDING, RecordingSender, Sender, WebhookRequest
 from sim.webhooks.signing import render_body, signed_headers
 
-__all__ = ["WebhookDispatcher"]
+__all__ = ["SigningClock", "WebhookDispatcher"]
+
+#: Gives the aware UTC moment an attempt is signed at (its ``webhook-timestamp``).
+SigningClock = Callable[[], datetime]
 
 
 class WebhookDispatcher:
@@ -45,6 +53,7 @@ class WebhookDispatcher:
         self._config = kernel.config.webhooks
         self._secrets = kernel.streams.stream("webhook_secrets")
         self.sender: Sender = sender if sender is not None else RecordingSender()
+        self._signing_clock: SigningClock = kernel.clock.now_datetime
         self._endpoints: dict[str, Endpoint] = {}
         self._deliveries: dict[str, Delivery] = {}
         self._attempts: list[Attempt] = []
@@ -86,6 +95,12 @@ class WebhookDispatcher:
 
     def endpoints(self, org_id: str | None = None) -> builtins.list[Endpoint]:
         return [e for e in self._endpoints.values() if org_id is None or e.org_id == org_id]
+
+    def use_signing_clock(self, now: SigningClock) -> None:
+        """Sign every later attempt at ``now()`` (an aware UTC datetime) instead of the simulated
+        time: the injected clock served mode passes so receivers can check their tolerance at any
+        time factor. The attempt records the same ``webhook_timestamp`` it signs."""
+        self._signing_clock = now
 
     # -- records -------------------------------------------------------------------------------
 
@@ -174,16 +189,15 @@ class WebhookDispatcher:
     ) -> Generator[simpy.Event, Any, int | None]:
         clock = self._kernel.clock
         delivery = self._deliveries[delivery_id]
-        headers = signed_headers(
-            endpoint.secret, delivery.event_id, clock.now_datetime(), delivery.body
-        )
+        signed_at = self._signing_clock()
+        headers = signed_headers(endpoint.secret, delivery.event_id, signed_at, delivery.body)
         record = Attempt(
             delivery_id=delivery_id,
             event_id=delivery.event_id,
             endpoint_id=endpoint.id,
             attempt=number,
             scheduled_at=clock.now,
-            webhook_timestamp=math.floor(clock.unix_seconds()),
+            webhook_timestamp=math.floor(signed_at.timestamp()),
         )
         self._attempt_index[(delivery_id, number)] = len(self._attempts)
         self._attempts.append(record)

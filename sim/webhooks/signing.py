@@ -3,8 +3,9 @@
 The body is the event's payload (``Event.to_payload``) as compact JSON. Each attempt is signed
 anew at its own simulated time with the ``standardwebhooks`` reference implementation, so any
 Standard Webhooks verifier accepts it: ``webhook-id`` is the event id (the same on every retry and
-every endpoint, which is what receivers deduplicate on), ``webhook-timestamp`` the attempt's
-simulated Unix time, ``webhook-signature`` ``v1,<base64 HMAC-SHA256>``.
+every endpoint, which is what receivers deduplicate on), ``webhook-timestamp`` the Unix time the
+attempt is signed at (simulated, unless the dispatcher is given another signing clock),
+``webhook-signature`` ``v1,<base64 HMAC-SHA256>``.
 """
 
 from __future__ import annotations

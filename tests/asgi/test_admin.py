@@ -163,6 +163,30 @@ def test_bad_control_bodies_get_the_envelope_and_change_nothing_public(
     assert_public_routes_answer(client, org)
 
 
+@pytest.mark.req("SIM-8", "EV-1", "HAR-7")
+def test_a_sessions_events_say_why_and_when_it_moved() -> None:
+    platform, client, org = _app()
+    body = session_body(idle_timeout_seconds=4)
+    session = client.post("/v1/sessions", json=body, headers=org.auth()).json()
+    platform.clock.advance(60)
+    listed = client.get(f"/_sim/sessions/{session['id']}/events", headers=ADMIN)
+    assert listed.status_code == 200, listed.text
+    events = listed.json()["data"]
+    assert [e["type"] for e in events] == [
+        "session.queued", "session.starting", "session.first_frame", "session.ended",
+        "session.usage",
+    ]  # fmt: skip
+    ended = events[3]
+    assert (ended["status"], ended["data"]) == ("ended", {"reason": "idle_timeout"})
+    first_frame = client.get(f"/v1/sessions/{session['id']}", headers=org.auth()).json()
+    assert events[2]["created_at"] == first_frame["first_frame_at"]
+    assert listed.json() == platform.admin.session_events(session["id"])
+    missing = client.get("/_sim/sessions/sess_nope/events", headers=ADMIN)
+    assert_envelope(missing, 404, "not_found", "session.not_found", None)
+    anonymous = client.get(f"/_sim/sessions/{session['id']}/events")
+    assert anonymous.status_code == 401
+
+
 def _type_and(status: int, code: str) -> tuple[str, str]:
     kinds = {400: "invalid_request", 404: "not_found", 422: "unprocessable"}
     return kinds[status], code
@@ -179,6 +203,7 @@ _CONTROLS = [
     ("POST", "/keys/revoke"),
     ("POST", "/sessions/SESSION/audio"),
     ("POST", "/sessions/SESSION/clear_buffer"),
+    ("GET", "/sessions/SESSION/events"),
     ("POST", "/faults/worker_crash"),
     ("POST", "/faults/capacity"),
     ("POST", "/faults/slow_startup"),

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness import cli
-from harness.examples import KINDS, example, examples_dir
+from harness.examples import KINDS, SUITE, example, examples_dir, suite_files
 from harness.scenarios import load_scenario
 from harness.sweep import load_sweep
 
@@ -23,7 +23,7 @@ def _sources() -> dict[str, list[str]]:
     return {kind: sorted(p.name for p in (REPO / kind).iterdir() if p.is_file()) for kind in KINDS}
 
 
-@pytest.mark.req("NB-6")
+@pytest.mark.req("NB-6", "HAR-7")
 def test_the_wheel_carries_the_examples(tmp_path: Path) -> None:
     built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
@@ -37,9 +37,11 @@ def test_the_wheel_carries_the_examples(tmp_path: Path) -> None:
         for name in files:
             assert f"harness/_examples/{kind}/{name}" in names, (kind, name)
     assert "harness/examples.py" in names and "harness/_spec/openapi.yaml" in names
+    for path in suite_files():  # the example test suite is part of the package
+        assert f"harness/testing/example_tests/{path.name}" in names, path.name
 
 
-@pytest.mark.req("NB-1", "NB-3")
+@pytest.mark.req("NB-1", "NB-3", "HAR-7")
 def test_the_examples_command_copies_every_file_and_they_load_there(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -47,6 +49,7 @@ def test_the_examples_command_copies_every_file_and_they_load_there(
     assert cli.main(["examples", str(target)]) == 0
     assert f"example files copied to {target}" in capsys.readouterr().out
     assert {kind: sorted(p.name for p in (target / kind).iterdir()) for kind in KINDS} == _sources()
+    assert sorted(p.name for p in (target / SUITE).iterdir()) == [p.name for p in suite_files()]
     load_scenario(target / "scenarios" / "default.yaml")
     _sweep, base, _points = load_sweep(target / "sweeps" / "workers.yaml")  # relative base works
     assert base.name == "erlang_b"

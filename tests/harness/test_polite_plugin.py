@@ -78,6 +78,7 @@ def test_options_sit_under_an_avatar_sim_heading(pytester: pytest.Pytester) -> N
     section = help_text[heading : help_text.index("\n\n", heading + 1)]
     assert "--avatar-sim-base-url" in section
     assert "--avatar-sim-api-key" in section
+    assert "--avatar-sim-admin-token" in section
     assert not re.search(r"^\s+--req-report", help_text, re.M)  # not opted in: no such option
     assert "traceability" not in help_text.lower()
     assert INI_OPTION in help_text  # the one switch a project may set
@@ -90,6 +91,9 @@ def test_fixtures_work_and_load_nothing_until_used(pytester: pytest.Pytester) ->
 
         def test_plugin_loaded_no_simulator():
             assert not [m for m in sys.modules if m == "sim" or m.startswith("sim.")]
+            # nor the state-transition toolkit beyond its fixtures
+            heavy = ("machine", "events", "waiting", "receiver", "audio")
+            assert not [m for m in heavy if f"harness.testing.{m}" in sys.modules]
         """,
         test_2_fixtures="""
         def test_client_and_clock(api_client, sim_clock):

@@ -1,37 +1,28 @@
-"""A hypothesis state machine over the whole session service (SES-ST-*, LIM-1, LIM-2, SIM-4).
+"""The session service under ``harness.testing.SessionMachine`` (SES-ST-*, LIM-1, LIM-2, SIM-4).
 
-Random interleavings of create, end (again and again), time, audio, barge-in, worker crashes,
-heartbeat loss and capacity changes. After every step the invariants must hold: every observed
-transition is a row of the declared table and nothing leaves a terminal status; the caps are
-never exceeded; timestamps are ordered; usage lags by at most one heartbeat; no session is lost
-(each live one is queued or on a worker that hosts it); each session is charged at most once,
-and exactly when it reached ``running`` and then ended.
+The project runs the same machine it ships to users: random interleavings of create, replay,
+end (again and again), time, audio, barge-in, worker crashes, heartbeat loss and capacity
+changes, with the machine's own checks after every step (the caps, terminal statuses final and
+their resources unchanged, the answers, the ledger balanced). In process it can see more than a
+client can, so this subclass adds the simulator's inner invariants: every recorded transition is
+a row of the declared table; timestamps are ordered; usage lags by at most one heartbeat; no
+session is lost (each live one is queued or on the worker that hosts it); each session is charged
+at most once, and exactly when it ended with billable seconds; the pool matches its capacity.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import TYPE_CHECKING, Any
 
 import pytest
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import (
-    RuleBasedStateMachine,
-    invariant,
-    precondition,
-    rule,
-    run_state_machine_as_test,
-)
+from hypothesis.stateful import invariant, rule
 
-from sim.accounts import Caller
+from harness.testing import SessionMachine
 from sim.config import SchedulerConfig, SessionConfig, SimConfig
-from sim.errors import QuotaExceeded, ServiceUnavailable
 from sim.lifecycle import ACTIVE, TERMINAL, TRANSITIONS
-
-if TYPE_CHECKING:
-    from conftest import Kit, World
+from sim.platform import Platform
 
 CONFIG = SimConfig(
     scheduler=SchedulerConfig(workers=2, max_queue_length=2, worker_restart_seconds=20),
@@ -39,127 +30,28 @@ CONFIG = SimConfig(
 )
 
 
-class SessionMachine(RuleBasedStateMachine):
-    def __init__(self, kit: Kit) -> None:
-        super().__init__()
-        self.kit = kit
-        self.world: World = kit.world(CONFIG)
-        accounts = self.world.accounts
-        self.orgs = [
-            accounts.create_organization("A", "free").id,
-            accounts.create_organization("B", "free").id,
-        ]
-        accounts.set_concurrency_override(self.orgs[1], 2)
-        self.callers: list[Caller] = [self.world.caller(org) for org in self.orgs for _ in range(3)]
-        self.ids: list[str] = []
-        self.owner: dict[str, Caller] = {}
-        self.terminal_seen: dict[str, dict[str, Any]] = {}
-        self.losing: set[str] = set()
+class PlatformSessionMachine(SessionMachine.in_process(CONFIG)):  # type: ignore[misc]
+    """The shipped machine plus what only the simulator's insides show."""
 
-    # -- rules -------------------------------------------------------------------------------
+    @property
+    def platform(self) -> Platform:
+        platform = self.target.platform
+        assert platform is not None
+        return platform
 
-    @rule(
-        who=st.integers(0, 5),
-        source=st.sampled_from(["track", "data_stream"]),
-        idle=st.integers(1, 40),
-        max_duration=st.integers(1, 120),
-        quality=st.sampled_from(["mock", "lite", "standard", "pro"]),
-    )
-    def create(self, who: int, source: str, idle: int, max_duration: int, quality: str) -> None:
-        caller = self.callers[who]
-        transport = dict(self.kit.body()["transport"], audio_source=source)
-        active_key = sum(
-            1
-            for s in self.world.service.sessions()
-            if s.key_id == caller.key_id and s.status in ACTIVE
-        )
-        try:
-            made = self.world.service.create(
-                caller,
-                self.kit.body(
-                    transport=transport,
-                    idle_timeout_seconds=idle,
-                    max_duration_seconds=max_duration,
-                    quality=quality,
-                ),
-            )
-        except QuotaExceeded as error:
-            assert error.code == "concurrent_sessions"
-            limit = self.world.accounts.concurrency_limit(caller.org_id)
-            active_org = sum(
-                1
-                for s in self.world.service.sessions()
-                if s.org_id == caller.org_id and s.status in ACTIVE
-            )
-            assert active_key >= 1 or active_org >= limit  # refused only at a cap
-            return
-        except ServiceUnavailable as error:
-            assert error.code == "at_capacity" and error.retry_after is not None
-            assert error.retry_after >= 1
-            return
-        assert made["status"] == "queued"
-        self.ids.append(made["id"])
-        self.owner[made["id"]] = caller
-
-    @precondition(lambda self: bool(self.ids))
-    @rule(pick=st.integers(0, 1000), times=st.integers(1, 2))
-    def end(self, pick: int, times: int) -> None:
-        session_id = self.ids[pick % len(self.ids)]
-        before = self.world.service.session(session_id).status
-        for _ in range(times):  # end, and end again
-            answer = self.world.service.end(self.owner[session_id], session_id)
-        if before in TERMINAL:
-            assert answer["status"] == before
-        elif before == "running":
-            assert answer["status"] in ("ending",)
-        elif before in ("queued", "starting"):
-            assert answer["status"] == "canceled"
-
-    @rule(seconds=st.floats(0, 40, allow_nan=False))
-    def advance(self, seconds: float) -> None:
-        self.world.advance(seconds)
-
-    @precondition(lambda self: bool(self.ids))
-    @rule(
-        pick=st.integers(0, 1000),
-        kind=st.sampled_from(["speech", "silence"]),
-        duration=st.floats(0, 60, allow_nan=False),
-    )
-    def audio(self, pick: int, kind: str, duration: float) -> None:
-        self.world.service.inject_audio(
-            self.ids[pick % len(self.ids)],
-            kind="speech" if kind == "speech" else "silence",
-            duration=duration,
-        )
-
-    @precondition(lambda self: bool(self.ids))
-    @rule(pick=st.integers(0, 1000))
-    def barge_in(self, pick: int) -> None:
-        self.world.service.clear_buffer(self.ids[pick % len(self.ids)])
+    # -- a rule a client cannot take: crash any worker, idle ones included ---------------------
 
     @rule(pick=st.integers(0, 1000))
-    def crash(self, pick: int) -> None:
-        workers = self.world.service.workers()
+    def crash_any_worker(self, pick: int) -> None:
+        workers = self.platform.sessions.workers()
         if workers:
-            self.world.service.faults.crash_worker(worker_id=workers[pick % len(workers)].id)
+            self.platform.sessions.faults.crash_worker(worker_id=workers[pick % len(workers)].id)
 
-    @rule(workers=st.integers(0, 4))
-    def capacity(self, workers: int) -> None:
-        self.world.service.faults.set_capacity(workers)
-
-    @precondition(lambda self: bool(self.ids))
-    @rule(pick=st.integers(0, 1000), duration=st.floats(1, 60, allow_nan=False))
-    def lose_heartbeats(self, pick: int, duration: float) -> None:
-        session_id = self.ids[pick % len(self.ids)]
-        if self.world.service.session(session_id).status == "running":
-            self.world.service.faults.lose_heartbeats(session_id, duration)
-            self.losing.add(session_id)
-
-    # -- invariants --------------------------------------------------------------------------
+    # -- invariants of the insides -------------------------------------------------------------
 
     @invariant()
     def transitions_follow_the_table(self) -> None:
-        for session in self.world.service.sessions():
+        for session in self.platform.sessions.sessions():
             previous = None
             for step in session.history:
                 assert step.from_status == previous
@@ -169,36 +61,28 @@ class SessionMachine(RuleBasedStateMachine):
             assert previous == session.status
 
     @invariant()
-    def terminal_is_final(self) -> None:
-        for session in self.world.service.sessions():
-            rendered = self.world.service.retrieve(self.owner[session.id], session.id)
-            if session.id in self.terminal_seen:
-                assert rendered == self.terminal_seen[session.id]
-            elif session.status in TERMINAL:
-                self.terminal_seen[session.id] = rendered
-
-    @invariant()
-    def caps_hold(self) -> None:
-        live = [s for s in self.world.service.sessions() if s.status in ACTIVE]
+    def caps_hold_inside(self) -> None:
+        live = [s for s in self.platform.sessions.sessions() if s.status in ACTIVE]
         per_key = Counter(s.key_id for s in live)
         per_org = Counter(s.org_id for s in live)
         assert all(n <= 1 for n in per_key.values())
         for org, n in per_org.items():
-            assert n <= self.world.accounts.concurrency_limit(org)
+            assert n <= self.platform.accounts.concurrency_limit(org)
 
     @invariant()
     def times_are_ordered(self) -> None:
-        for s in self.world.service.sessions():
+        now = self.platform.clock.now
+        for s in self.platform.sessions.sessions():
             marks = [s.created_at, s.started_at, s.first_frame_at, s.ending_at, s.ended_at]
             present = [m for m in marks if m is not None]
             assert present == sorted(present)
-            assert all(m <= self.world.now + 1e-9 for m in present)
+            assert all(m <= now + 1e-9 for m in present)
 
     @invariant()
     def usage_lags_at_most_one_heartbeat(self) -> None:
         interval = CONFIG.sessions.heartbeat_interval_seconds
-        now = self.world.now
-        for s in self.world.service.sessions():
+        now = self.platform.clock.now
+        for s in self.platform.sessions.sessions():
             if s.first_frame_at is None:
                 assert s.billable_seconds == 0
                 continue
@@ -207,15 +91,16 @@ class SessionMachine(RuleBasedStateMachine):
             assert s.billable_seconds <= math.ceil(exact - 1e-9)
             if s.ended_at is not None:
                 assert s.billable_seconds == max(0, math.ceil(exact - 1e-9))
-            elif s.id not in self.losing:
+            elif s.id not in self.heartbeats_lost:
                 assert exact - s.billable_seconds < interval + 1e-6
 
     @invariant()
     def no_session_is_lost(self) -> None:
-        queued = set(self.world.service.queued())
-        hosted = {w.session_id: w for w in self.world.service.workers() if w.status == "busy"}
-        assert len(self.world.service.sessions()) == len(self.ids)
-        for s in self.world.service.sessions():
+        service = self.platform.sessions
+        queued = set(service.queued())
+        hosted = {w.session_id: w for w in service.workers() if w.status == "busy"}
+        assert len(service.sessions()) == len(self.sessions)
+        for s in service.sessions():
             if s.status == "queued":
                 assert s.id in queued
             elif s.status in ("starting", "running", "ending"):
@@ -225,16 +110,21 @@ class SessionMachine(RuleBasedStateMachine):
 
     @invariant()
     def charged_at_most_once(self) -> None:
-        charges = Counter(c.session_id for c in self.world.billing.charges)
-        assert all(n == 1 for n in charges.values())
-        for s in self.world.service.sessions():
-            should = s.status in TERMINAL and s.first_frame_at is not None
-            assert (charges[s.id] == 1) == should == s.charged
+        primary = Counter(
+            row.session_id
+            for row in self.platform.billing.entries()
+            if row.session_id is not None and row.billable_seconds > 0
+        )
+        assert all(n == 1 for n in primary.values())
+        for s in self.platform.sessions.sessions():
+            should = s.status in TERMINAL and s.billable_seconds > 0
+            assert (primary[s.id] == 1) == should
+            assert s.charged == (s.status in TERMINAL and s.first_frame_at is not None)
 
     @invariant()
     def pool_matches_capacity(self) -> None:
-        pool = self.world.service.pool_status()
-        active = [w for w in self.world.service.workers() if not w.retiring]
+        pool = self.platform.sessions.pool_status()
+        active = [w for w in self.platform.sessions.workers() if not w.retiring]
         assert len(active) == pool.capacity
 
 
@@ -252,14 +142,7 @@ class SessionMachine(RuleBasedStateMachine):
     "SIM-3",
     "SIM-4",
     "SIM-9",
+    "HAR-8",
 )
-def test_session_state_machine(kit: Kit) -> None:
-    run_state_machine_as_test(
-        lambda: SessionMachine(kit),
-        settings=settings(
-            max_examples=60,
-            stateful_step_count=40,
-            deadline=None,
-            suppress_health_check=[HealthCheck.too_slow],
-        ),
-    )
+def test_session_state_machine() -> None:
+    PlatformSessionMachine.run(max_examples=60, steps=40)

@@ -44,6 +44,25 @@ def _wall_now() -> datetime:
     return datetime.now(UTC).replace(microsecond=0)
 
 
+@pytest.mark.req("EV-3", "SIM-8")
+def test_an_injected_signing_clock_dates_the_signature_and_nothing_else(
+    make_hooks: Callable[..., Hooks],
+) -> None:
+    # Served mode's case: the simulated clock runs days ahead of the receiver's real one.
+    hooks = make_hooks(epoch=_wall_now() + timedelta(days=3))
+    real = _wall_now()
+    hooks.dispatcher.use_signing_clock(lambda: real)
+    endpoint = hooks.dispatcher.register_endpoint("org_a", URL)
+    hooks.emit("session.first_frame", session_id="sess_1")
+    hooks.advance(0)
+    (request,) = hooks.sender.requests
+    assert int(request.headers["webhook-timestamp"]) == int(real.timestamp())
+    payload = Webhook(endpoint.secret).verify(request.body, dict(request.headers))
+    assert payload["created_at"] == hooks.kernel.clock.timestamp()  # still simulated time
+    (attempt,) = hooks.dispatcher.attempts()
+    assert attempt.webhook_timestamp == int(real.timestamp())
+
+
 @pytest.mark.req("EV-3")
 def test_retry_schedule_is_the_documented_one() -> None:
     assert DELAYS == (5.0, 300.0, 1800.0, 7200.0, 18000.0, 36000.0)  # GAP-EV-2
