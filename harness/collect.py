@@ -538,15 +538,11 @@ def _ledger_daily(raw: RawRun, table: Table) -> pd.DataFrame:
 def collect(raw: RawRun, *, release: bool = False) -> RunResult:
     """The tables of one raw run.
 
-    First the tables that do not grow with traffic, while the large ones are not built yet:
-    their conversions take room for a while, which is then found in what the run left free
-    rather than on top of every large table.
-
     ``release``: the caller hands the run over (``run_scenario``, whose run nobody else sees),
-    so each large record is dropped as soon as the last table built from it holds it: the event
-    log once the events table is built, the ledger's rows once ``ledger`` is, the session store
-    once ``sessions`` is, the clients' logs once theirs are. The tables built after a record
-    was dropped grow into its memory instead of on top of it.
+    so each large record is dropped as soon as the last table built from it holds it, and the
+    tables built after it grow into its memory instead of on top of it: the ledger first (its
+    rows and indexes, once the organizations' quotas, ``ledger_daily`` and ``ledger`` are
+    built), then the event log, the clients' arrivals, the session store and the requests.
 
     A run collected with ``release`` is gone: collecting it again raises ``ValueError`` and its
     platform refuses every later call (``Platform.hand_over``), rather than either answering
@@ -559,22 +555,22 @@ def collect(raw: RawRun, *, release: bool = False) -> RunResult:
     platform = raw.platform
     if release:
         platform.hand_over()
+    utilization, runs, organizations = _utilization(raw), _runs(raw), _organizations(raw)
+    usage, usage_daily = _usage(raw)
+    ledger_table = platform.billing.ledger.export()
+    ledger_daily = _ledger_daily(raw, ledger_table)
+    ledger = _ledger(raw, ledger_table)
+    del ledger_table
+    if release:  # its rows and indexes (the usage rollups among them) are not read again
+        platform.billing.ledger.release()
+    events = _events(raw)
+    if release:
+        platform.kernel.events.release()
     store = platform.sessions.store
     session_table = store.export(platform.clock.now)
     numbers = _session_numbers(session_table)
     intervals, waits = _intervals(raw, numbers), _waits(numbers)
-    utilization, runs, organizations = _utilization(raw), _runs(raw), _organizations(raw)
-    ledger_table = platform.billing.ledger.export()
-    ledger_daily = _ledger_daily(raw, ledger_table)
-    usage, usage_daily = _usage(raw)
     requests, arrivals = _requests(raw), _arrivals(raw)  # the tallies, from the clients' logs
-    events = _events(raw)
-    if release:
-        platform.kernel.events.release()
-    ledger = _ledger(raw, ledger_table)
-    del ledger_table
-    if release:
-        platform.billing.ledger.release()
     clients = _clients(raw)
     if release:
         raw.pool.clients = None
