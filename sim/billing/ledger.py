@@ -263,7 +263,9 @@ class Ledger:
         if org is None:
             return UsageRollup()
         code, indexes = org.code, self._indexes
-        return org.usage.fold(org.by_time, self.rows, lambda s: indexes.first_charge(s, code))
+        return org.usage.fold(
+            org.by_time, self.rows, indexes.sessions, lambda s: indexes.first_charge(s, code)
+        )
 
     def charge_times(self, session_id: str, org_id: str) -> list[float]:
         """The times of a session's ``charge`` rows in the organization ``org_id``."""

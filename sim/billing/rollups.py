@@ -26,12 +26,11 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable
-from typing import NamedTuple
 
 from sim.billing.rules import ATTRIBUTION, ENTRY_KINDS, KIND_RULES
 from sim.billing.storage import KIND_CODES, LedgerRows
 
-__all__ = ["USAGE_KINDS", "Group", "GroupKey", "UsageRollup"]
+__all__ = ["USAGE_KINDS", "Group", "GroupKey", "Sums", "UsageRollup"]
 
 #: The codes of the kinds that are customer usage (``KindRule.usage``).
 USAGE_KINDS = frozenset(code for code, kind in enumerate(ENTRY_KINDS) if KIND_RULES[kind].usage)
@@ -39,40 +38,37 @@ _CHARGE = KIND_CODES["charge"]
 _SURFACE = ATTRIBUTION.index("billing_surface")
 
 
-class GroupKey(NamedTuple):
-    """What a group's rows share: attribution code, internal model, kind code, and whether they
-    are a session's charge."""
-
-    attribution: int
-    internal: int
-    kind: int
-    charge: bool
+#: What a group's rows share: attribution code, internal model, kind code, and whether they
+#: are a session's charge.
+GroupKey = tuple[int, int, int, bool]
 
 
-class Group:
-    """A group's rows in time order (ties in append order) and the running sums of their
-    credits, billable seconds and marks (``cum_*[i]``: the sum over the first ``i`` rows)."""
+class Sums:
+    """Rows in time order (ties in append order) and the running sum of their credits
+    (``cum_credits[i]``: the sum over the first ``i`` rows)."""
 
-    __slots__ = ("cum_credits", "cum_marks", "cum_seconds", "rows", "times")
+    __slots__ = ("cum_credits", "times")
 
     def __init__(self) -> None:
         self.times = array("d")
-        self.rows = array("I")
         self.cum_credits = array("q", [0])
-        self.cum_seconds = array("q", [0])
-        self.cum_marks = array("I", [0])
-
-    def add(self, at: float, row: int, credits: int, seconds: int, mark: bool) -> None:
-        self.times.append(at)
-        self.rows.append(row)
-        self.cum_credits.append(self.cum_credits[-1] + credits)
-        self.cum_seconds.append(self.cum_seconds[-1] + seconds)
-        self.cum_marks.append(self.cum_marks[-1] + mark)
 
     def span(self, start: float, end: float) -> tuple[int, int]:
-        """The indexes ``[first, last)`` of the group's rows dated in ``[start, end)``."""
+        """The indexes ``[first, last)`` of the rows dated in ``[start, end)``."""
         first = bisect_left(self.times, start)
         return first, bisect_left(self.times, end, first)
+
+
+class Group(Sums):
+    """A group's ``Sums``, its rows, and the running sums of their billable seconds and marks."""
+
+    __slots__ = ("cum_marks", "cum_seconds", "rows")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows = array("I")
+        self.cum_seconds = array("q", [0])
+        self.cum_marks = array("I", [0])
 
 
 class UsageRollup:
@@ -85,7 +81,7 @@ class UsageRollup:
     def __init__(self) -> None:
         self.folded = 0
         self.groups: dict[GroupKey, Group] = {}
-        self.surfaces: dict[str | None, Group] = {}
+        self.surfaces: dict[str | None, Sums] = {}
         self.spread: set[str] = set()
 
     def moved(self, position: int) -> None:
@@ -104,10 +100,15 @@ class UsageRollup:
         self.folded, self.groups, self.surfaces = 0, {}, {}
 
     def fold(
-        self, by_time: array[int], rows: LedgerRows, first_charge: Callable[[str], int | None]
+        self,
+        by_time: array[int],
+        rows: LedgerRows,
+        first_rows: dict[str, int],
+        first_charge: Callable[[str], int | None],
     ) -> UsageRollup:
         """Add the rows filed since the last fold (``by_time``: the organization's rows in time
-        order) to their groups."""
+        order) to their groups; ``first_rows``: each session's first row times 8 plus the count
+        of its first rows (``LedgerIndexes.sessions``)."""
         groups, surfaces, spread = self.groups, self.surfaces, self.spread
         kinds, times, credits = rows.kinds, rows.times, rows.credits
         seconds, internal, session_ids = rows.billable_seconds, rows.internal, rows.session_ids
@@ -119,17 +120,27 @@ class UsageRollup:
                 continue
             session_id = session_ids[row]
             charge = kind == _CHARGE and session_id is not None
-            key = GroupKey(attributions[row], internal[row], kind, charge)
+            code = attributions[row]
+            key = (code, internal[row], kind, charge)
             group = groups.get(key)
             if group is None:
                 group = groups[key] = Group()
-            mark = charge and session_id not in spread and first_charge(session_id) == row  # type: ignore[arg-type]
+            mark = False
+            if charge and session_id not in spread:  # its first charge: its first row, mostly
+                assert session_id is not None
+                first = first_rows.get(session_id, -8) >> 3
+                mark = first == row or (first < row and first_charge(session_id) == row)
             at, amount = times[row], credits[row]
-            group.add(at, row, amount, seconds[row], mark)
-            surface = values[key.attribution][_SURFACE]
-            by_surface = surfaces.get(surface)
-            if by_surface is None:
-                by_surface = surfaces[surface] = Group()
-            by_surface.add(at, row, amount, 0, False)
+            group.times.append(at)
+            group.rows.append(row)
+            group.cum_credits.append(group.cum_credits[-1] + amount)
+            group.cum_seconds.append(group.cum_seconds[-1] + seconds[row])
+            group.cum_marks.append(group.cum_marks[-1] + mark)
+            surface = values[code][_SURFACE]
+            sums = surfaces.get(surface)
+            if sums is None:
+                sums = surfaces[surface] = Sums()
+            sums.times.append(at)
+            sums.cum_credits.append(sums.cum_credits[-1] + amount)
         self.folded = len(by_time)
         return self

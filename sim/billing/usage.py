@@ -26,7 +26,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sim.billing.ledger import ATTRIBUTION, ENTRY_KINDS, Ledger
 from sim.billing.periods import Month
-from sim.billing.rollups import Group, GroupKey
+from sim.billing.rollups import Group, GroupKey, Sums
 from sim.clock import Clock
 from sim.config import BillingConfig
 from sim.errors import Unprocessable
@@ -260,22 +260,22 @@ def summarize(
     daily: defaultdict[str, dict[str, int]] = defaultdict(dict)
     embeds: dict[str, list[Any]] = {}  # [credits, billable seconds, last (time, row)]
     settled: list[tuple[float, int]] = []
-    for _at, _row, key, group, first, last in present:
+    for _at, _row, (code, internal, kind, charge), group, first, last in present:
         credits = group.cum_credits[last] - group.cum_credits[first]
         seconds = group.cum_seconds[last] - group.cum_seconds[first]
         model, surface, quality, mode, embed, _avatar, operation, _version, _note = attributions[
-            key.attribution
+            code
         ]
         credits_charged += credits
         surface = surface or "unknown"
         _add(by_surface, surface, credits)
-        if model is not None and not key.internal:
+        if model is not None and not internal:
             _add(by_model, model, credits)
         if mode is not None:
             _add(by_mode, mode, credits)
         if operation is not None:
             _add(by_operation, operation, credits)
-        if key.charge:
+        if charge:
             billable_seconds += seconds
             sessions += group.cum_marks[last] - group.cum_marks[first]
             if quality is not None and seconds:
@@ -286,14 +286,14 @@ def summarize(
             totals[0] += credits
             totals[1] += seconds
             totals[2] = max(totals[2], used)
-        if key.kind == _SETTLEMENT:
+        if kind == _SETTLEMENT:
             newest = range(max(first, last - config.recent_charges_listed), last)
             settled += [(group.times[i], group.rows[i]) for i in newest]
-    for surface_of, group in rollup.surfaces.items():  # the daily slice: by surface alone
-        first, last = group.span(start, end)
+    for surface_of, sums in rollup.surfaces.items():  # the daily slice: by surface alone
+        first, last = sums.span(start, end)
         if first < last:
             surface = surface_of or "unknown"
-            for day, day_credits in _by_day(group, first, last, segments, end, local_days):
+            for day, day_credits in _by_day(sums, first, last, segments, end, local_days):
                 _add(daily[day], surface, day_credits)
     for session_id in rollup.spread:  # charged at more than one time: counted from its rows
         sessions += any(start <= t < end for t in ledger.charge_times(session_id, org_id))
@@ -315,14 +315,14 @@ def summarize(
 
 
 def _by_day(
-    group: Group,
+    group: Sums,
     first: int,
     last: int,
     segments: list[tuple[float, str | None]],
     end: float,
     local_days: LocalDays,
 ) -> list[tuple[str, int]]:
-    """The credits of ``group``'s rows ``[first, last)`` by local date: by bisection at each
+    """The credits of the rows ``[first, last)`` of ``group`` by local date: by bisection at each
     segment's bounds, or row by row where that is fewer steps (and where a bucket's instants
     are dated one by one)."""
     times, cum = group.times, group.cum_credits

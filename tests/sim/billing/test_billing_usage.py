@@ -327,7 +327,7 @@ def test_a_summary_reads_only_its_own_window_of_its_own_organization(
     """A summary reads its organization's rollup alone, and of it only the groups' rows in its
     window, by bisection: no row of another organization or another month is read."""
     from sim.billing.ledger import Ledger
-    from sim.billing.rollups import Group
+    from sim.billing.rollups import Sums
 
     world = kit.world()
     orgs = [world.org(name=f"o{i}") for i in range(5)]
@@ -337,19 +337,19 @@ def test_a_summary_reads_only_its_own_window_of_its_own_organization(
             world.billing.charge_session(kit.usage(world, org, f"s_{org}_{day}", 3))
     asked: list[str] = []
     spans: list[tuple[int, int]] = []
-    real_usage, real_span = Ledger.usage, Group.span
+    real_usage, real_span = Ledger.usage, Sums.span
 
     def usage(ledger: Ledger, org_id: str) -> Any:
         asked.append(org_id)
         return real_usage(ledger, org_id)
 
-    def span(group: Group, start: float, end: float) -> tuple[int, int]:
+    def span(group: Sums, start: float, end: float) -> tuple[int, int]:
         found = real_span(group, start, end)
         spans.append(found)
         return found
 
     monkeypatch.setattr(Ledger, "usage", usage)
-    monkeypatch.setattr(Group, "span", span)
+    monkeypatch.setattr(Sums, "span", span)
     summary = world.billing.usage(orgs[2], period="previous_month")  # February
     in_february = [
         e
