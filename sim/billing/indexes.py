@@ -131,7 +131,7 @@ class LedgerIndexes:
         """A session charged again: if at another time than its first charge, its charges are
         spread (``UsageRollup.spread``; while they are not, they all share that time)."""
         first = self.first_charge(session_id, org.code)
-        if first is not None and self._rows.kind_org_time(first)[2] != at:
+        if first is not None and self._rows.times[first] != at:
             org.usage.spread_session(session_id)
 
     def remove(self, row: int) -> None:
@@ -182,15 +182,12 @@ class LedgerIndexes:
 
     def first_charge(self, session_id: str, org_code: int) -> int | None:
         """The session's first ``charge`` row in the organization of ``org_code``, if any."""
-        rows = self._rows
-        packed = self.sessions.get(session_id)
-        if packed is not None and rows.kind_org_time(packed >> 3)[:2] == (_CHARGE, org_code):
-            return packed >> 3  # its first row: the common case
+        kinds, orgs = self._rows.kinds, self._rows.org_codes
         return next(
             (
                 row
                 for row in self.session_rows(session_id)
-                if rows.kind_org_time(row)[:2] == (_CHARGE, org_code)
+                if kinds[row] == _CHARGE and orgs[row] == org_code
             ),
             None,
         )
@@ -198,5 +195,8 @@ class LedgerIndexes:
     def charge_times(self, session_id: str, org_code: int) -> list[float]:
         """The times of the session's ``charge`` rows in the organization of ``org_code``."""
         rows = self._rows
-        found = [rows.kind_org_time(row) for row in self.session_rows(session_id)]
-        return [at for kind, org, at in found if (kind, org) == (_CHARGE, org_code)]
+        return [
+            rows.times[row]
+            for row in self.session_rows(session_id)
+            if rows.kinds[row] == _CHARGE and rows.org_codes[row] == org_code
+        ]
