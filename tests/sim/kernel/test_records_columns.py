@@ -302,3 +302,22 @@ def test_the_api_log_is_a_ring_of_the_newest_calls() -> None:
     for _ in range(7):
         platform.call("getStatus", None, {})
     assert len(platform.api_log) == 3 and platform.api_log.dropped == 4
+
+
+@pytest.mark.req("PERF-2", "SIM-2", "NB-2")
+def test_the_api_logs_export_is_the_calls_it_shows() -> None:
+    """The API log exports the calls it shows (a ring's newest), each column the ``ApiCall``
+    field of the same name, read one by one."""
+    from harness.columns import to_frame
+
+    ring = ApiLog(size=5)
+    for i in range(12):
+        outcome, error = ("ok", None) if i % 3 else ("rate_limited", "rate_limit")
+        ring.append(float(i), "createSession", None if i % 4 == 0 else "org_a", outcome, error)
+    frame = to_frame(ring.export(), Clock(EPOCHS[0]))
+    calls = list(ring)
+    assert len(frame) == len(calls) == 5
+    assert list(frame["at"]) == [Clock(EPOCHS[0]).datetime_at(c.at) for c in calls]
+    for name in ("operation_id", "org_id", "outcome", "error_type"):
+        shown = [None if isinstance(v, float) else v for v in frame[name].astype(object)]
+        assert shown == [getattr(c, name) for c in calls], name
