@@ -11,11 +11,13 @@ Three kinds of check:
   every response check to every response it sees, scripted or fuzzed; the same functions judge
   schemathesis's responses too (``st_bridge``; ``st_checks`` registers them for ``st run``).
 * ``scenario``: ``fn(context) -> None`` drives the target through a short script (auth,
-  idempotency, pagination, the session lifecycle) and raises ``CheckFailed``, or ``Skipped`` when
-  the target cannot be asked: a key that was not given (such a check declares the roles it
-  ``needs``; ``time`` stands for a clock, ``admin`` for the simulator's admin API) or something
-  the target could not provide (an avatar, a run, a free slot). ``order`` runs a check later:
-  those that use up the create rate limit go last.
+  idempotency, pagination, the session lifecycle) and raises ``CheckFailed``. A check that could
+  not exercise its rule says why: ``Incomplete`` when the user can let it (a key, a run body, more
+  time: its ``flag`` names how; such a run exits 3), ``NotApplicable`` when nothing the user can
+  give would (the simulator's admin API against a deployment). A check declares the roles it
+  ``needs``, how many sessions it ``creates`` and with which ``key``, and the target seconds it may
+  spend waiting (``budget``), so the runner can pace creates under the seed's rate limit and
+  end every check in time. ``order`` runs a check later among those ready to run.
 * ``fuzz``: schemathesis's own checks, reported under their schemathesis names.
 
 Only the contract profile is held against the target (HAR-5): each check states a rule the seed
@@ -27,25 +29,33 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from email.utils import parsedate_to_datetime
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from harness.conformance.target import Exchange
+from sim.errors import ErrorType
 
 if TYPE_CHECKING:
     from harness.conformance.context import Context
 
 __all__ = [
     "CHECKS",
+    "DEFAULT_BUDGET_SECONDS",
     "ENVELOPE_FIELDS",
     "ERROR_TYPES",
+    "LATE",
     "STATUS_TYPES",
     "Check",
     "CheckFailed",
+    "Incomplete",
+    "KeyChoice",
     "Kind",
+    "NotApplicable",
+    "NotChecked",
     "ResponseFunction",
     "ScenarioFunction",
-    "Skipped",
     "envelope_of",
+    "is_rate_limited",
     "register_fuzz_check",
     "response_check",
     "response_checks",
@@ -66,13 +76,48 @@ class CheckFailed(AssertionError):
         self.exchange = exchange
 
 
-class Skipped(Exception):
-    """The check could not be run against this target (the reason says why)."""
+class NotChecked(Exception):
+    """The check could not exercise the rule it states; ``reason`` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Incomplete(NotChecked):
+    """Something the user can give would let the check run: ``flag`` names it (``--model``,
+    ``--other-org-key``, a longer ``--max-wait``, no ``--quick``). A run that leaves a check
+    incomplete exits 3 unless ``--allow-incomplete``."""
+
+    def __init__(self, reason: str, flag: str | None = None) -> None:
+        super().__init__(reason)
+        self.flag = flag
+
+
+class NotApplicable(NotChecked):
+    """Nothing the user can give would let the check run against this target (for example the
+    simulator's admin API, which no deployment has)."""
+
+
+#: The role whose key a check creates its sessions with: one named role, or ``any`` (the
+#: runner lends whichever of the API key and the other organization's key can create soonest).
+KeyChoice = Literal["api", "other_org", "any"]
+
+#: A check of this order or more starts only once every check of a lower order has run: a
+#: fitting, a run's events or a long window have had time to happen by then.
+LATE = 100
+
+#: Target seconds a scenario check may spend waiting by default (timers, drains, polls), beyond
+#: the pacing of its creates under the rate limit.
+DEFAULT_BUDGET_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
 class Check:
-    """A registered check: its stable name, requirement ids, kind and the roles it needs."""
+    """A registered check: its stable name, requirement ids, kind, the roles it needs and, for a
+    scenario, how it spends the target's limits and time (``creates`` sessions with ``key``,
+    ``budget`` target seconds of waiting, ``quiet`` when its key must have made no create for a
+    whole rate window first)."""
 
     name: str
     requirements: tuple[str, ...]
@@ -82,6 +127,11 @@ class Check:
     response: ResponseFunction | None = None
     scenario: ScenarioFunction | None = None
     order: int = 0
+    creates: int = 0
+    key: KeyChoice = "api"
+    budget: float = DEFAULT_BUDGET_SECONDS
+    quiet: bool = False
+    opportunistic: bool = False
 
 
 #: Every check by name, in registration order (the order of the reports).
@@ -99,24 +149,49 @@ def _doc(function: Callable[..., Any]) -> str:
     return (function.__doc__ or "").strip().splitlines()[0] if function.__doc__ else ""
 
 
-def response_check(name: str, *requirements: str) -> Callable[[ResponseFunction], ResponseFunction]:
-    """Register ``fn(exchange) -> bool`` as the response check ``name``."""
+def response_check(
+    name: str, *requirements: str, opportunistic: bool = False
+) -> Callable[[ResponseFunction], ResponseFunction]:
+    """Register ``fn(exchange) -> bool`` as the response check ``name``. An ``opportunistic``
+    one judges what a run may or may not meet (a session the start-up timeout failed): when it
+    meets none, the check is not applicable rather than incomplete."""
 
     def decorate(function: ResponseFunction) -> ResponseFunction:
-        _register(Check(name, requirements, "response", _doc(function), response=function))
+        check = Check(
+            name, requirements, "response", _doc(function), response=function,
+            opportunistic=opportunistic,
+        )  # fmt: skip
+        _register(check)
         return function
 
     return decorate
 
 
 def scenario_check(
-    name: str, *requirements: str, needs: tuple[str, ...] = (), order: int = 0
+    name: str,
+    *requirements: str,
+    needs: tuple[str, ...] = (),
+    order: int = 0,
+    creates: int = 0,
+    key: KeyChoice = "api",
+    budget: float = DEFAULT_BUDGET_SECONDS,
+    quiet: bool = False,
 ) -> Callable[[ScenarioFunction], ScenarioFunction]:
-    """Register ``fn(context)`` as the scenario check ``name``, skipped without ``needs``."""
+    """Register ``fn(context)`` as the scenario check ``name`` (not run without ``needs``)."""
 
     def decorate(function: ScenarioFunction) -> ScenarioFunction:
         check = Check(
-            name, requirements, "scenario", _doc(function), needs, scenario=function, order=order
+            name,
+            requirements,
+            "scenario",
+            _doc(function),
+            needs,
+            scenario=function,
+            order=order,
+            creates=creates,
+            key=key,
+            budget=budget,
+            quiet=quiet,
         )
         _register(check)
         return function
@@ -138,21 +213,17 @@ def response_checks() -> list[Check]:
 #: The envelope's fields, no more and no fewer (ERR-1).
 ENVELOPE_FIELDS = frozenset({"type", "code", "message", "param", "request_id"})
 
-#: The seed's error types and the statuses each maps to (ERR-2). ``quota_exceeded`` is a 429 in
-#: the seed's table; a status the table does not name (402, 405, ...) may carry any listed type,
-#: because the seed says the mapping is rough there.
+#: The seed's error types (ERR-2), as the domain declares them once.
+ERROR_TYPES = frozenset(get_args(ErrorType))
+#: The pairs the seed's tables state (ERR-2): a 400 is ``invalid_request``, a 409 ``conflict``,
+#: a 429 ``rate_limit`` or ``quota_exceeded``. Elsewhere the seed says only that the type maps
+#: "roughly" to the status, so any of its types is legal there (a 422 may say
+#: ``invalid_request``, a 401 may name no ``authentication``).
 STATUS_TYPES: dict[int, frozenset[str]] = {
     400: frozenset({"invalid_request"}),
-    401: frozenset({"authentication"}),
-    403: frozenset({"permission"}),
-    404: frozenset({"not_found"}),
     409: frozenset({"conflict"}),
-    422: frozenset({"unprocessable"}),
     429: frozenset({"rate_limit", "quota_exceeded"}),
-    500: frozenset({"internal"}),
-    503: frozenset({"service_unavailable"}),
 }
-ERROR_TYPES = frozenset().union(*STATUS_TYPES.values())
 
 _CODE = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*(?:\.[a-z][a-z0-9]*(?:_[a-z0-9]+)*)*$")
 
@@ -197,7 +268,8 @@ def error_envelope_closed(exchange: Exchange) -> bool:
 
 @response_check("error_type_matches_status", "ERR-2")
 def error_type_matches_status(exchange: Exchange) -> bool:
-    """error.type is one of the seed's types and matches the HTTP status."""
+    """error.type is one of the seed's types; a 400 is invalid_request, a 409 conflict, a 429
+    rate_limit or quota_exceeded (the pairs the seed states)."""
     error = envelope_of(exchange) if _is_error(exchange) else None
     if error is None:
         return False
@@ -215,14 +287,19 @@ def error_type_matches_status(exchange: Exchange) -> bool:
 
 @response_check("request_id_echoed", "ERR-3")
 def request_id_echoed(exchange: Exchange) -> bool:
-    """Every response has a req_ X-Request-Id, and an error's request_id echoes it."""
+    """An error's request_id echoes the response's X-Request-Id, a req_ id (a success may carry
+    the header too, and then it is a req_ id)."""
     header = exchange.headers.get("x-request-id")
+    error = envelope_of(exchange) if _is_error(exchange) else None
+    if error is None:
+        if header is not None and not header.startswith("req_"):
+            raise CheckFailed(f"X-Request-Id {header!r} is not a req_ id", exchange)
+        return False
     if header is None:
-        raise CheckFailed("the response has no X-Request-Id header", exchange)
+        raise CheckFailed("an error response has no X-Request-Id header to echo", exchange)
     if not header.startswith("req_"):
         raise CheckFailed(f"X-Request-Id {header!r} is not a req_ id", exchange)
-    error = envelope_of(exchange) if _is_error(exchange) else None
-    if error is not None and error.get("request_id") != header:
+    if error.get("request_id") != header:
         raise CheckFailed(
             f"error.request_id {error.get('request_id')!r} differs from X-Request-Id {header!r}",
             exchange,
@@ -248,46 +325,81 @@ def error_code_format(exchange: Exchange) -> bool:
 # -- limits (LIM-4) ----------------------------------------------------------------------------
 
 _RATE_HEADERS = ("x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset")
+_LEADING_INTEGER = re.compile(r"^\s*(\d+)\s*(?:[;,].*)?$")
 
 
 def _is_session_create(exchange: Exchange) -> bool:
     return exchange.method == "POST" and exchange.path.rstrip("/") == "/v1/sessions"
 
 
+def is_rate_limited(exchange: Exchange) -> bool:
+    """A 429 whose envelope says ``rate_limit`` (the seed's rate limit or queue capacity)."""
+    error = envelope_of(exchange) if exchange.status == 429 else None
+    return error is not None and error.get("type") == "rate_limit"
+
+
+def _reset_is_valid(raw: str) -> bool:
+    """``X-RateLimit-Reset`` in any standard form: seconds from now, Unix seconds, HTTP date."""
+    if _LEADING_INTEGER.match(raw):
+        return True
+    try:
+        parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 @response_check("rate_limit_headers", "LIM-4")
 def rate_limit_headers(exchange: Exchange) -> bool:
-    """POST /v1/sessions (the seed's rate-limited operation) answers X-RateLimit-* when it
-    succeeds or is refused by the rate limit."""
+    """A create refused by the rate limit carries X-RateLimit-Limit, -Remaining and -Reset; a
+    create that succeeds may carry them too (the seed allows either reading), and then they are
+    well-formed."""
     if not _is_session_create(exchange):
         return False
-    error = envelope_of(exchange)
-    limited = exchange.status == 429 and error is not None and error.get("type") == "rate_limit"
-    if not (200 <= exchange.status < 300 or limited):
+    limited = is_rate_limited(exchange)
+    present = [name for name in _RATE_HEADERS if name in exchange.headers]
+    if not limited and not (200 <= exchange.status < 300 and present):
         return False
     values: dict[str, int] = {}
     for name in _RATE_HEADERS:
         raw = exchange.headers.get(name)
         if raw is None:
-            raise CheckFailed(f"a rate-limited response lacks the {name} header", exchange)
-        try:
-            values[name] = int(raw)
-        except ValueError:
-            raise CheckFailed(f"{name} is not an integer: {raw!r}", exchange) from None
-        if values[name] < 0:
-            raise CheckFailed(f"{name} is negative: {raw!r}", exchange)
+            raise CheckFailed(
+                f"a {'refused' if limited else 'successful'} create carries "
+                f"{', '.join(present) or 'no X-RateLimit header'} but not {name}",
+                exchange,
+            )
+        if name == "x-ratelimit-reset":
+            if not _reset_is_valid(raw):
+                raise CheckFailed(f"{name} is neither seconds nor a date: {raw!r}", exchange)
+            continue
+        matched = _LEADING_INTEGER.match(raw)
+        if matched is None:
+            raise CheckFailed(f"{name} is not a count: {raw!r}", exchange)
+        values[name] = int(matched.group(1))
     if values["x-ratelimit-remaining"] > values["x-ratelimit-limit"]:
         raise CheckFailed("X-RateLimit-Remaining exceeds X-RateLimit-Limit", exchange)
-    return True
+    return limited
 
 
 @response_check("retry_after_present", "LIM-4")
 def retry_after_present(exchange: Exchange) -> bool:
-    """Every 429 and every 503 carries Retry-After (seconds or an HTTP date)."""
-    if exchange.status not in (429, 503):
-        return False
+    """Where the seed names Retry-After (a 429 rate_limit, a 503 at_capacity) it is there, as
+    seconds or an HTTP date; wherever it appears it has that form."""
     raw = exchange.headers.get("retry-after")
+    error = envelope_of(exchange) if _is_error(exchange) else None
+    named = is_rate_limited(exchange) or (
+        exchange.status == 503 and error is not None and error.get("code") == "at_capacity"
+    )
     if raw is None:
-        raise CheckFailed(f"a {exchange.status} lacks the Retry-After header", exchange)
-    if not raw.strip().isdigit() and "GMT" not in raw:
-        raise CheckFailed(f"Retry-After {raw!r} is neither seconds nor an HTTP date", exchange)
-    return True
+        if named:
+            raise CheckFailed(f"a {exchange.status} lacks the Retry-After header", exchange)
+        return False
+    if not raw.strip().isdigit():
+        try:
+            parsedate_to_datetime(raw)
+        except (TypeError, ValueError):
+            raise CheckFailed(
+                f"Retry-After {raw!r} is neither seconds nor an HTTP date", exchange
+            ) from None
+    return named

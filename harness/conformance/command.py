@@ -2,7 +2,14 @@
 
 Exit codes (those of every ``avatar-sim`` command): 0 the deployment conforms, 1 a check failed,
 2 a usage error or a target that cannot be reached (or that refuses the given API key, which is a
-usage error too: nothing could be checked).
+usage error too: nothing could be checked, or that stopped answering), 3 nothing failed but a
+check could not run for lack of input (a key, a run body, time); the report names the flag for
+each, and ``--allow-incomplete`` turns 3 into 0.
+
+Time: with ``--sim-admin-token`` (``avatar-sim serve`` only) the run moves the simulated clock;
+otherwise it waits in real time, at the seed's shortest legal timers, each wait shown as it
+happens (``--quick`` takes none, leaving the checks that need one incomplete). ``--time-factor``
+is the target's wall seconds per second of its own time, for a served simulator on a fast clock.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from harness.conformance import runner
+from harness.conformance.clock import QuickClock, RealClock, TargetClock, tqdm_display
 from harness.conformance.context import Inputs
 from harness.conformance.target import Credentials, Target, TargetUnreachable
 
@@ -45,17 +53,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--run-json", metavar="JSON", help="the body of a run create for --model (a JSON object)"
     )
     parser.add_argument(
-        "--real-time",
+        "--quick",
         action="store_true",
-        help="let time-dependent checks wait in real time (timers at their shortest legal "
-        "values, the create rate window); each wait is shown",
+        help="take no real-time wait: checks that need one are left incomplete (exit 3)",
+    )
+    parser.add_argument(
+        "--time-factor",
+        type=float,
+        default=1.0,
+        metavar="F",
+        help="the target's wall seconds per second of its own time (avatar-sim serve "
+        "--time-factor F runs its clock 1/F times faster; default 1)",
     )
     parser.add_argument(
         "--max-wait",
         type=float,
         default=180.0,
         metavar="SECONDS",
-        help="the longest single real-time wait (default 180); longer ones skip their check",
+        help="the longest single real-time wait, in wall seconds (default 180); a check that "
+        "needs a longer one is left incomplete, naming the value that would let it run",
+    )
+    parser.add_argument(
+        "--allow-incomplete",
+        action="store_true",
+        help="exit 0 rather than 3 when nothing failed but some check could not run",
     )
     parser.add_argument(
         "--max-examples",
@@ -72,7 +93,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--junit", metavar="PATH", help="write JUnit XML here")
     parser.add_argument("--report", metavar="PATH", help="write a report (.md Markdown, else JSON)")
-    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=20.0,
+        help="wall seconds a request may take (default 20); a target that lets two requests "
+        "time out is reported as stalled and the run stops (exit 2)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -84,6 +111,14 @@ def run(args: argparse.Namespace) -> int:
     if args.max_examples < 0:
         print("conformance: --max-examples must be 0 or more", file=sys.stderr)
         return USAGE_ERROR
+    for name, value in (("--time-factor", args.time_factor), ("--max-wait", args.max_wait),
+                        ("--timeout", args.timeout)):  # fmt: skip
+        if not value > 0 or value == float("inf"):
+            print(f"conformance: {name} must be a positive number", file=sys.stderr)
+            return USAGE_ERROR
+    if args.quick and args.sim_admin_token:
+        print("conformance: --quick and --sim-admin-token exclude each other", file=sys.stderr)
+        return USAGE_ERROR
     unknown = sorted(set(args.check or ()) - set(runner.CHECKS))
     if unknown:
         print(f"conformance: no check named {', '.join(unknown)}", file=sys.stderr)
@@ -94,7 +129,6 @@ def run(args: argparse.Namespace) -> int:
             avatar_id=args.avatar_id,
             model=args.model,
             run_body=_json_object(args.run_json, "--run-json"),
-            real_time=args.real_time,
             max_wait_seconds=args.max_wait,
         )
     except ValueError as exc:
@@ -121,7 +155,8 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed,
             inputs=inputs,
             only=frozenset(args.check) if args.check else None,
-            say=lambda message: print(f"conformance: {message}", file=sys.stderr, flush=True),
+            say=say,
+            clock=_clock(args),
         )
         report = runner.run(target, options)
     except TargetUnreachable as exc:
@@ -130,6 +165,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         target.close()
     print(report.summary())
+    say(f"finished in {report.seconds:.0f} s")
     if args.junit:
         Path(args.junit).write_text(report.to_junit(), encoding="utf-8")
     if args.report:
@@ -137,7 +173,21 @@ def run(args: argparse.Namespace) -> int:
     elif report.bodies:
         beside = Path(args.junit).resolve().parent if args.junit else Path.cwd()
         report.write_bodies(beside)
-    return report.exit_code
+    return report.exit(allow_incomplete=args.allow_incomplete)
+
+
+def say(message: str) -> None:
+    print(f"conformance: {message}", file=sys.stderr, flush=True)
+
+
+def _clock(args: argparse.Namespace) -> TargetClock | None:
+    """The run's clock: the admin clock with the token (``None``: the runner's default), none
+    with ``--quick``, else real waiting at the target's time factor, each wait shown."""
+    if args.sim_admin_token:
+        return None
+    if args.quick:
+        return QuickClock()
+    return RealClock(factor=args.time_factor, display=tqdm_display(say))
 
 
 def _json_object(text: str | None, option: str) -> dict[str, Any] | None:

@@ -2,16 +2,21 @@
 
 Every kind-C requirement of ``spec/requirements.yaml`` is either carried by at least one
 registered check or listed in ``NOT_CHECKABLE`` with the reason no request to a deployment can
-show it. A run counts an id as checked only when a check carrying it was applied (passed or
-failed); a skipped check checks nothing, and its skip reason says what would let it run.
+show it. A run counts an id as checked only when a check carrying it exercised the condition it
+names (it passed or failed) and no check carrying it was left incomplete: an id half checked is
+not checked. Each checked id names the exchange that showed it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from harness.requirements import Kind, load_catalog
+
+if TYPE_CHECKING:
+    from harness.conformance.report import CheckResult
 
 __all__ = ["NOT_CHECKABLE", "Coverage", "contract_ids", "coverage_of"]
 
@@ -43,38 +48,49 @@ def contract_ids() -> tuple[str, ...]:
 
 @dataclass(frozen=True, slots=True)
 class Coverage:
-    """The contract ids a run checked, and every other one with its reason."""
+    """The contract ids a run checked (each with the exchange that showed it), and every other
+    one with its reason."""
 
     checked: tuple[str, ...]
     unchecked: Mapping[str, str]
     total: int
+    proofs: Mapping[str, str] = field(default_factory=dict)
 
     def line(self) -> str:
         return f"checked: {len(self.checked)} of {self.total} contract ids"
 
 
-def coverage_of(applied: Iterable[tuple[tuple[str, ...], str | None]]) -> Coverage:
-    """Coverage from each check's requirement ids and its skip reason (``None`` if it ran)."""
+def coverage_of(results: Iterable[CheckResult]) -> Coverage:
+    """Coverage from the run's check results."""
     ids = contract_ids()
-    ran: set[str] = set()
-    skipped: dict[str, list[str]] = {}
-    for requirements, skip_reason in applied:
-        for requirement in requirements:
-            if skip_reason is None:
-                ran.add(requirement)
+    exercised: dict[str, list[str]] = {}
+    incomplete: dict[str, list[str]] = {}
+    elsewhere: dict[str, list[str]] = {}
+    for result in results:
+        for requirement in result.requirements:
+            if result.outcome in ("passed", "failed"):
+                shown = f"{result.name}: {result.proof.line()}" if result.proof else result.name
+                exercised.setdefault(requirement, []).append(shown)
             else:
-                skipped.setdefault(requirement, []).append(skip_reason)
+                reason = f"{result.name}: {result.skip_reason}" + (
+                    f" ({result.flag})" if result.flag else ""
+                )
+                target = incomplete if result.outcome == "incomplete" else elsewhere
+                target.setdefault(requirement, []).append(reason)
     unchecked: dict[str, str] = {}
     for requirement in ids:
-        if requirement in ran:
+        if requirement in incomplete:
+            unchecked[requirement] = "incomplete: " + "; ".join(incomplete[requirement])
+        elif requirement in exercised:
             continue
-        if requirement in NOT_CHECKABLE:
+        elif requirement in NOT_CHECKABLE:
             unchecked[requirement] = (
                 "not checkable against a deployment: " + NOT_CHECKABLE[requirement]
             )
-        elif requirement in skipped:
-            unchecked[requirement] = "skipped: " + "; ".join(dict.fromkeys(skipped[requirement]))
+        elif requirement in elsewhere:
+            unchecked[requirement] = "not applicable here: " + "; ".join(elsewhere[requirement])
         else:
-            unchecked[requirement] = "no check carries it"
-    checked = tuple(r for r in ids if r in ran)
-    return Coverage(checked=checked, unchecked=unchecked, total=len(ids))
+            unchecked[requirement] = "no check of this run carries it"
+    checked = tuple(r for r in ids if r not in unchecked)
+    proofs = {r: exercised[r][0] for r in checked}
+    return Coverage(checked=checked, unchecked=unchecked, total=len(ids), proofs=proofs)

@@ -16,10 +16,16 @@ started" may be read as "before its first frame" (``canceled``) or as "before ``
 so either outcome passes. Only a session with none of these had surely not started
 (``canceled``).
 
-The timers (max duration, idle timeout, start-up timeout) need time to pass on the target: the
-simulator's clock with ``--sim-admin-token``, or real waiting with ``--real-time`` and the
-shortest values the seed allows (1 s). Capacity faults (``no_capacity``, ``at_capacity``) can only
-be brought about through the simulator's admin API.
+``end`` answered ``failed`` passes only when the session had failed: seen ``failed`` before the
+end, or failed by the start-up timeout (never placed, its error naming ``no_capacity``) a moment
+before the end arrived. Nothing else in the seed fails a session, and an ``end`` never does.
+
+The timers (max duration, idle timeout) need time to pass on the target: the simulator's clock
+with ``--sim-admin-token``, or real waiting (the default) at the shortest values the seed allows
+(1 s). A running session may show ``first_frame_at`` some time after it is called ``running``
+(the seed ties the two to different events); once it has ended after running, both of its stamps
+are set. Capacity faults (``no_capacity``, ``at_capacity``) can only be brought about through the
+simulator's admin API.
 """
 
 from __future__ import annotations
@@ -30,7 +36,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from harness.conformance.checks import CheckFailed, Skipped, scenario_check
+from harness.conformance.checks import (
+    CheckFailed,
+    Incomplete,
+    NotApplicable,
+    scenario_check,
+)
 from harness.conformance.context import (
     TERMINAL,
     Context,
@@ -42,6 +53,7 @@ from harness.conformance.responses import utc_instant
 from harness.conformance.scenarios import walk
 from harness.conformance.seed import SEED
 from harness.conformance.target import Exchange
+from harness.conformance.watch import mentions
 
 __all__ = [
     "END_RULES",
@@ -81,9 +93,10 @@ _PLACED_STATUSES = frozenset({"starting"})
 STARTUP_TIMEOUT_SECONDS = SEED.startup_timeout_seconds
 _PLACEMENT_SECONDS = 60.0
 _GRACE_SECONDS = 60.0
-#: How long a session called running may take to show its first_frame_at (no bound is stated;
-#: well under the seed's default idle timeout, which ends a session that receives no audio).
-_STAMP_GRACE_SECONDS = 10.0
+#: How long a session called running is given to show first_frame_at before it is ended: the
+#: seed ties the two to different events, so the stamp may come any time while it runs, and a
+#: session sent no audio runs at most its idle timeout (the seed's default) past that.
+_STAMP_WITHIN_SECONDS = SEED.idle_default + _GRACE_SECONDS
 _SETTLE_SECONDS = 3600.0
 
 
@@ -95,7 +108,16 @@ def judge_end(before: str | None, session: dict[str, Any], exchange: Exchange) -
             raise CheckFailed(f"end on a {before} session changed it to {status!r}", exchange)
         return
     if status == "failed":
-        return  # the job failed on its own before the end arrived (e.g. no_capacity)
+        if progress(before, session) == "not_started" and mentions(
+            session.get("error"), "no_capacity"
+        ):
+            return  # the start-up timeout failed the job a moment before the end arrived
+        raise CheckFailed(
+            f"end on a session seen {before!r} answered 'failed' with error "
+            f"{session.get('error')!r}; end never fails a session, and only a start-up timeout "
+            "(no_capacity) fails one that had not run (SES-ST-3, SES-ST-4)",
+            exchange,
+        )
     reached = progress(before, session)
     rule = next(r for r in END_RULES if r.progress == reached)
     if status not in rule.outcomes:
@@ -136,8 +158,9 @@ def _end(ctx: Context, session_id: str, before: str | None) -> dict[str, Any]:
 
 
 @scenario_check(
-    "session_lifecycle", "HAR-3", "SES-ST-1", "SES-ST-4", "SES-ST-5", "SES-ST-8", "EP-SESS-9"
-)
+    "session_lifecycle", "HAR-3", "SES-ST-1", "SES-ST-4", "SES-ST-5", "SES-ST-8", "EP-SESS-9",
+    creates=1,
+)  # fmt: skip
 def session_lifecycle(ctx: Context) -> None:
     """Create, get, list, end, end again: every answer is a row of the seed's state table."""
     created, session = ctx.new_session("lifecycle")
@@ -154,7 +177,8 @@ def session_lifecycle(ctx: Context) -> None:
     history.append(str(again.get("status")))
     if ended.get("status") == "ending" and again.get("status") not in {"ending", "ended"}:
         raise CheckFailed(f"ending then end again answered {again.get('status')!r}")
-    history.append(str(ctx.get_session(sid)[1].get("status")))
+    final = ctx.proves(ctx.get_session(sid)[0])
+    history.append(str(final.json().get("status")))
     check_history(history)
 
 
@@ -164,11 +188,7 @@ def _ran(session: dict[str, Any]) -> bool:
 
 
 def _running(ctx: Context, session_id: str, history: list[str]) -> dict[str, Any]:
-    """Wait for the session to run; a session that never runs skips the check.
-
-    A deployment may call a session ``running`` a moment before its first frame is stamped (the
-    seed does not say the two happen together), so a running session without ``first_frame_at``
-    is given a short grace to show it; one that does not fails in ``timestamps_in_order``."""
+    """Wait for the session to run; a session that never runs leaves the check incomplete."""
 
     def fetch() -> dict[str, Any]:
         session = ctx.get_session(session_id)[1]
@@ -180,20 +200,23 @@ def _running(ctx: Context, session_id: str, history: list[str]) -> dict[str, Any
         lambda s: s.get("status") == "running" or s.get("status") in TERMINAL,
         within=_PLACEMENT_SECONDS,
         step=1.0,
-        why="the session to reach its first frame",
+        why="the session to run",
     )
     if session.get("status") != "running":
-        raise Skipped(
+        raise Incomplete(
             f"the session did not run within {_PLACEMENT_SECONDS:g} s (it is "
-            f"{session.get('status')!r}); give --transport-json with a room the worker can join"
+            f"{session.get('status')!r}): give a room the worker can join",
+            "--transport-json",
         )
     if not _ran(session):
+        # Called running before its first frame is stamped: wait for the stamp (or for the
+        # session to end by itself), so that the end is judged against a session that ran.
         session = ctx.poll(
             fetch,
             lambda s: _ran(s) or s.get("status") != "running",
-            within=_STAMP_GRACE_SECONDS,
+            within=_STAMP_WITHIN_SECONDS,
             step=1.0,
-            why="a running session to show first_frame_at",
+            why="a running session to show its first frame",
         )
     return session
 
@@ -201,17 +224,20 @@ def _running(ctx: Context, session_id: str, history: list[str]) -> dict[str, Any
 _STAMPS = ("started_at", "first_frame_at")
 
 
-def timestamps_in_order(session: dict[str, Any], exchange: Exchange | None = None) -> None:
-    """A session that ran shows started_at and first_frame_at, no earlier than created_at and in
-    that order (RES-SESS-4)."""
+def timestamps_in_order(
+    session: dict[str, Any], exchange: Exchange | None = None, *, ran: bool = False
+) -> None:
+    """The stamps a session shows are no earlier than created_at and in the order of their
+    events; one that has ended after running shows both (RES-SESS-4)."""
     created, started, first = (
         session.get(name) for name in ("created_at", "started_at", "first_frame_at")
     )
-    if not isinstance(started, str) or not isinstance(first, str):
+    if ran and (not isinstance(started, str) or not isinstance(first, str)):
         shown = {n: repr(session[n]) if n in session else "absent" for n in _STAMPS}
         raise CheckFailed(
-            f"a running session shows started_at {shown['started_at']} and first_frame_at "
-            f"{shown['first_frame_at']}; once it has run, both are set (RES-SESS-4)",
+            f"a session that ran and ended shows started_at {shown['started_at']} and "
+            f"first_frame_at {shown['first_frame_at']}; once it has run, both are set "
+            "(RES-SESS-4)",
             exchange,
         )
     # Compared as instants (two spellings of one format need not sort as strings); a value that
@@ -228,11 +254,12 @@ def timestamps_in_order(session: dict[str, Any], exchange: Exchange | None = Non
 @scenario_check(
     "session_lifecycle_clock",
     "HAR-3", "SES-ST-3", "SES-ST-5", "SES-ST-8", "RES-SESS-4",
-    needs=("time",),
+    creates=1, key="any", budget=_PLACEMENT_SECONDS + _STAMP_WITHIN_SECONDS + _GRACE_SECONDS,
 )  # fmt: skip
 def session_lifecycle_clock(ctx: Context) -> None:
     """A session gets first_frame_at only from its first frame; ended while running it drains
-    through ending to ended, stays ended, and end again answers it unchanged."""
+    through ending to ended, stays ended with both stamps in order, and end again answers it
+    unchanged."""
     created, session = ctx.new_session("lifecycle-clock")
     sid = session["id"]
     if session.get("status") == "queued" and _ran(session):
@@ -240,7 +267,15 @@ def session_lifecycle_clock(ctx: Context) -> None:
     history = [str(session.get("status"))]
     running = _running(ctx, sid, history)
     timestamps_in_order(running)
-    ended = _end(ctx, sid, "running")
+    if running.get("status") in TERMINAL:
+        raise CheckFailed(
+            f"a session ran and ended {running.get('status')!r} by itself without ever showing "
+            "first_frame_at (RES-SESS-4)"
+        )
+    # Without a first frame yet, the end is judged as that of a placed session (either row).
+    ended = _end(ctx, sid, "running" if _ran(running) else "starting")
+    if ended.get("status") == "canceled":
+        raise Incomplete("the session was canceled before its first frame, so it did not drain")
     history.append(str(ended.get("status")))
     settled = ctx.poll(
         lambda: ctx.get_session(sid)[1],
@@ -255,13 +290,29 @@ def session_lifecycle_clock(ctx: Context) -> None:
     if settled.get("status") != "ended":
         raise CheckFailed(f"an ending session became {settled.get('status')!r}, not ended")
     ctx.wait(_SETTLE_SECONDS if ctx.admin else 1.0, "time to pass on an ended session")
-    history.append(str(ctx.get_session(sid)[1].get("status")))
+    exchange, later = ctx.get_session(sid)
+    history.append(str(later.get("status")))
+    timestamps_in_order(later, exchange, ran=True)
     again = _end(ctx, sid, "ended")
     history.append(str(again.get("status")))
     check_history(history)
+    ctx.proves(exchange)
 
 
-def _ends_on_its_own(ctx: Context, room: str, idle: int, limit: int, reason: str) -> None:
+def _judge_reason(ctx: Context, session_id: str, code: str) -> None:
+    """Where the reason can be seen (the simulator's admin API), session.ended names it."""
+    exchange = ctx.target.request("GET", f"/_sim/sessions/{session_id}/events", role="admin")
+    events = expect_status(exchange, 200, what="GET /_sim/sessions/{id}/events").get("data")
+    ended = [e for e in events or [] if isinstance(e, dict) and e.get("type") == "session.ended"]
+    reasons = [e.get("data", {}).get("reason") for e in ended]
+    if reasons != [code]:
+        raise CheckFailed(f"session {session_id}'s session.ended gave reasons {reasons}, not "
+                          f"[{code!r}]")  # fmt: skip
+
+
+def _ends_on_its_own(
+    ctx: Context, room: str, idle: int, limit: int, reason: str, code: str
+) -> None:
     """A session with the given timers runs and then ends by itself, as ``ended``. With timers
     of a second it may have run and ended between two looks, which shows the same."""
     _, session = ctx.new_session(room, idle_timeout_seconds=idle, max_duration_seconds=limit)
@@ -281,34 +332,48 @@ def _ends_on_its_own(ctx: Context, room: str, idle: int, limit: int, reason: str
         step=1.0,
         why=f"the session to run and the {reason} to end it",
     )
-    ran = _ran(final) or "running" in history
+    # Only a session that ran can end ``ended`` (the seed's rows), however briefly it ran.
+    ran = _ran(final) or "running" in history or final.get("status") == "ended"
     if final.get("status") not in TERMINAL:
         if not ran:
-            raise Skipped(
-                f"the session did not run within {bound:g} s (it is {final.get('status')!r}); "
-                "give --transport-json with a room the worker can join"
+            raise Incomplete(
+                f"the session did not run within {bound:g} s (it is {final.get('status')!r}): "
+                "give a room the worker can join",
+                "--transport-json",
             )
         raise CheckFailed(
             f"a running session with {reason} {min(idle, limit)} s was still "
             f"{final.get('status')!r} {bound:g} s after its creation"
         )
     if not ran:
-        raise Skipped(f"the session ended {final.get('status')!r} without running")
+        raise Incomplete(f"the session ended {final.get('status')!r} without running")
     if final.get("status") != "ended":
         raise CheckFailed(f"the {reason} left the session {final.get('status')!r}, not ended")
     check_history(history)
+    timestamps_in_order(final)  # a session this short may end before its first frame is stamped
+    if ctx.admin:
+        _judge_reason(ctx, sid, code)
 
 
-@scenario_check("max_duration_ends", "SES-ST-6", needs=("time",))
+_TIMER_BUDGET = _PLACEMENT_SECONDS + _GRACE_SECONDS + 30
+
+
+@scenario_check("max_duration_ends", "SES-ST-6", creates=1, key="any", budget=_TIMER_BUDGET)
 def max_duration_ends(ctx: Context) -> None:
-    """A running session with max_duration_seconds 1 (and idle 600) is ended by the worker."""
-    _ends_on_its_own(ctx, "max-duration", SEED.idle_max, SEED.max_duration_min, "max duration")
+    """A running session with max_duration_seconds 1 (and idle 600) is ended by the worker, and
+    where the event can be seen, session.ended gives the reason max_duration."""
+    _ends_on_its_own(
+        ctx, "max-duration", SEED.idle_max, SEED.max_duration_min, "max duration", "max_duration"
+    )
 
 
-@scenario_check("idle_timeout_ends", "SES-ST-7", needs=("time",))
+@scenario_check("idle_timeout_ends", "SES-ST-7", creates=1, key="any", budget=_TIMER_BUDGET)
 def idle_timeout_ends(ctx: Context) -> None:
-    """A running livekit session that receives no audio for idle_timeout_seconds 1 is ended."""
-    _ends_on_its_own(ctx, "idle", SEED.idle_min, SEED.max_duration_ceiling, "idle timeout")
+    """A running livekit session that receives no audio for idle_timeout_seconds 1 is ended,
+    and where the event can be seen, session.ended gives the reason idle_timeout."""
+    _ends_on_its_own(
+        ctx, "idle", SEED.idle_min, SEED.max_duration_ceiling, "idle timeout", "idle_timeout"
+    )
 
 
 # -- capacity, through the simulator's admin API ------------------------------------------------
@@ -334,18 +399,7 @@ def _set_capacity(ctx: Context, workers: int) -> None:
     expect_status(exchange, what="POST /_sim/faults/capacity")
 
 
-def _mentions(value: Any, word: str) -> bool:
-    """Whether ``word`` is a string somewhere in ``value`` (the error's shape is a gap)."""
-    if isinstance(value, str):
-        return value == word
-    if isinstance(value, dict):
-        return any(_mentions(v, word) for v in value.values())
-    if isinstance(value, list):
-        return any(_mentions(v, word) for v in value)
-    return False
-
-
-@scenario_check("startup_timeout_fails", "SES-ST-2", needs=("admin",))
+@scenario_check("startup_timeout_fails", "SES-ST-2", needs=("admin",), creates=1)
 def startup_timeout_fails(ctx: Context) -> None:
     """A job no worker can take is still waiting after 14 s and failed with code no_capacity
     after 16 s (the seed's start-up timeout is 15 s)."""
@@ -367,7 +421,7 @@ def startup_timeout_fails(ctx: Context) -> None:
                 f"a job no worker took is {late.get('status')!r} after {after:g} s, not failed",
                 exchange,
             )
-        if not _mentions(late.get("error"), "no_capacity"):
+        if not mentions(late.get("error"), "no_capacity"):
             raise CheckFailed(
                 f"the start-up timeout's error {late.get('error')!r} has no code no_capacity",
                 exchange,
@@ -406,7 +460,9 @@ def at_capacity_refused(ctx: Context) -> None:
                     continue
                 _judge_at_capacity(exchange)
                 return
-            raise Skipped(f"{_ADMISSION_TRIES} waiting sessions did not fill the admission queue")
+            raise NotApplicable(
+                f"{_ADMISSION_TRIES} waiting sessions did not fill the admission queue"
+            )
         finally:
             for key, session_id in opened:
                 target.request(

@@ -25,7 +25,7 @@ from harness.contract.loader import PROFILE_FILE, default_spec_dir, load_yaml
 from sim.asgi.routes import RouteTable
 from sim.asgi.validation import SpecSchemas
 
-__all__ = ["Operation", "body_problem", "load_profile", "operation_of"]
+__all__ = ["Operation", "body_problem", "form_is_valid_as_sent", "load_profile", "operation_of"]
 
 _URI = "urn:avatar-sim:contract-profile"
 
@@ -105,3 +105,36 @@ def body_problem(operation: Operation, body: Any) -> str | None:
     first = errors[0]
     where = "/".join(str(p) for p in first.absolute_path) or "(the body)"
     return f"{where}: {first.message[:300]}"
+
+
+def _form_schema(path: str, method: str) -> str | None:
+    operation = load_profile()["paths"].get(path, {}).get(method) or {}
+    content = (operation.get("requestBody") or {}).get("content") or {}
+    if "schema" not in content.get("multipart/form-data", {}):
+        return None
+    return _pointer(
+        "paths", path, method, "requestBody", "content", "multipart/form-data", "schema"
+    )
+
+
+def _as_sent(value: Any) -> Any:
+    """A form field as it reaches the server: bytes and text stay, anything else is its text
+    (httpx writes ``True`` as ``true`` and ``None`` as an empty field)."""
+    if isinstance(value, bytes | str):
+        return value.decode("latin-1") if isinstance(value, bytes) else value
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def form_is_valid_as_sent(path: str, method: str, body: Any) -> bool:
+    """Whether a ``multipart/form-data`` body, as its fields reach the server (every part is
+    text or a file), is valid for the operation: a generated "negative" form whose only fault
+    is a field's JSON type is no fault on the wire."""
+    pointer = _form_schema(path, method.lower())
+    if pointer is None or not isinstance(body, Mapping):
+        return False
+    sent = {name: _as_sent(value) for name, value in body.items()}
+    return not any(True for _ in _validator(pointer).iter_errors(sent))

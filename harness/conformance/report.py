@@ -19,13 +19,19 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.conformance.coverage import Coverage
+from harness.conformance.target import Exchange
 
-__all__ = ["BODIES_DIR", "CheckResult", "FailureRecord", "Outcome", "Report"]
+__all__ = ["BODIES_DIR", "CheckResult", "FailureRecord", "Outcome", "Proof", "Report"]
 
 #: Where request bodies of failures are written, relative to the report's directory.
 BODIES_DIR = "conformance-bodies"
 
-Outcome = Literal["passed", "failed", "skipped"]
+#: ``incomplete``: the check could not exercise its rule and something the user can give would
+#: let it (the flag says what); ``not_applicable``: nothing could, against this target.
+Outcome = Literal["passed", "failed", "incomplete", "not_applicable"]
+
+#: Exit codes of a run (those of every ``avatar-sim`` command).
+EXIT_CONFORMS, EXIT_FAILED, EXIT_UNREACHABLE, EXIT_INCOMPLETE = 0, 1, 2, 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +39,22 @@ class FailureRecord:
     message: str
     operation: str
     curl: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Proof:
+    """The exchange that showed a check's rule: what was asked and what came back."""
+
+    request: str  # "POST /v1/sessions"
+    status: int
+    curl: str
+
+    @classmethod
+    def of(cls, exchange: Exchange, secrets: Mapping[str, str]) -> Proof:
+        return cls(f"{exchange.method} {exchange.path}", exchange.status, exchange.curl(secrets))
+
+    def line(self) -> str:
+        return f"{self.request} -> {self.status}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +67,8 @@ class CheckResult:
     applied: int
     skip_reason: str | None
     failures: tuple[FailureRecord, ...]
+    flag: str | None = None
+    proof: Proof | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,20 +81,61 @@ class Report:
     errors: tuple[str, ...] = ()
     coverage: Coverage = field(default_factory=lambda: Coverage((), {}, 0))
     bodies: Mapping[str, bytes] = field(default_factory=dict)
+    seconds: float = 0.0
+    aborted: str | None = None
 
     def count(self, outcome: Outcome) -> int:
         return sum(1 for result in self.results if result.outcome == outcome)
 
     @property
     def exit_code(self) -> int:
-        """0 when nothing failed, 1 when a check failed."""
-        return 1 if self.count("failed") else 0
+        """1 when a check failed, else 2 when the target stopped answering, else 3 when a check
+        was left incomplete, else 0."""
+        return self.exit(allow_incomplete=False)
+
+    def exit(self, *, allow_incomplete: bool) -> int:
+        """The exit code; ``allow_incomplete`` (``--allow-incomplete``) turns 3 into 0."""
+        if self.count("failed"):
+            return EXIT_FAILED
+        if self.aborted is not None:
+            return EXIT_UNREACHABLE
+        if self.count("incomplete") and not allow_incomplete:
+            return EXIT_INCOMPLETE
+        return EXIT_CONFORMS
 
     def result(self, name: str) -> CheckResult:
         return next(result for result in self.results if result.name == name)
 
     def failed_names(self) -> list[str]:
         return [result.name for result in self.results if result.outcome == "failed"]
+
+    def names(self, outcome: Outcome) -> list[str]:
+        return [result.name for result in self.results if result.outcome == outcome]
+
+    def flags(self) -> dict[str, list[str]]:
+        """Each flag that would let an incomplete check run, with the checks it would."""
+        needed: dict[str, list[str]] = {}
+        for r in self.results:
+            if r.outcome == "incomplete":
+                needed.setdefault(r.flag or "(see the reason)", []).append(r.name)
+        return needed
+
+    def verdict(self) -> str:
+        """One line: what the run's exit code means, and why."""
+        code = self.exit_code
+        if code == EXIT_FAILED:
+            return f"NOT CONFORMING: {self.count('failed')} check(s) failed"
+        if code == EXIT_UNREACHABLE:
+            return f"STOPPED: {self.aborted}"
+        if code == EXIT_INCOMPLETE:
+            flags = [f for f in self.flags() if not f.startswith("(")]
+            return (
+                f"INCOMPLETE: nothing failed, but {self.count('incomplete')} check(s) could not "
+                "run"
+                + ("; to run them: " + "; ".join(flags) if flags else "")
+                + " (--allow-incomplete accepts this)"
+            )
+        return "CONFORMING: every check that could run against this target passed"
 
     def summary(self) -> str:
         """The terminal summary: one line per check, then each failure with its curl."""
@@ -82,10 +147,15 @@ class Report:
             "",
         ]
         for r in self.results:
-            detail = r.skip_reason if r.outcome == "skipped" else f"{r.applied} applied"
+            if r.outcome in ("incomplete", "not_applicable"):
+                detail = (r.skip_reason or "") + (f" [{r.flag}]" if r.flag else "")
+            else:
+                detail = f"{r.applied} applied" + (
+                    f"; shown by {r.proof.line()}" if r.proof else ""
+                )
+            label = {"not_applicable": "N/A"}.get(r.outcome, r.outcome.upper())
             lines.append(
-                f"  {r.outcome.upper():<7} {r.name:<{width}}  [{', '.join(r.requirements)}]  "
-                f"{detail}"
+                f"  {label:<10} {r.name:<{width}}  [{', '.join(r.requirements)}]  {detail}"
             )
         for r in self.results:
             for failure in r.failures:
@@ -98,10 +168,16 @@ class Report:
             lines += ["", f"request bodies of the reproductions: {BODIES_DIR}/ (run from there)"]
         lines += ["", self.coverage.line()]
         lines += [f"  unchecked {rid}: {why}" for rid, why in self.coverage.unchecked.items()]
+        needed = self.flags()
+        if needed:
+            lines += ["", "to check what was left incomplete:"]
+            lines += [f"  {flag}: {', '.join(names)}" for flag, names in needed.items()]
         lines += [
             "",
             f"{self.count('passed')} passed, {self.count('failed')} failed, "
-            f"{self.count('skipped')} skipped",
+            f"{self.count('incomplete')} incomplete, {self.count('not_applicable')} not "
+            f"applicable, in {_minutes(self.seconds)}",
+            self.verdict(),
         ]
         return "\n".join(lines)
 
@@ -111,53 +187,70 @@ class Report:
             "total": self.coverage.total,
             "checked_ids": list(self.coverage.checked),
             "unchecked": dict(self.coverage.unchecked),
+            "proofs": dict(self.coverage.proofs),
         }
 
     def to_json(self) -> str:
         document: dict[str, Any] = asdict(self)
         document.pop("bodies")
         document["coverage"] = self._coverage_document()
-        document["passed"] = self.count("passed")
-        document["failed"] = self.count("failed")
-        document["skipped"] = self.count("skipped")
+        for outcome in ("passed", "failed", "incomplete", "not_applicable"):
+            document[outcome] = self.count(outcome)
+        document["exit_code"] = self.exit_code
+        document["verdict"] = self.verdict()
+        document["flags"] = self.flags()
         return json.dumps(document, indent=2) + "\n"
 
     def to_markdown(self) -> str:
         lines = [
             f"# Conformance of `{self.base_url}`",
             "",
+            f"**{self.verdict()}**",
+            "",
             f"Seed {self.seed}, {self.max_examples} examples per operation and mode, "
-            f"{self.cases} fuzzed cases: **{self.count('passed')} passed, "
-            f"{self.count('failed')} failed, {self.count('skipped')} skipped**; "
-            f"{self.coverage.line()}.",
+            f"{self.cases} fuzzed cases, {_minutes(self.seconds)}: **{self.count('passed')} "
+            f"passed, {self.count('failed')} failed, {self.count('incomplete')} incomplete, "
+            f"{self.count('not_applicable')} not applicable**; {self.coverage.line()}.",
             "",
             "| check | requirements | outcome | detail |",
             "|---|---|---|---|",
         ]
         for r in self.results:
             detail = r.skip_reason or f"{r.applied} applied"
+            if r.flag:
+                detail += f" (`{r.flag}`)"
+            if r.proof is not None:
+                detail += f"; shown by `{r.proof.line()}`"
             lines.append(f"| `{r.name}` | {', '.join(r.requirements)} | {r.outcome} | {detail} |")
         for r in self.results:
             for failure in r.failures:
                 lines += ["", f"## `{r.name}` failed", "", failure.message]
                 if failure.curl:
                     lines += ["", "```sh", failure.curl, "```"]
+        lines += ["", "## Contract ids checked, and the exchange that showed each", ""]
+        lines += [
+            f"- `{rid}`: {self.coverage.proofs.get(rid, '')}" for rid in self.coverage.checked
+        ]
         lines += ["", "## Contract ids not checked", ""]
         lines += [f"- `{rid}`: {why}" for rid, why in self.coverage.unchecked.items()]
         return "\n".join(lines) + "\n"
 
     def to_junit(self) -> str:
-        """JUnit XML: one test case per check, named by the check, its ids as a property."""
+        """JUnit XML: one test case per check, named by the check, its ids as a property; a
+        check that could not run is a skipped case whose message says why."""
+        not_run = self.count("incomplete") + self.count("not_applicable")
         suite = ET.Element(
             "testsuite",
             name="avatar-sim conformance",
             tests=str(len(self.results)),
             failures=str(self.count("failed")),
-            skipped=str(self.count("skipped")),
+            skipped=str(not_run),
             errors="0",
+            time=f"{self.seconds:.1f}",
         )
         suite_properties = ET.SubElement(suite, "properties")
         ET.SubElement(suite_properties, "property", name="coverage", value=self.coverage.line())
+        ET.SubElement(suite_properties, "property", name="verdict", value=self.verdict())
         for rid, why in self.coverage.unchecked.items():
             ET.SubElement(suite_properties, "property", name=f"unchecked {rid}", value=why)
         for r in self.results:
@@ -166,8 +259,9 @@ class Report:
             ET.SubElement(
                 properties, "property", name="requirements", value=" ".join(r.requirements)
             )
-            if r.outcome == "skipped":
-                ET.SubElement(case, "skipped", message=r.skip_reason or "")
+            if r.outcome in ("incomplete", "not_applicable"):
+                message = f"{r.outcome}: {r.skip_reason or ''}" + (f" ({r.flag})" if r.flag else "")
+                ET.SubElement(case, "skipped", message=message)
             elif r.outcome == "failed":
                 first = r.failures[0]
                 failure = ET.SubElement(case, "failure", message=first.message[:500])
@@ -192,3 +286,8 @@ class Report:
             target.write_bytes(content)
             written.append(target)
         return written
+
+
+def _minutes(seconds: float) -> str:
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s" if minutes else f"{seconds:.1f} s"

@@ -257,7 +257,8 @@ def _walk(node: Any) -> Iterator[tuple[str | None, Any]]:
 def worker_token_hidden(exchange: Exchange) -> bool:
     """No answer, list or event carries transport.worker_token, by name or (for the tokens
     this run sent) as a value."""
-    if operation_of(exchange) is None:
+    operation = operation_of(exchange)
+    if operation is None:
         return False
     secrets = _WRITE_ONLY.get() | {DEFAULT_WORKER_TOKEN}
     for key, value in _walk(exchange.json()):
@@ -265,7 +266,9 @@ def worker_token_hidden(exchange: Exchange) -> bool:
             raise CheckFailed("an answer carries a worker_token field", exchange)
         if isinstance(value, str) and value in secrets:
             raise CheckFailed(f"an answer carries the worker_token value under {key!r}", exchange)
-    return True
+    # The rule is exercised where a transport could leak: an answer that holds a session.
+    body = exchange.json() if _success(exchange) else None
+    return any(kind == "session" for kind, _ in resources_in(operation.operation_id, body))
 
 
 # -- resource shapes (RES-*) ---------------------------------------------------------------------

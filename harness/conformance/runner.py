@@ -1,16 +1,31 @@
 """One conformance run: every registered check against one target, into one ``Report``.
 
-Order matters on a real deployment: the scenario checks run first (by their ``order``, then in
-registration order), while the per-key session cap and the create rate limit are untouched, then
-the fuzz (which may use both up). Every response a scenario sees is also judged by every response
-check. A failure's request body that a shell argument cannot carry byte for byte is kept in the
-report (``Report.bodies``) and its ``curl`` reads it from a file (``--data-binary @file``).
+How the run spends the target's limits and its own time:
+
+* Scenario checks are scheduled, not merely listed. Each declares how many sessions it creates
+  and with which key; the run lends a check a key only when that key can send its creates within
+  the seed's rate limit at once, and meanwhile runs the checks that create nothing (or that use
+  the other organization's key). ``order`` runs a check later among the ready ones, and a check of
+  order ``LATE`` or more waits until every earlier one has run (a fitting or a run's events have
+  had time to happen by then). A check marked ``quiet`` (the create rate limit's own) starts only
+  once its key has made no create for a whole window, as far as this run has seen.
+* Every check has a budget: ``REQUEST_ALLOWANCE_SECONDS`` of wall time for its requests plus its
+  own ``budget`` of target seconds of waiting (scaled by the clock); pacing waits extend it. The
+  run as a whole ends by ``--max-wait`` plus the sum of the budgets, whatever the target does.
+* A target that stops answering (a request times out twice) ends the run early; what was not run
+  is reported as such, and the run exits 2 unless a check already failed.
+
+Every response a scenario sees is also judged by every response check, and the run's watch of
+session statuses (``terminal_states_final``) sees them all. Then schemathesis fuzzes the profile.
+A failure's request body that a shell argument cannot carry byte for byte is kept in the report
+(``Report.bodies``) and its ``curl`` reads it from a file (``--data-binary @file``).
 """
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harness.conformance import (  # noqa: F401  (they register checks)
@@ -21,155 +36,323 @@ from harness.conformance import (  # noqa: F401  (they register checks)
     runs,
     scenarios,
     sessions,
+    watch,
 )
-from harness.conformance.checks import CHECKS, Check, CheckFailed, Skipped
+from harness.conformance.checks import (
+    CHECKS,
+    LATE,
+    Check,
+    CheckFailed,
+    Incomplete,
+    NotApplicable,
+    NotChecked,
+)
+from harness.conformance.clock import TargetClock
 from harness.conformance.context import Context, Inputs
 from harness.conformance.coverage import coverage_of
 from harness.conformance.fuzz import fuzz
-from harness.conformance.report import BODIES_DIR, CheckResult, FailureRecord, Outcome, Report
+from harness.conformance.report import (
+    BODIES_DIR,
+    CheckResult,
+    FailureRecord,
+    Outcome,
+    Proof,
+    Report,
+)
 from harness.conformance.responses import write_only_values
-from harness.conformance.target import Exchange, Target, TargetUnreachable
+from harness.conformance.target import Exchange, Target, TargetStalled, TargetUnreachable
+from harness.conformance.watch import watching
 
-__all__ = ["CHECKS", "RunOptions", "run"]
+__all__ = ["CHECKS", "LATE", "REQUEST_ALLOWANCE_SECONDS", "RunOptions", "run"]
 
 _FAILURES_PER_CHECK = 5
+#: Wall seconds every scenario check may spend on its requests, beyond its waiting budget.
+REQUEST_ALLOWANCE_SECONDS = 60.0
+#: Wall seconds the fuzz may take.
+FUZZ_ALLOWANCE_SECONDS = 240.0
+#: Requests that may time out before the run stops as a whole.
+_STALLS_TOLERATED = 2
+
+#: The flag that provides each role a check may need, and what it is.
+FLAGS = {
+    "other_org": ("--other-org-key", "a key of another organization"),
+    "runs_read": ("--runs-read-key", "a key limited to runs:read"),
+    "runs_write": ("--runs-write-key", "a key limited to runs:write"),
+    "revoked": ("--revoked-key", "a revoked key"),
+}
 
 
 @dataclass(frozen=True)
 class RunOptions:
     """How to run: fuzzing, what the user supplied, which checks (all when ``only`` is None),
-    and where to announce real-time waits."""
+    the clock (the admin clock when the credentials carry the admin token, else real time),
+    where to announce progress, and the wall clock budgets are kept on."""
 
     max_examples: int = 20
     seed: int = 0
     inputs: Inputs = field(default_factory=Inputs)
     only: frozenset[str] | None = None
     say: Callable[[str], None] | None = None
+    clock: TargetClock | None = None
+    wall: Callable[[], float] = time.monotonic
 
 
-def _available(check: Check, ctx: Context) -> str | None:
-    """Why ``check`` cannot run against this target, or ``None``."""
-    missing = []
-    for need in check.needs:
-        if need == "time":
-            if not ctx.has_time:
-                missing.append("--sim-admin-token or --real-time")
-        elif ctx.target.credentials.get(need) is None:
-            missing.append(f"--{_flag(need)}")
-    return "needs " + ", ".join(missing) if missing else None
+@dataclass
+class _Outcomes:
+    """What the run found, check by check, while it runs."""
 
+    secrets: dict[str, str]
+    applied: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    failures: dict[str, list[FailureRecord]] = field(default_factory=lambda: defaultdict(list))
+    not_checked: dict[str, NotChecked] = field(default_factory=dict)
+    proofs: dict[str, Proof] = field(default_factory=dict)
+    bodies: dict[str, bytes] = field(default_factory=dict)
 
-def run(target: Target, options: RunOptions | None = None) -> Report:
-    """Run every check against ``target``; failures are collected, never raised."""
-    options = options or RunOptions()
-    chosen = [c for c in CHECKS.values() if options.only is None or c.name in options.only]
-    secrets = target.credentials.secrets()
-    applied: dict[str, int] = defaultdict(int)
-    failures: dict[str, list[FailureRecord]] = defaultdict(list)
-    bodies: dict[str, bytes] = {}
-    ctx = Context(target, options.inputs, say=options.say or (lambda _message: None))
-
-    def record(name: str, message: str, exchange: Exchange | None) -> None:
-        if len(failures[name]) >= _FAILURES_PER_CHECK:
+    def fail(self, name: str, message: str, exchange: Exchange | None) -> None:
+        if len(self.failures[name]) >= _FAILURES_PER_CHECK:
             return
-        for secret, placeholder in secrets.items():
+        for secret, placeholder in self.secrets.items():
             message = message.replace(secret, placeholder)
         curl = None
         if exchange is not None:
             body_file = None
             if not exchange.body_fits_inline():
-                body_file = f"{BODIES_DIR}/{len(bodies) + 1:03d}.bin"
-                bodies[body_file] = exchange.request_body
-            curl = exchange.curl(secrets, body_file)
+                body_file = f"{BODIES_DIR}/{len(self.bodies) + 1:03d}.bin"
+                self.bodies[body_file] = exchange.request_body
+            curl = exchange.curl(self.secrets, body_file)
         operation = exchange.operation if exchange is not None else ""
-        failures[name].append(FailureRecord(message, operation, curl))
+        self.failures[name].append(FailureRecord(message, operation, curl))
+
+    def prove(self, name: str, exchange: Exchange | None) -> None:
+        if exchange is not None and name not in self.proofs:
+            self.proofs[name] = Proof.of(exchange, self.secrets)
+
+
+def _missing(check: Check, ctx: Context) -> NotChecked | None:
+    """Why ``check`` cannot run with what the run was given, or ``None``."""
+    if "admin" in check.needs and not ctx.admin:
+        return NotApplicable(
+            "needs the simulator's admin API (--sim-admin-token, avatar-sim serve only) to "
+            "bring the condition about"
+        )
+    missing = [
+        FLAGS[need]
+        for need in check.needs
+        if need in FLAGS and ctx.target.credentials.get(need) is None
+    ]
+    if missing:
+        return Incomplete(
+            "needs " + " and ".join(what for _, what in missing),
+            ", ".join(flag for flag, _ in missing),
+        )
+    return None
+
+
+class _Schedule:
+    """Which scenario check runs next, and with which key."""
+
+    def __init__(self, checks: list[Check], ctx: Context) -> None:
+        self.pending = sorted(checks, key=lambda c: c.order)
+        self.ctx = ctx
+
+    def roles(self, check: Check) -> list[str]:
+        """The keys ``check`` may create with: its own, or for ``any`` each key given, except
+        one a pending ``quiet`` check waits to find quiet (while another key is there)."""
+        if check.key != "any":
+            return [check.key]
+        given = [
+            r
+            for r in ("api", "other_org")
+            if self.ctx.target.credentials.get(r) is not None and self.ctx.blocked(r) is None
+        ]
+        reserved = {c.key for c in self.pending if c.quiet and c is not check}
+        return [r for r in given if r not in reserved] or given or ["api"]
+
+    def ready_at(self, check: Check, now: float) -> tuple[float, str]:
+        """When ``check`` can start without waiting, and the key it would use."""
+        if check.creates == 0 and not check.quiet:
+            return now, self.roles(check)[0]
+        options = []
+        for role in self.roles(check):
+            at = self.ctx.pacer(role).ready_at(now, check.creates)
+            if check.quiet:
+                at = max(at, self.ctx.pacer(role).quiet_at(now))
+            options.append((at, role))
+        return min(options)
+
+    def next(self) -> tuple[Check, str, float]:
+        """The next check, its key and how long to wait before it (target seconds)."""
+        early = min(c.order for c in self.pending)
+        eligible = [c for c in self.pending if c.order < LATE or early >= LATE]
+        now = self.ctx.now()
+        timed = [(self.ready_at(c, now), c) for c in eligible]
+        for (at, role), check in timed:
+            if at <= now:
+                return check, role, 0.0
+        (at, role), check = min(timed, key=lambda item: item[0][0])
+        return check, role, at - now
+
+
+def run(target: Target, options: RunOptions | None = None) -> Report:
+    """Run every check against ``target``; failures are collected, never raised."""
+    options = options or RunOptions()
+    started = options.wall()
+    chosen = [c for c in CHECKS.values() if options.only is None or c.name in options.only]
+    out = _Outcomes(target.credentials.secrets())
+    ctx = Context(
+        target,
+        options.inputs,
+        clock=options.clock,
+        say=options.say or (lambda _message: None),
+        wall=options.wall,
+    )
+    scenario_checks = [c for c in chosen if c.kind == "scenario" and c.scenario is not None]
+    budget = options.inputs.max_wait_seconds + sum(
+        REQUEST_ALLOWANCE_SECONDS + ctx.time.wall_seconds(c.budget) for c in scenario_checks
+    )
+    fuzz_wanted = options.max_examples > 0 and any(c.kind == "fuzz" for c in chosen)
+    run_deadline = started + budget + (FUZZ_ALLOWANCE_SECONDS if fuzz_wanted else 0.0)
+    ctx.run_deadline = started + budget
+    ctx.say(f"the run ends within {budget / 60:.0f} min whatever the target does")
+    seen_in_check: list[Exchange] = []
 
     def observe(exchange: Exchange) -> None:
         if exchange.path.startswith("/_sim/"):
             return  # the simulator's admin API is outside the contract
+        seen_in_check.append(exchange)
         for check in chosen:
             if check.kind != "response" or check.response is None:
                 continue
             try:
                 if check.response(exchange):
-                    applied[check.name] += 1
+                    out.applied[check.name] += 1
+                    out.prove(check.name, exchange)
             except CheckFailed as failure:
-                applied[check.name] += 1
-                record(check.name, failure.message, failure.exchange or exchange)
+                out.applied[check.name] += 1
+                out.fail(check.name, failure.message, failure.exchange or exchange)
 
-    skipped: dict[str, str] = {}
-    scenario_checks = sorted(
-        (c for c in chosen if c.kind == "scenario" and c.scenario is not None),
-        key=lambda c: c.order,
-    )
-    fuzz_wanted = options.max_examples > 0 and any(c.kind != "scenario" for c in chosen)
+    aborted: str | None = None
+    stalls = 0
+    fuzzed = None
     target.observers.append(observe)
     try:
-        with write_only_values(frozenset(ctx.worker_tokens())):
-            for check in scenario_checks:
-                reason = _available(check, ctx)
-                if reason is not None:
-                    skipped[check.name] = reason
+        with write_only_values(frozenset(ctx.worker_tokens())), watching(ctx.watch):
+            schedule = _Schedule(scenario_checks, ctx)
+            while schedule.pending:
+                if aborted is not None or options.wall() > run_deadline:
+                    why = aborted or "the run's time budget ran out before this check"
+                    for check in schedule.pending:
+                        out.not_checked[check.name] = Incomplete(f"not run: {why}")
+                    break
+                check, role, delay = schedule.next()
+                missing = _missing(check, ctx)
+                if missing is None and delay > 0:
+                    try:
+                        ctx.wait(delay, f"the create rate limit before {check.name}", pacing=True)
+                    except NotChecked as why:
+                        missing = why
+                schedule.pending.remove(check)
+                if missing is not None:
+                    out.not_checked[check.name] = missing
                     continue
-                assert check.scenario is not None
+                seen_in_check.clear()
                 try:
-                    check.scenario(ctx)
-                    applied[check.name] += 1
-                except CheckFailed as failure:
-                    applied[check.name] += 1
-                    record(check.name, failure.message, failure.exchange)
-                except Skipped as why:
-                    skipped[check.name] = str(why)
-                except TargetUnreachable:
-                    raise
-                except Exception as exc:  # an answer so far off the contract the script broke
-                    applied[check.name] += 1
-                    record(check.name, f"the check could not finish: {exc!r}", None)
-            ctx.cleanup()
-            fuzzed = fuzz(
-                target,
-                max_examples=options.max_examples if fuzz_wanted else 0,
-                seed=options.seed,
-            )
+                    _run_check(check, role, ctx, out, options.wall)
+                except TargetStalled as exc:
+                    stalls += 1
+                    out.not_checked[check.name] = Incomplete(f"the target stalled: {exc}")
+                    if stalls >= _STALLS_TOLERATED:
+                        aborted = f"the target stopped answering ({exc})"
+                except TargetUnreachable as exc:
+                    out.not_checked[check.name] = Incomplete(f"the target went away: {exc}")
+                    aborted = f"the target could not be reached ({exc})"
+                out.prove(check.name, ctx.proof or (seen_in_check[-1] if seen_in_check else None))
+                for name, message, exchange in ctx.owed:
+                    out.fail(name, message, exchange)
+                ctx.owed.clear()
+            if aborted is None:
+                try:
+                    ctx.cleanup()
+                    fuzzed = fuzz(
+                        target,
+                        max_examples=options.max_examples if fuzz_wanted else 0,
+                        seed=options.seed,
+                        deadline=min(run_deadline, options.wall() + FUZZ_ALLOWANCE_SECONDS),
+                        wall=options.wall,
+                    )
+                except TargetUnreachable as exc:
+                    aborted = f"the target stopped answering during the fuzz ({exc})"
     finally:
         target.observers.remove(observe)
     names = {c.name for c in chosen}
-    for found in fuzzed.failures:
-        if found.check in names:
-            record(found.check, f"{found.operation}: {found.message}", found.exchange)
-    for name, count in fuzzed.applied.items():
-        applied[name] += count
-    results = [_result(c, options, applied, failures, skipped) for c in chosen]
-    coverage = coverage_of((r.requirements, r.skip_reason) for r in results)
+    if fuzzed is not None:
+        for found in fuzzed.failures:
+            if found.check in names:
+                out.fail(found.check, f"{found.operation}: {found.message}", found.exchange)
+        for name, count in fuzzed.applied.items():
+            out.applied[name] += count
+    results = tuple(_result(c, options, out, fuzzed is not None) for c in chosen)
     return Report(
         base_url=target.base_url,
         seed=options.seed,
         max_examples=options.max_examples,
-        cases=fuzzed.cases,
-        results=tuple(results),
-        errors=tuple(fuzzed.errors),
-        coverage=coverage,
-        bodies=bodies,
+        cases=fuzzed.cases if fuzzed is not None else 0,
+        results=results,
+        errors=tuple(fuzzed.errors) if fuzzed is not None else (),
+        coverage=coverage_of(results),
+        bodies=out.bodies,
+        seconds=options.wall() - started,
+        aborted=aborted,
     )
 
 
-def _result(
-    check: Check,
-    options: RunOptions,
-    applied: Mapping[str, int],
-    failures: Mapping[str, list[FailureRecord]],
-    skipped: dict[str, str],
-) -> CheckResult:
-    if check.kind == "fuzz" and options.max_examples <= 0:
-        skipped.setdefault(check.name, "fuzzing off (--max-examples 0)")
+def _run_check(
+    check: Check, role: str, ctx: Context, out: _Outcomes, wall: Callable[[], float]
+) -> None:
+    assert check.scenario is not None
+    ctx.creator = role
+    ctx.proof = None
+    ctx.deadline = wall() + REQUEST_ALLOWANCE_SECONDS + ctx.time.wall_seconds(check.budget)
+    try:
+        check.scenario(ctx)
+        out.applied[check.name] += 1
+    except CheckFailed as failure:
+        out.applied[check.name] += 1
+        out.fail(check.name, failure.message, failure.exchange)
+    except NotChecked as why:
+        out.not_checked[check.name] = why
+    except TargetUnreachable:
+        raise
+    except Exception as exc:  # an answer so far off the contract the script broke
+        out.applied[check.name] += 1
+        out.fail(check.name, f"the check could not finish: {exc!r}", None)
+    finally:
+        ctx.deadline = None
+        ctx.creator = "api"
+
+
+def _result(check: Check, options: RunOptions, out: _Outcomes, fuzz_ran: bool) -> CheckResult:
+    failures = tuple(out.failures.get(check.name, ()))
+    why = out.not_checked.get(check.name)
+    applied = out.applied.get(check.name, 0)
+    if check.kind == "fuzz" and why is None and applied == 0:
+        if options.max_examples <= 0:
+            why = Incomplete("fuzzing off (--max-examples 0)", "--max-examples 20")
+        elif not fuzz_ran:
+            why = Incomplete("not run: the run stopped before the fuzz")
+    if why is None and applied == 0 and not failures:
+        why = (
+            NotApplicable("the run met nothing this check applies to, and cannot bring it about")
+            if check.opportunistic
+            else Incomplete("no response this check applies to was seen")
+        )
     outcome: Outcome
-    if failures.get(check.name):
+    if failures:
         outcome = "failed"
-    elif check.name in skipped:
-        outcome = "skipped"
-    elif applied.get(check.name, 0) == 0:
-        outcome = "skipped"
-        skipped[check.name] = "no response this check applies to was seen"
+    elif isinstance(why, NotApplicable):
+        outcome = "not_applicable"
+    elif why is not None:
+        outcome = "incomplete"
     else:
         outcome = "passed"
     return CheckResult(
@@ -178,17 +361,9 @@ def _result(
         requirements=check.requirements,
         description=check.description,
         outcome=outcome,
-        applied=applied.get(check.name, 0),
-        skip_reason=skipped.get(check.name) if outcome == "skipped" else None,
-        failures=tuple(failures.get(check.name, ())),
+        applied=applied,
+        skip_reason=why.reason if why is not None and outcome != "failed" else None,
+        flag=why.flag if isinstance(why, Incomplete) and outcome == "incomplete" else None,
+        failures=failures,
+        proof=out.proofs.get(check.name) if outcome in ("passed", "failed") else None,
     )
-
-
-def _flag(role: str) -> str:
-    return {
-        "other_org": "other-org-key",
-        "runs_read": "runs-read-key",
-        "runs_write": "runs-write-key",
-        "revoked": "revoked-key",
-        "admin": "sim-admin-token",
-    }.get(role, role)

@@ -27,6 +27,7 @@ __all__ = [
     "Exchange",
     "SyncASGITransport",
     "Target",
+    "TargetStalled",
     "TargetUnreachable",
 ]
 
@@ -47,7 +48,11 @@ _INLINE_BODY_MAX = 4096
 
 
 class TargetUnreachable(Exception):
-    """The target did not answer at all (connection refused, DNS, timeout)."""
+    """The target did not answer at all (connection refused, DNS, a broken connection)."""
+
+
+class TargetStalled(TargetUnreachable):
+    """The target kept a request past the timeout (``--timeout``) without answering."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,9 +223,14 @@ class Target:
         request.read()  # a multipart body is a stream; the exchange keeps its bytes
         try:
             response = self.client.send(request)
+            body = response.read()
+        except httpx.TimeoutException as exc:
+            seconds = self.client.timeout.read
+            raise TargetStalled(
+                f"{request.method} {request.url.path} got no answer within {seconds:g} s"
+            ) from exc
         except httpx.TransportError as exc:
             raise TargetUnreachable(f"{request.method} {request.url}: {exc}") from exc
-        body = response.read()
         response.close()
         exchange = Exchange(
             method=request.method,

@@ -17,6 +17,10 @@ recorded in ``spec/DECISIONS.md`` (GAP-SPEC-1); in short:
 - Response enums marked ``x-extensible-enum`` accept any string (GAP-VER-2).
 - Every operation answers a ``4XX`` with the envelope; links to dropped operations go away;
   ``x-error-codes``/``x-event-types`` shrink to the seed's lists.
+- Every response header is optional (its schema still holds when it is sent): the seed ties
+  ``Retry-After`` and ``X-RateLimit-*`` to an error's type or code (a ``rate_limit`` 429, an
+  ``at_capacity`` 503) and ``X-Request-Id`` to the envelope it echoes, which a response keyed by
+  status cannot say; the harness's response checks hold each header to where the seed names it.
 
 Since the simulator's responses satisfy the simulator's document, and every rule only removes
 constraints from responses, the simulator also satisfies the profile.
@@ -92,6 +96,7 @@ def derive_profile(spec: Mapping[str, Any]) -> dict[str, Any]:
     _open_objects(profile)
     _relax_extensible_enums(profile)
     _finish_operations(profile)
+    _optional_headers(profile)
     _prune_components(profile)
     _shrink_root_lists(profile)
     info = profile.setdefault("info", {})
@@ -328,6 +333,19 @@ def _finish_operations(document: dict[str, Any]) -> None:
             )
         if operation.get("x-rate-limited") and "429" not in responses:
             del operation["x-rate-limited"]
+
+
+def _optional_headers(document: dict[str, Any]) -> None:
+    """Every response header component (and every inline one) becomes optional."""
+    for header in ((document.get("components") or {}).get("headers") or {}).values():
+        if isinstance(header, dict):
+            header["required"] = False
+    for operation in _operations(document):
+        for response in (operation.get("responses") or {}).values():
+            headers = response.get("headers") if isinstance(response, dict) else None
+            for header in (headers or {}).values():
+                if isinstance(header, dict) and "$ref" not in header:
+                    header["required"] = False
 
 
 def _shrink_root_lists(document: dict[str, Any]) -> None:

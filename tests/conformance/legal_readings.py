@@ -658,6 +658,7 @@ class PlacedOnlyCap:
         self.app = app
         self.by_key: dict[str, list[str]] = {}
         self.displaced: set[str] = set()
+        self.keyed: set[tuple[str, str]] = set()  # (key, Idempotency-Key) of answered creates
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or str(scope["path"]).startswith("/_sim/"):
@@ -672,11 +673,15 @@ class PlacedOnlyCap:
         await self._enforce(scope)
         auth = _header(scope, b"authorization")
         creates = scope["method"] == "POST" and scope["path"] in _SESSION_CREATES
-        if creates and any(s in PLACED for _, s in await self._live(scope, auth)):
+        # A replay of an idempotent create answers the original response, whatever the cap.
+        replay = (auth, _header(scope, b"idempotency-key")) in self.keyed
+        if creates and not replay and any(s in PLACED for _, s in await self._live(scope, auth)):
             answer = _refusal()
         else:
             answer = await _through(self.app, scope, body)
             if creates and 200 <= answer.status < 300:
+                if _header(scope, b"idempotency-key"):
+                    self.keyed.add((auth, _header(scope, b"idempotency-key")))
                 created = answer.json()
                 session = created.get("session") if "session" in created else created
                 known = self.by_key.setdefault(auth, [])

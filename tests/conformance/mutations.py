@@ -216,12 +216,79 @@ def idle_clamped(body: Any) -> Any:
     return {**body, "idle_timeout_seconds": 600} if isinstance(idle, int) and idle > 600 else body
 
 
-def _clamp_limit(top: int) -> Callable[[list[tuple[str, str]]], list[tuple[str, str]]]:
-    def change(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
-        return [(n, str(top)) if n == "limit" and v.isdigit() and int(v) > top else (n, v)
-                for n, v in pairs]  # fmt: skip
+def _without_zero_limit(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """A page size of 0 is neither refused nor clamped to 1: the default page answers."""
+    return [(n, v) for n, v in pairs if not (n == "limit" and v == "0")]
 
-    return change
+
+def max_duration_clamped(body: Any) -> Any:
+    asked = body.get("max_duration_seconds")
+    too_long = isinstance(asked, int) and asked > 3600
+    return {**body, "max_duration_seconds": 3600} if too_long else body
+
+
+def big_metadata_dropped(body: Any) -> Any:
+    """Metadata over 8 KB is silently dropped instead of refused."""
+    metadata = body.get("metadata")
+    if isinstance(metadata, dict) and len(str(metadata)) > 8192:
+        return {**body, "metadata": {}}
+    return body
+
+
+def unsupported_as_422(call: Call, reply: Reply) -> None:
+    error = reply.error()
+    if error is not None and error.get("code") == "transport.unsupported":
+        reply.status = 422
+        reply.edit_error(type="unprocessable")
+
+
+def canceled_later_running(call: Call, reply: Reply) -> None:
+    """A canceled session shows running to every later read of it."""
+    canceled: set[str] = call.state.setdefault("canceled", set())
+    body = reply.json()
+    changed = False
+    for session in objects(body):
+        if session.get("object") != "session":
+            continue
+        if session.get("status") == "canceled":
+            if call.method == "GET" and session.get("id") in canceled:
+                session["status"] = "running"
+                changed = True
+            canceled.add(str(session.get("id")))
+    if changed:
+        reply.set_json(body)
+
+
+def by_model_frozen(call: Call, reply: Reply) -> None:
+    """Each model's by_model slice stays at the first value shown: later charges are lost."""
+    body = reply.json()
+    if call.path != "/v1/usage" or not isinstance(body, dict):
+        return
+    first: dict[str, Any] = call.state.setdefault("by_model", {})
+    by_model = body.get("by_model") or {}
+    body["by_model"] = {model: first.setdefault(model, value) for model, value in by_model.items()}
+    reply.set_json(body)
+
+
+def fitted_avatar_flips(call: Call, reply: Reply) -> None:
+    """A customer avatar shows the other outcome of fitting (ready for failed, failed for ready)
+    the first time it is read fitted, then its own."""
+    body = reply.json()
+    if call.method != "GET" or not call.path.startswith("/v1/avatars/") or not body:
+        return
+    flipped: set[str] = call.state.setdefault("flipped", set())
+    status = body.get("status")
+    if status in ("ready", "failed") and not body.get("is_demo") and body["id"] not in flipped:
+        flipped.add(body["id"])
+        body["status"] = "failed" if status == "ready" else "ready"
+        reply.set_json(body)
+
+
+def bearer_optional(call: Call) -> None:
+    """A key sent without the Bearer scheme is taken as if it had it."""
+    header = call.header("authorization") or ""
+    if header.startswith("sk_live_"):
+        call.set_header("authorization", f"Bearer {header}")
 
 
 def _without_param(name: str, longer_than: int = -1) -> Callable[[list[tuple[str, str]]], Any]:
@@ -327,11 +394,14 @@ MUTATIONS: tuple[Mutation, ...] = (
              Edits(response=(_error(lambda c, r: True, doc_url="https://docs.example/e"),)),
              drive=("unauthenticated_rejected",)),
     Mutation("wrong_error_type", "error_type_matches_status",
-             Edits(response=(_error(lambda c, r: r.status == 404, type="invalid_request"),)),
-             drive=("tenant_isolation",)),
+             Edits(response=(_error(lambda c, r: r.status == 409, type="unprocessable"),)),
+             drive=("idempotent_replay",)),
     Mutation("drop_request_id", "request_id_echoed",
              Edits(response=(_header("x-request-id", None, _on("GET", "/v1/models")),)),
              drive=("unauthenticated_rejected",)),
+    Mutation("success_request_id_unprefixed", "request_id_echoed",
+             Edits(response=(_header("x-request-id", "r-1", _on("GET", "/v1/models")),)),
+             drive=("list_envelope",)),
     Mutation("request_id_mismatch", "request_id_echoed",
              Edits(response=(_error(lambda c, r: True, request_id="req_00000000000000"),)),
              drive=("unauthenticated_rejected",)),
@@ -343,6 +413,9 @@ MUTATIONS: tuple[Mutation, ...] = (
              drive=("session_lifecycle",)),
     Mutation("drop_retry_after", "retry_after_present",
              Edits(response=(_header("retry-after", None, _ANY),)),
+             drive=("create_rate_limit",)),
+    Mutation("retry_after_in_words", "retry_after_present",
+             Edits(response=(_header("retry-after", "a minute", _ANY),)),
              drive=("concurrent_sessions_refused",)),
     # -- resources as the seed describes them -----------------------------------------------------
     Mutation("avatar_ids_unprefixed", "ids_prefixed",
@@ -428,6 +501,8 @@ MUTATIONS: tuple[Mutation, ...] = (
              Edits(request=(_bearer(lambda v: v.startswith("emb_")),))),
     Mutation("keys_of_another_form", "api_key_format",
              Edits(request=(_bearer(lambda v: v.startswith("tok_")),)), api_key=alias),
+    Mutation("key_without_bearer_accepted", "api_key_format",
+             Edits(request=(bearer_optional,))),
     Mutation("ignore_read_scope", "scope_runs_read",
              Edits(request=(_as_key("runs_read", lambda k: k["unrestricted"]),))),
     Mutation("ignore_write_scope", "scope_runs_write",
@@ -448,8 +523,8 @@ MUTATIONS: tuple[Mutation, ...] = (
                                    if isinstance(b.get("next_cursor"), str) else b, _ANY),))),
     Mutation("ignore_starting_after", "list_walk",
              Edits(request=(_query(_without_param("starting_after"), "/v1/"),))),
-    Mutation("page_size_clamped", "page_size_bounds",
-             Edits(request=(_query(_clamp_limit(100), "/v1/"),))),
+    Mutation("zero_limit_ignored", "page_size_bounds",
+             Edits(request=(_query(_without_zero_limit, "/v1/avatars"),))),
     Mutation("long_cursors_ignored", "cursor_length_bound",
              Edits(request=(_query(_without_param("starting_after", 40), "/v1/"),))),
     Mutation("avatar_default_page_of_3", "avatar_list_default",
@@ -459,9 +534,8 @@ MUTATIONS: tuple[Mutation, ...] = (
              Edits(response=(_each("session", lambda s: s.update(status="queued")
                                    if s["status"] == "canceled" else None,
                                    _on("POST", "/v1/sessions/", "/end")),))),
-    Mutation("running_without_first_frame", "session_lifecycle_clock",
-             Edits(response=(_each("session", lambda s: s.update(first_frame_at=None)
-                                   if s["status"] == "running" else None, _ANY),))),
+    Mutation("first_frame_never_stamped", "session_lifecycle_clock",
+             Edits(response=(_each("session", _set(first_frame_at=None), _ANY),))),
     Mutation("max_duration_ignored", "max_duration_ends",
              timeouts_ignored("max_duration_seconds", 1, 3600)),
     Mutation("idle_timeout_ignored", "idle_timeout_ends",
@@ -469,6 +543,11 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("no_capacity_renamed", "startup_timeout_fails",
              Edits(response=(_each("session", lambda s: s.update(error={"code": "timeout"})
                                    if s.get("error") else None, _ANY),))),
+    Mutation("unplaced_failure_without_code", "unplaced_failure_code",
+             Edits(response=(_each("session", lambda s: s.update(error={"code": "timeout"})
+                                   if s.get("error") else None, _ANY),),
+                   config={"scheduler.workers": 0}),
+             drive=("session_lifecycle_clock",)),
     Mutation("at_capacity_renamed", "at_capacity_refused",
              Edits(response=(_error(lambda c, r: r.status == 503, code="overloaded"),))),
     Mutation("default_idle_60", "session_defaults",
@@ -477,6 +556,16 @@ MUTATIONS: tuple[Mutation, ...] = (
              Edits(response=(_each("session", _set(quality="standard"), _SESSIONS),))),
     Mutation("idle_601_clamped", "session_create_bounds",
              Edits(request=(_request_json(idle_clamped, "POST", "/v1/sessions"),))),
+    Mutation("max_duration_3601_accepted", "session_create_bounds",
+             Edits(request=(_request_json(max_duration_clamped, "POST", "/v1/sessions"),))),
+    Mutation("big_metadata_accepted", "session_create_invalid",
+             Edits(request=(_request_json(big_metadata_dropped, "POST", "/v1/sessions"),))),
+    Mutation("unsupported_transport_422", "transport_unsupported",
+             Edits(response=(unsupported_as_422,))),
+    Mutation("per_key_cap_of_2", "concurrent_sessions_refused",
+             Edits(config={"limits.concurrent_sessions_per_key": 2})),
+    Mutation("canceled_later_running", "terminal_states_final",
+             Edits(response=(canceled_later_running,)), drive=("session_lifecycle",)),
     Mutation("transport_param_unqualified", "transport_unsupported",
              Edits(response=(_error(lambda c, r: r.error() is not None
                                     and r.error().get("code") == "transport.unsupported",
@@ -487,35 +576,40 @@ MUTATIONS: tuple[Mutation, ...] = (
              Edits(response=(_error(lambda c, r: r.error() is not None
                                     and r.error().get("code") == "concurrent_sessions",
                                     code="session_limit"),))),
-    Mutation("twenty_creates_a_minute", "create_rate_limit",
-             Edits(config={"limits.rate.session_creates_per_window": 20})),
+    Mutation("thirty_creates_a_minute", "create_rate_limit",
+             Edits(config={"limits.rate.session_creates_per_window": 30})),
+    Mutation("nine_creates_a_minute", "create_rate_limit",
+             Edits(config={"limits.rate.session_creates_per_window": 9})),
     Mutation("pipecat_object_renamed", "pipecat_session",
              Edits(response=(_body(lambda b: {**b, "object": "pipecat_session"},
                                    _on("POST", "/v1/pipecat/sessions")),))),
     # -- avatars --------------------------------------------------------------------------------
     Mutation("uploads_answer_ready", "avatar_upload",
              Edits(response=(_each("avatar", _set(status="ready"), _on("POST", "/v1/avatars")),))),
-    Mutation("fitting_never_ends", "avatar_fitting",
-             Edits(response=(_each("avatar", lambda a: a.update(status="processing")
-                                   if not a["is_demo"] else None, _on("GET", "/v1/avatars/")),))),
+    Mutation("fitted_avatar_flips", "avatar_fitting", Edits(response=(fitted_avatar_flips,))),
     # -- runs, assets, usage --------------------------------------------------------------------
     Mutation("run_status_missing", "run_lifecycle",
              Edits(request=(rewrite_path(_on("GET", "/v1/runs/", "/status"), "-gone"),))),
-    Mutation("events_limit_clamped", "run_events",
-             Edits(request=(_query(_clamp_limit(500), "/v1/runs/"),))),
+    Mutation("events_zero_limit_ignored", "run_events",
+             Edits(request=(_query(_without_zero_limit, "/v1/runs/"),))),
+    Mutation("events_cursor_as_text", "next_cursor_type",
+             Edits(response=(_body(lambda b: {**b, "next_cursor": str(b["next_cursor"])}
+                                   if isinstance(b.get("next_cursor"), int) else b,
+                                   _on("GET", "/v1/runs/", "/events")),))),
     Mutation("deleted_runs_hidden", "run_deletion", Edits(response=(deleted_runs_hidden,))),
     Mutation("asset_content_missing", "asset_content",
              Edits(request=(rewrite_path(_on("GET", "/v1/assets/", "/content"), "-gone"),))),
     Mutation("half_window_accepted", "billing_reads",
              Edits(request=(_query(half_window_accepted, "/v1/usage"),))),
+    Mutation("by_model_frozen", "usage_by_model", Edits(response=(by_model_frozen,))),
     # -- what only fuzzing reaches --------------------------------------------------------------
     Mutation("quota_server_error", "not_a_server_error", Edits(response=(quota_server_error,))),
     Mutation("plans_redirect", "status_code_conformance",
              Edits(response=(_status(301, _PLANS),))),
     Mutation("plans_as_text", "content_type_conformance",
              Edits(response=(_header("content-type", "text/plain", _PLANS),))),
-    Mutation("plans_without_request_id", "response_headers_conformance",
-             Edits(response=(_header("x-request-id", None, _PLANS),))),
+    Mutation("plans_request_id_unprefixed", "response_headers_conformance",
+             Edits(response=(_header("x-request-id", "r-1", _PLANS),))),
     Mutation("quota_without_balance", "response_schema_conformance",
              Edits(response=(_body(_drop("balance_credits"), _on("GET", "/v1/billing/quota")),))),
     Mutation("run_reads_take_anything", "negative_data_rejection",

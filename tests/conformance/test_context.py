@@ -1,19 +1,24 @@
-"""What the harness sends and how it spends time: the user's inputs, discovery, waiting."""
+"""What the harness sends and how it spends time: the user's inputs, discovery, waiting, pacing."""
 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
+from email.utils import format_datetime
 from typing import Any
 
 import httpx
 import pytest
 
-from harness.conformance.checks import Skipped
-from harness.conformance.context import Context, Inputs, retry_after_seconds
+from harness.conformance.checks import Incomplete
+from harness.conformance.clock import QuickClock, RealClock, line_display
+from harness.conformance.context import Context, Inputs
 from harness.conformance.instances import minimal_instance
+from harness.conformance.pacing import KeyPacer, retry_hint
 from harness.conformance.runner import RunOptions, run
 from harness.conformance.target import Exchange
 from sim.runs.catalog import CATALOG
+from tests.conformance.edits import Call, Edits
 from tests.conformance.support import simulated
 
 pytestmark = pytest.mark.req("HAR-2")
@@ -64,7 +69,7 @@ def test_an_avatar_is_picked_from_the_targets_list() -> None:
     assert Context(simulated().target).avatar() == "av_stock_mock"
 
 
-def test_nothing_to_start_a_session_with_skips_naming_the_option() -> None:
+def test_nothing_to_start_a_session_with_is_incomplete_naming_the_option() -> None:
     def no_avatars(app: Any, keys: dict[str, str]) -> Any:
         async def wrapped(scope: Any, receive: Any, send: Any) -> None:
             if scope.get("path") == "/v1/avatars":
@@ -73,33 +78,95 @@ def test_nothing_to_start_a_session_with_skips_naming_the_option() -> None:
 
         return wrapped
 
-    report = run(simulated(wrap=no_avatars).target, RunOptions(max_examples=0))
-    result = report.result("session_lifecycle")
-    assert result.outcome == "skipped" and "--avatar-id" in (result.skip_reason or "")
+    only = frozenset({"session_lifecycle", "session_defaults"})
+    report = run(simulated(wrap=no_avatars).target, RunOptions(max_examples=0, only=only))
+    for name in only:
+        result = report.result(name)
+        assert result.outcome == "incomplete" and result.flag == "--avatar-id", name
+    assert report.exit_code == 3
 
 
-def test_a_target_refusing_every_run_body_skips_naming_the_options() -> None:
+def test_a_target_refusing_every_run_body_is_incomplete_naming_the_options() -> None:
     inputs = Inputs(model="sim/echo-text", run_body={"prompt": "the body of another reading"})
     report = run(simulated().target, RunOptions(max_examples=0, inputs=inputs))
     for name in ("run_lifecycle", "run_events", "run_deletion", "scope_runs_read"):
         result = report.result(name)
-        assert result.outcome == "skipped", name
-        assert "--run-json" in (result.skip_reason or ""), name
-    assert report.exit_code == 0
+        assert result.outcome == "incomplete", name
+        assert result.flag == "--model and --run-json", name
+    assert report.exit_code == 3
+    assert report.exit(allow_incomplete=True) == 0
+    assert "--model and --run-json" in report.verdict()
 
 
-def test_waiting_in_real_time_is_announced_and_bounded() -> None:
+def test_a_target_that_validates_the_room_is_incomplete_naming_transport_json() -> None:
+    def room_checked(call: Call) -> None:
+        body = call.json()
+        if call.method == "POST" and call.path == "/v1/sessions" and isinstance(body, dict):
+            transport = body.get("transport") or {}
+            if transport.get("type") == "livekit" and transport.get("url", "").endswith(".invalid"):
+                call.refuse(422, "unprocessable", "room_unreachable", "No such room.",
+                            "transport.url")  # fmt: skip
+
+    sim = simulated(edits=Edits(request=(room_checked,)))
+    only = frozenset({"session_lifecycle", "session_defaults", "idempotent_replay"})
+    report = run(sim.target, RunOptions(max_examples=0, only=only))
+    assert report.failed_names() == [], report.summary()
+    for name in only:
+        assert report.result(name).flag == "--transport-json", name
+    given = simulated(edits=Edits(request=(room_checked,)))
+    fixed = run(given.target, RunOptions(max_examples=0, only=only,
+                                         inputs=Inputs(transport=REAL_ROOM)))  # fmt: skip
+    assert set(fixed.names("passed")) == only, fixed.summary()
+
+
+def test_a_plan_that_refuses_the_cheapest_tier_gets_the_next() -> None:
+    def no_mock(call: Call) -> None:
+        body = call.json()
+        if call.method == "POST" and isinstance(body, dict) and body.get("quality") == "mock":
+            call.refuse(403, "permission", "quality.not_in_plan", "Not on this plan.", "quality")
+
+    sim = simulated(edits=Edits(request=(no_mock,)))
+    seen = _sent(sim)
+    report = run(sim.target, RunOptions(max_examples=0, only=frozenset({"session_lifecycle"})))
+    assert report.names("passed") == ["session_lifecycle"], report.summary()
+    qualities = [json.loads(e.request_body).get("quality") for e in seen
+                 if e.path == "/v1/sessions" and e.method == "POST"]  # fmt: skip
+    assert qualities == ["mock", "lite"]
+
+
+# -- time ----------------------------------------------------------------------------------------
+
+
+def test_real_waits_are_scaled_shown_and_bounded() -> None:
     said: list[str] = []
     slept: list[float] = []
-    inputs = Inputs(real_time=True, max_wait_seconds=30)
-    ctx = Context(simulated(roles=()).target, inputs, say=said.append, sleep=slept.append)
+    clock = RealClock(factor=0.5, sleep=slept.append, display=line_display(said.append))
+    ctx = Context(simulated(roles=()).target, Inputs(max_wait_seconds=30), clock=clock)
     ctx.wait(12, "the idle timeout")
-    assert slept == [12] and said == ["waiting 12 s in real time: the idle timeout"]
-    with pytest.raises(Skipped, match="exceeds --max-wait 30"):
-        ctx.wait(31, "a day")
-    without = Context(simulated(roles=()).target)
-    with pytest.raises(Skipped, match="needs --sim-admin-token or --real-time"):
-        without.wait(1, "a timer")
+    assert slept == [6] and said == ["waiting 6 s: the idle timeout"]
+    with pytest.raises(Incomplete, match="exceeds --max-wait 30") as raised:
+        ctx.wait(61, "a day")
+    assert raised.value.flag == "--max-wait 32"
+
+
+def test_a_quick_run_takes_no_wait() -> None:
+    ctx = Context(simulated(roles=()).target, clock=QuickClock())
+    ctx.wait(0, "nothing")
+    with pytest.raises(Incomplete, match="needs a wait of 1") as raised:
+        ctx.wait(1, "a timer")
+    assert raised.value.flag == "without --quick"
+
+
+def test_a_wait_past_the_checks_budget_is_not_taken_but_pacing_extends_it() -> None:
+    now = [100.0]
+    clock = RealClock(sleep=lambda s: now.__setitem__(0, now[0] + s), monotonic=lambda: now[0])
+    ctx = Context(simulated(roles=()).target, clock=clock, wall=lambda: now[0])
+    ctx.deadline = 110.0
+    ctx.wait(5, "a short one")
+    with pytest.raises(Incomplete, match="budget ran out"):
+        ctx.wait(6, "one too long")
+    ctx.wait(30, "the rate limit", pacing=True)
+    assert ctx.deadline == 140.0 and now[0] == 135.0
 
 
 def test_with_the_admin_token_waiting_moves_the_simulated_clock() -> None:
@@ -109,20 +176,66 @@ def test_with_the_admin_token_waiting_moves_the_simulated_clock() -> None:
     assert sim.platform.clock.now == before + 90
 
 
+# -- retry hints and pacing ----------------------------------------------------------------------
+
+
 def _exchange(headers: dict[str, str]) -> Exchange:
     return Exchange("POST", "http://t/v1/sessions", "/v1/sessions", {}, b"", 429,
                     httpx.Headers(headers), b"{}")  # fmt: skip
 
 
-def test_retry_after_in_seconds_or_as_a_date_on_the_targets_clock() -> None:
-    assert retry_after_seconds(_exchange({"Retry-After": "7"})) == 7
-    assert retry_after_seconds(_exchange({"Retry-After": "0"})) == 1
-    dated = {
-        "Retry-After": "Thu, 01 Jan 2026 00:01:30 GMT",
-        "Date": "Thu, 01 Jan 2026 00:01:00 GMT",
-    }
-    assert retry_after_seconds(_exchange(dated)) == 30
-    assert retry_after_seconds(_exchange({"Retry-After": "soon"}), default=5) == 5
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@pytest.mark.req("LIM-4")
+@pytest.mark.parametrize(
+    ("headers", "seconds"),
+    [
+        ({"Retry-After": "7"}, 7),
+        ({"Retry-After": "0"}, 0),
+        ({"Retry-After": "Thu, 01 Jan 2026 00:01:30 GMT", "Date": format_datetime(NOW, True)},
+         90),
+        ({"X-RateLimit-Reset": "12"}, 12),
+        ({"X-RateLimit-Reset": str(int(NOW.timestamp()) + 40)}, 40),
+        ({"X-RateLimit-Reset": "Thu, 01 Jan 2026 00:00:25 GMT"}, 25),
+        ({"Retry-After": "3", "X-RateLimit-Reset": "50"}, 3),
+        ({"Retry-After": "soon"}, None),
+        ({}, None),
+    ],
+)  # fmt: skip
+def test_retry_hints_in_every_standard_form(headers: dict[str, str], seconds: float) -> None:
+    assert retry_hint(_exchange(headers), wall_now=NOW.timestamp()) == seconds
+
+
+@pytest.mark.req("LIM-3")
+def test_a_pacer_keeps_a_key_within_the_limit_in_every_window() -> None:
+    pacer = KeyPacer(limit=10, window=60, slack=5)
+    pacer.start(0)
+    for second in range(10):
+        assert pacer.ready_at(second) == second
+        pacer.record(second)
+    assert pacer.ready_at(10) == 65  # the first create leaves the window (plus slack)
+    assert pacer.ready_at(10, 3) == 67
+    assert pacer.quiet_at(10) == 9 + 125  # fresh for every limiter after two windows
+
+
+@pytest.mark.req("LIM-3")
+def test_a_refusal_breaks_the_limit_only_once_the_key_was_watched_two_windows() -> None:
+    pacer = KeyPacer(limit=10, window=60, slack=5)
+    pacer.start(0)
+    pacer.record(1)
+    assert not pacer.refusal_breaks_the_limit(1)  # traffic from before the run is unknown
+    pacer.record(130)
+    assert pacer.refusal_breaks_the_limit(130)  # watched 130 s, one create since 5 s
+    for second in range(131, 141):
+        pacer.record(second)
+    assert not pacer.refusal_breaks_the_limit(140)  # eleven in the window: a refusal is due
+    pacer.record(200)  # six in the last window, but a sliding-window counter weighs the one before
+    assert pacer.in_window(200) == 6
+    assert not pacer.refusal_breaks_the_limit(200)
+
+
+# -- runs ----------------------------------------------------------------------------------------
 
 
 def test_a_run_input_is_built_from_each_catalog_request_schema() -> None:

@@ -15,13 +15,14 @@ import httpx
 import pytest
 
 from harness.conformance.checks import CHECKS
+from harness.conformance.clock import QuickClock, RealClock
 from harness.conformance.coverage import NOT_CHECKABLE, contract_ids
 from harness.conformance.report import BODIES_DIR
 from harness.conformance.runner import RunOptions, run
 from harness.conformance.target import Exchange
 from harness.requirements import load_catalog
 from tests.conformance.edits import Call, Edits, Reply
-from tests.conformance.support import simulated
+from tests.conformance.support import Simulated, simulated
 
 pytestmark = pytest.mark.req("HAR-2")
 
@@ -54,45 +55,71 @@ def test_every_contract_id_is_checked_or_explained() -> None:
     assert all(len(reason) > 20 for reason in NOT_CHECKABLE.values())
 
 
-#: What a run given only the API key (no other keys, no clock) cannot do, by the flag it names.
+#: What a run given only the API key cannot do, by the flag it names.
 NEEDS = {
     "revoked_key_rejected": "--revoked-key",
     "scope_runs_read": "--runs-read-key",
     "scope_runs_write": "--runs-write-key",
     "tenant_isolation": "--other-org-key",
     "avatar_isolation": "--other-org-key",
-    "session_lifecycle_clock": "--real-time",
-    "max_duration_ends": "--real-time",
-    "idle_timeout_ends": "--real-time",
-    "idempotency_window": "--real-time",
-    "avatar_fitting": "--real-time",
-    "startup_timeout_fails": "--sim-admin-token",
-    "at_capacity_refused": "--sim-admin-token",
 }
+#: What no input can bring about on a deployment: the simulator's admin API alone can.
+ADMIN_ONLY = ("startup_timeout_fails", "at_capacity_refused")
 
 
-def test_checks_the_run_cannot_do_are_skipped_with_the_reason() -> None:
-    report = run(simulated(roles=()).target, RunOptions(max_examples=0))
-    assert report.exit_code == 0, report.summary()
+def virtual_real_time(sim: Simulated) -> RunOptions:
+    """Options for a run that waits "in real time" on the simulator's own clock: each wait
+    advances the platform, and budgets are kept on that clock, as a real run's would be."""
+    platform = sim.platform
+    clock = RealClock(sleep=platform.advance, monotonic=lambda: platform.clock.now)
+    return RunOptions(max_examples=3, seed=1, clock=clock, wall=lambda: platform.clock.now)
+
+
+@pytest.mark.req(*CHECKED_IDS)
+def test_without_the_admin_token_every_check_but_the_admin_ones_runs_in_real_time() -> None:
+    """The default run against a deployment: no admin clock, real waits (here on the
+    simulator's clock, so the test takes seconds). Everything runs but what needs the admin
+    API (not applicable) and the 24-hour window (longer than --max-wait: incomplete, exit 3)."""
+    sim = simulated(roles=("other_org", "runs_read", "runs_write", "revoked"))
+    started = sim.platform.clock.now
+    report = run(sim.target, virtual_real_time(sim))
+    assert report.failed_names() == [], report.summary()
+    # Nor does any session fail for want of a worker, which the run cannot bring about.
+    assert report.names("not_applicable") == ["unplaced_failure_code", *ADMIN_ONLY]
+    assert report.names("incomplete") == ["idempotency_window"]
+    assert report.result("idempotency_window").flag == "--max-wait 86402"
+    assert report.exit_code == 3 and report.exit(allow_incomplete=True) == 0
+    assert "INCOMPLETE" in report.verdict() and "--max-wait 86402" in report.verdict()
+    # The schedule keeps both keys within the rate limit and overlaps their waits: the whole
+    # run takes well under the 6 minutes a default run is planned for.
+    assert sim.platform.clock.now - started < 300
+    assert "LIM-5" in report.coverage.unchecked and "SES-ST-2" in report.coverage.unchecked
+
+
+def test_checks_the_run_cannot_do_name_the_flag_that_would_let_them() -> None:
+    report = run(simulated(roles=()).target, RunOptions(max_examples=0, clock=QuickClock()))
+    assert report.failed_names() == [], report.summary()
     for name, flag in NEEDS.items():
         result = report.result(name)
-        assert result.outcome == "skipped", name
-        assert result.skip_reason is not None and flag in result.skip_reason, name
+        assert result.outcome == "incomplete", name
+        assert result.flag == flag and (result.skip_reason or "").startswith("needs a"), name
+    for name in ADMIN_ONLY:
+        assert report.result(name).outcome == "not_applicable"
     for result in report.results:
-        if result.outcome == "skipped":
+        if result.outcome in ("incomplete", "not_applicable"):
             assert result.skip_reason, result.name
-    fuzz_checks = {r.name for r in report.results if r.kind == "fuzz"}
-    assert all(report.result(n).outcome == "skipped" for n in fuzz_checks)
-    # Without a clock the create rate limit (10 a minute) ends what can be created; whatever
-    # could not be created is skipped with the reason, never failed.
-    budget = [r for r in report.results if r.skip_reason and "rate limit" in r.skip_reason]
-    assert all("--real-time" in (r.skip_reason or "") or "refused" in (r.skip_reason or "")
-               for r in budget)  # fmt: skip
+    # --quick takes no wait: what needs one (the timers, a window, pacing) names it.
+    quick = [r.name for r in report.results if r.flag == "without --quick"]
+    assert {"max_duration_ends", "idle_timeout_ends", "create_rate_limit"} <= set(quick)
+    assert report.result("negative_data_rejection").flag == "--max-examples 20"
+    assert report.exit_code == 3
     checked = len(report.coverage.checked)
     assert 0 < checked < len(contract_ids()) - len(NOT_CHECKABLE)
     assert f"checked: {checked} of {len(contract_ids())} contract ids" in report.summary()
     for requirement, reason in report.coverage.unchecked.items():
-        assert reason.startswith(("skipped:", "not checkable")), requirement
+        assert reason.startswith(("incomplete:", "not checkable", "not applicable")), requirement
+    flags = report.flags()
+    assert {"--other-org-key", "--revoked-key", "without --quick"} <= set(flags)
 
 
 def test_every_check_has_a_stable_name_and_known_requirement_ids() -> None:
@@ -105,14 +132,15 @@ def test_every_check_has_a_stable_name_and_known_requirement_ids() -> None:
 
 
 def test_junit_json_and_markdown_name_every_check() -> None:
-    sim = simulated(roles=("revoked",))
+    sim = simulated(roles=("revoked", "admin"))
     report = run(sim.target, RunOptions(max_examples=0))
     suite = ET.fromstring(report.to_junit())
     assert suite.tag == "testsuite"
     cases = suite.findall("testcase")
     assert [case.get("name") for case in cases] == list(CHECKS)
     assert suite.get("tests") == str(len(CHECKS))
-    assert suite.get("skipped") == str(report.count("skipped"))
+    not_run = report.count("incomplete") + report.count("not_applicable")
+    assert suite.get("skipped") == str(not_run) and not_run > 0
     by_name = {case.get("name"): case for case in cases}
     assert by_name["tenant_isolation"].find("skipped") is not None
     assert by_name["revoked_key_rejected"].find("skipped") is None
@@ -122,15 +150,25 @@ def test_junit_json_and_markdown_name_every_check() -> None:
     suite_properties = {p.get("name"): p.get("value") for p in suite.findall("properties/property")}
     assert suite_properties["coverage"] == coverage
     assert suite_properties["unchecked VER-1"].startswith("not checkable")
+    skipped = by_name["tenant_isolation"].find("skipped")
+    assert skipped is not None
+    assert skipped.get("message") == (
+        "incomplete: needs a key of another organization (--other-org-key)"
+    )
     document = json.loads(report.to_json())
     assert [r["name"] for r in document["results"]] == list(CHECKS)
-    assert document["failed"] == 0
+    assert document["failed"] == 0 and document["exit_code"] == 3
+    assert document["flags"]["--other-org-key"] == ["tenant_isolation", "avatar_isolation"]
+    proofs = document["coverage"]["proofs"]
+    assert set(proofs) == set(report.coverage.checked)
+    assert proofs["LIM-6"].startswith("idempotency_key_length: POST /v1/sessions -> 4")
     assert document["coverage"]["checked"] == len(report.coverage.checked)
     assert document["coverage"]["total"] == len(contract_ids())
     assert set(document["coverage"]["unchecked"]) >= set(NOT_CHECKABLE)
     markdown = report.to_markdown()
     assert all(f"`{name}`" in markdown for name in CHECKS)
     assert coverage in markdown and "- `VER-1`: not checkable" in markdown
+    assert "**INCOMPLETE" in markdown and "shown by `POST /v1/sessions -> 4" in markdown
 
 
 def test_a_reproduction_names_each_secret_by_its_variable() -> None:
@@ -181,7 +219,7 @@ def test_the_simulators_admin_api_is_not_judged_by_the_contract() -> None:
     report = run(sim.target, RunOptions(max_examples=0))
     assert "/_sim/clock/advance" in seen
     assert report.result("session_lifecycle_clock").outcome == "passed"
-    assert report.exit_code == 0, report.summary()
+    assert report.failed_names() == [], report.summary()
 
 
 def test_response_checks_judge_every_response_given_to_schemathesis() -> None:
@@ -262,9 +300,10 @@ def _same_request(replayed: httpx.Request, original: Exchange) -> None:
 
 
 def _gif_accepted(call: Call, reply: Reply) -> None:
+    """A GIF answered as a ready avatar: neither refused at upload nor left to fail in fitting."""
     if call.method == "POST" and call.path == "/v1/avatars" and b"GIF8" in call.body:
         reply.status = 201
-        reply.set_json({"id": "av_gif", "object": "avatar", "status": "processing"})
+        reply.set_json({"id": "av_gif", "object": "avatar", "status": "ready"})
 
 
 @pytest.mark.req("EP-AV-1")

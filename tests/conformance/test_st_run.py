@@ -98,7 +98,7 @@ def test_a_bare_404_stub_fails_the_harness_checks() -> None:
         done = _st(url, "sk_live_stub")
     assert done.returncode == 1, done.stdout[-3000:]
     assert "error_envelope_closed (ERR-1)" in done.stdout
-    assert "request_id_echoed (ERR-3)" in done.stdout
+    assert "json_bodies (CONV-3)" in done.stdout
 
 
 def test_only_the_harness_checks_catch_a_mismatched_request_id() -> None:
@@ -137,7 +137,7 @@ def test_the_stateful_phase_creates_sessions_and_runs() -> None:
         {
             "seed": 3,
             "headers": {"Authorization": f"Bearer {key}"},
-            "generation": {"max-examples": 60, "database": "none"},
+            "generation": {"max-examples": 150, "database": "none"},
             "phases": {"examples": {"enabled": False}, "coverage": {"enabled": False},
                        "fuzzing": {"enabled": False}},
             "checks": {"enabled": False},

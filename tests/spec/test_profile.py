@@ -172,11 +172,17 @@ def test_envelope_and_seed_elements_are_identical(
     profile_schemas = profile_document["components"]["schemas"]
     assert profile_schemas["Error"] == spec_schemas["Error"]
     assert profile_schemas["ErrorBody"] == spec_schemas["ErrorBody"]
-    for name in ("Limit", "IdempotencyKey", "SessionId"):
+    for name in ("IdempotencyKey", "SessionId"):
         assert (
             profile_document["components"]["parameters"][name]
             == spec_document["components"]["parameters"][name]
         )
+    # A page size outside its range may be refused or clamped (LIM-7): only its type stays.
+    limit = dict(spec_document["components"]["parameters"]["Limit"])
+    assert profile_document["components"]["parameters"]["Limit"] == {
+        **limit,
+        "schema": {"type": "integer"},
+    }
     spec_request = spec_schemas["CreateSessionRequest"]["properties"]
     profile_request = profile_schemas["CreateSessionRequest"]["properties"]
     for field in ("idle_timeout_seconds", "max_duration_seconds", "quality", "metadata"):
