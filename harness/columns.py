@@ -121,8 +121,7 @@ def lookup(values: Sequence[str | None], picked: np.ndarray[Any, Any]) -> pd.Ser
     """``values[code]`` for every code, as a string column (``None`` is missing).
 
     The few distinct values become an Arrow array once and Arrow's ``take`` repeats them, so no
-    per-row Python object is made: cheaper in time and in memory than an object array of
-    references that pandas then walks row by row.
+    per-row Python object is made.
     """
     table = pa.array(list(values), type=pa.large_string(), memory_pool=POOL)
     taken = pc.take(table, pa.array(np.asarray(picked, dtype=np.int64)), memory_pool=POOL)
@@ -143,11 +142,9 @@ def text_column(texts: Iterable[str | None], chunk: int = _TEXT_CHUNK) -> pd.Ser
     """A string column of many strings (``None``: missing), converted to Arrow ``chunk`` strings
     at a time.
 
-    Only one chunk's strings are alive at a time, each chunk becomes one Arrow array (Arrow's
-    builder sizes its buffers to fit when it finishes), and the column is those arrays,
-    chained. A list of every string (a month's event payloads take hundreds of megabytes) would
-    double the column's memory while it is built; one growing buffer kept up to an eighth of it
-    as slack for good.
+    Only one chunk's strings are alive at a time, each chunk becomes one Arrow array sized to
+    fit, and the column is those arrays, chained: a list of every string would double the
+    column's memory while it is built.
     """
     chunks: list[pa.Array] = []
     source = iter(texts)
