@@ -16,9 +16,12 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Protocol, cast
+
+from harness.gc_policy import rare_collections
 
 __all__ = ["COMMANDS", "Command", "CommandModule", "build_parser", "main"]
 
@@ -40,13 +43,25 @@ class Command:
     name: str
     module: str
     help: str
+    #: Whether the command simulates runs: it then has the cycle collector run rarely
+    #: (``harness.gc_policy``), a choice for the process that only its owner makes.
+    simulates: bool = False
 
 
 COMMANDS: list[Command] = [
     # Planned, each added here when its module exists: demo, run, sweep, serve, conformance.
-    Command("demo", "harness.demo", "play a scripted day through the facade and summarise it"),
-    Command("run", "harness.runner.command", "run a scenario file; write its tables and a summary"),
-    Command("sweep", "harness.sweep.command", "run a parameter sweep with replications and CIs"),
+    Command(
+        "demo", "harness.demo", "play a scripted day through the facade and summarise it", True
+    ),
+    Command(
+        "run",
+        "harness.runner.command",
+        "run a scenario file; write its tables and a summary",
+        True,
+    ),
+    Command(
+        "sweep", "harness.sweep.command", "run a parameter sweep with replications and CIs", True
+    ),
     Command("serve", "harness.serve.command", "serve the simulated API on a real HTTP port"),
     Command(
         "examples",
@@ -105,4 +120,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG} {command}: cannot load the command: {exc}", file=sys.stderr)
         return 2
     args = parser.parse_args(arguments)
-    return int(args.handler(args))
+    chosen = next(c for c in COMMANDS if c.name == args.command)
+    with rare_collections() if chosen.simulates else nullcontext():
+        return int(args.handler(args))

@@ -5,56 +5,42 @@ session store, the event log, the ledger, pool samples, the clients' logs and ta
 them into tables is a pure function of those records. Notebooks and sweeps read only these
 tables, never live simulator objects.
 
-The records are columns of raw values, and the tables are built from them in bulk (NumPy arrays,
-interned codes mapped once, ids and times converted vectorized, string columns written straight
-into Arrow without a Python object per row), never row by row.
+Each store exports its own records as typed columns (``SessionStore.export``,
+``EventLog.export``, ``Ledger.export``, ``CallLog.export``, ``ClientLog.export``), which
+``harness.columns.frame`` turns into data frames; this module only joins them (a session's
+client, an organization's name), labels them and derives what the tables add (``t``, ``frames``,
+``wait_seconds``, ``overage``, the aggregates).
 
 What a run keeps depends on its records level (``harness.runner.engine.RECORDS``): at ``full``
 every table has its rows; at ``sessions`` the event log is not kept (``events`` is empty); at
 ``summary`` only the tables whose size does not grow with traffic have rows: the per-interval
 ``intervals``, ``requests`` and ``arrivals``, the ``waits`` histogram, ``ledger_daily``,
 ``utilization``, ``runs``, ``usage``, ``usage_daily`` and ``organizations``. Every table has the
-same columns and dtypes at every level; those aggregate tables are the same at every level too.
+same columns and dtypes at every level (a categorical's categories are the values it holds);
+those aggregate tables are the same at every level too.
 
 Conventions: instants are timezone-aware UTC datetimes (``datetime64[us, UTC]``) next to a float
-``t`` in simulated seconds since the scenario start; durations are float seconds; ids and codes
-are strings; a value that does not apply is missing (``NaT``/``NaN``/``None``).
+``t`` in simulated seconds since the scenario start; durations are float seconds; ids are
+strings; text of few distinct values (statuses, kinds, organizations, surfaces, qualities, codes)
+is categorical; a value that does not apply is missing (``NaT``/``NaN``/``<NA>``).
 """
 
 from __future__ import annotations
 
-import json
 import math
-from array import array
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 
-from harness.columns import (
-    POOL,
-    arrow_strings,
-    codes,
-    epoch_ms,
-    floats,
-    lookup,
-    return_free_memory,
-    strings,
-    text_column,
-    times,
-    ulids,
-)
-from harness.event_text import event_texts
-from harness.gc_policy import rare_collections
-from sim.billing.ledger import ATTRIBUTION, ENTRY_KINDS, KIND_RULES
+from harness.columns import codes, floats, relabel, strings, times, to_frame, to_series
+from sim.billing.ledger import ENTRY_KINDS, KIND_RULES
+from sim.columns import Column, Table
 from sim.lifecycle import STATUSES
-from sim.sessions.records import usage_of
 
 if TYPE_CHECKING:
     from harness.runner.engine import RawRun
@@ -139,36 +125,10 @@ def _names(raw: RawRun) -> dict[str, str]:
     return {o.id: o.name for o in raw.organizations}
 
 
-def _org_columns(
-    raw: RawRun, org_ids: list[str], picked: np.ndarray[Any, Any]
-) -> tuple[pd.Series, pd.Series]:
-    """The ``organization`` and ``org_id`` columns of rows whose org ids are interned codes."""
+def _named(raw: RawRun, org_ids: pd.Series) -> pd.Series:
+    """The ``organization`` column of rows with ``org_ids``: each organization's name."""
     names = _names(raw)
-    return lookup([names.get(o, o) for o in org_ids], picked), lookup(org_ids, picked)
-
-
-def _optional_strings(
-    values: Sequence[str | None], order: np.ndarray[Any, Any] | None = None
-) -> pd.Series:
-    """A string column of a list of strings (``None``: missing), taken in ``order`` if given.
-
-    Converted a chunk at a time (``text_column``): converted at once, Arrow's builder doubled
-    its buffers as it went, about 40 MB of transient room for a 100,000-session month's event
-    subjects (the month's peak once the events' texts are written first), and the clients'
-    resource ids were then copied again by a ``take``."""
-    return text_column(values if order is None else map(values.__getitem__, order))
-
-
-def _sparse(values: Mapping[int, str | None], count: int, default: str | None) -> pd.Series:
-    """A string column of ``count`` rows that are ``default`` but for ``values`` (by row)."""
-    vocabulary = [default, *dict.fromkeys(values.values())]
-    code = {value: index for index, value in enumerate(vocabulary)}
-    picked = np.zeros(count, dtype=np.int64)
-    if values:
-        picked[np.fromiter(values, dtype=np.int64, count=len(values))] = np.fromiter(
-            (code[v] for v in values.values()), dtype=np.int64, count=len(values)
-        )
-    return lookup(vocabulary, picked)
+    return relabel(org_ids, [names.get(o, o) for o in org_ids.cat.categories])
 
 
 def _ints(values: Any) -> pd.Series:
@@ -180,334 +140,146 @@ def _intervals_of(seconds: np.ndarray[Any, Any], interval: float) -> np.ndarray[
     return bins
 
 
+def _raw(table: Table, name: str) -> np.ndarray[Any, Any]:
+    """An exported column's values as numbers (times as floats, categories as their codes)."""
+    values = table.columns[name].values
+    assert not callable(values) and not isinstance(values, Mapping)
+    if table.columns[name].kind in ("time", "float"):
+        return floats(values)
+    return codes(values)
+
+
+def _label_code(column: Column, label: str) -> int:
+    """The code of ``label`` among a category column's labels (-1: none has it)."""
+    labels = list(column.labels or ())
+    return labels.index(label) if label in labels else -1
+
+
 # -- per-row tables ----------------------------------------------------------------------------
 
-_SESSION_COLUMNS = [
-    "session_id", "organization", "org_id", "client", "quality", "surface", "transport",
-    "status", "billable_seconds", "frames", "error_code", "end_reason", "worker_id",
-    "created_at", "started_at", "first_frame_at", "ended_at", "wait_seconds", "planned_length",
-]  # fmt: skip
+_SESSION_COLUMNS = (
+    "session_id", "organization", "org_id", "client", "avatar_id", "quality", "surface",
+    "transport", "transport_url", "transport_room_name", "transport_audio_source", "status",
+    "billable_seconds", "frames", "error_code", "end_reason", "worker_id",
+    "idle_timeout_seconds", "max_duration_seconds", "metadata", "embed_id", "charged",
+    "barge_ins", "created_at", "started_at", "first_frame_at", "ending_at", "ended_at",
+    "wait_seconds", "planned_length",
+)  # fmt: skip
 
 
-def _session_numbers(raw: RawRun) -> dict[str, np.ndarray[Any, Any]]:
-    """What every table needs of every session, as numbers: status and error codes (into
-    ``STATUSES`` and the store's reasons), billable seconds and times; live sessions read from
-    their working state.
+def _session_numbers(sessions: Table) -> dict[str, np.ndarray[Any, Any]]:
+    """What the aggregates need of every session, as numbers: status and error codes (into the
+    exported labels), billable seconds and times.
 
     Why numbers: the aggregates are all a summary run builds, and for a million sessions the
-    object arrays of ids and names cost about 200 MB of transient memory they never use.
-    """
-    platform = raw.platform
-    store = platform.sessions.store
-    rows = len(store)
-    numbers = {
-        "status": codes(store.status_codes, rows).copy(),  # patched below: never the store's
-        "error": codes(store.error_codes, rows),
-        "billable_seconds": codes(store.billable_seconds, rows).copy(),
-        "created_at": floats(store.created_at),
-        "started_at": floats(store.started_at)[:rows],
-        "first_frame_at": floats(store.first_frame_at)[:rows],
-        "ended_at": floats(store.ended_at)[:rows],
-    }
-    now = platform.clock.now
-    status_code = {status: code for code, status in enumerate(STATUSES)}
-    for state in store.live_states():  # not terminal yet: their rows are not written
-        row = state.number
-        numbers["status"][row] = status_code[state.status]
-        numbers["billable_seconds"][row] = usage_of(state, now)
-        for name in ("started_at", "first_frame_at", "ended_at"):
-            value = getattr(state, name)
-            numbers[name][row] = math.nan if value is None else value
+    object arrays of ids and names cost about 200 MB of transient memory they never use."""
+    names = ("status", "error_code", "billable_seconds", "created_at", "started_at")
+    numbers = {name: _raw(sessions, name) for name in (*names, "first_frame_at", "ended_at")}
+    numbers["no_capacity"] = numbers["error_code"] == _label_code(
+        sessions.columns["error_code"], "no_capacity"
+    )
     return numbers
 
 
-def _sessions(raw: RawRun, numbers: dict[str, np.ndarray[Any, Any]]) -> pd.DataFrame:
-    if raw.records == "summary":
-        return _empty_sessions()
-    platform = raw.platform
-    clock = platform.clock
-    store = platform.sessions.store
-    rows = len(store)
-    # The client that created each session and the length it planned, by session row.
+def _sessions(
+    raw: RawRun, table: Table, clients: pd.DataFrame, numbers: dict[str, np.ndarray[Any, Any]]
+) -> pd.DataFrame:
+    """Every session, with the client that created it and the length it planned (joined on
+    the session id), its organization's name, its frames and its start-up wait."""
+    summary = raw.records == "summary"
+    sessions = to_frame(table, raw.platform.clock, empty=summary)
+    rows = len(sessions)
     client = np.zeros(rows, dtype=np.int64)
     unknown = np.ones(rows, dtype=bool)
     planned = np.full(rows, math.nan)
-    ids = pa.array(store.ids, type=pa.large_string(), memory_pool=POOL)  # the ``session_id``s
-    log = raw.pool.clients
-    if log is not None and len(log):
-        session_kinds = [code for code, kind in enumerate(log.kinds) if kind[0] == "session"]
-        # Each arrival's session row, found in bulk (Arrow's hash lookup, -1: none or unknown).
-        found = pc.index_in(
-            pa.array(log.resource_id, type=pa.large_string(), memory_pool=POOL),
-            value_set=ids,
-            memory_pool=POOL,
-        )
-        at = found.fill_null(-1).to_numpy().astype(np.int64)
-        made = np.isin(codes(log.kind), session_kinds) & (at >= 0)
-        at = at[made]
-        client[at] = codes(log.client)[made]
-        planned[at] = floats(log.planned_length)[made]
-        unknown[at] = False
-    profiles = codes(store.profile_codes)
-    profile_values = store.profiles.values
-    reasons = [reason or None for reason in store.reasons.values]  # "" is none
-    workers = [w or None for w in store.workers.values]
-    worker_codes = codes(store.worker_codes, rows).copy()  # patched below: never the store's
-    for state in store.live_states():
-        worker_codes[state.number] = len(workers)
-        workers.append(state.worker_id)
-    organization, org_id = _org_columns(raw, [p[0] for p in profile_values], profiles)
-    fps = platform.config.sessions.frames_per_second
-    billable = numbers["billable_seconds"]
-    return pd.DataFrame(
-        {
-            "session_id": arrow_strings(ids),
-            "organization": organization,
-            "org_id": org_id,
-            "client": pd.Series(pd.arrays.IntegerArray(client, unknown)),
-            "quality": lookup([p[3] for p in profile_values], profiles),
-            "surface": lookup([p[4] for p in profile_values], profiles),
-            "transport": _optional_strings([t[1] for t in store.transports]),
-            "status": lookup(STATUSES, numbers["status"]),
-            "billable_seconds": _ints(billable),
-            "frames": _ints(billable * fps),
-            "error_code": lookup(reasons, numbers["error"]),
-            "end_reason": lookup(reasons, codes(store.end_reason_codes, rows)),
-            "worker_id": lookup(workers, worker_codes),
-            "created_at": times(clock, numbers["created_at"]),
-            "started_at": times(clock, numbers["started_at"]),
-            "first_frame_at": times(clock, numbers["first_frame_at"]),
-            "ended_at": times(clock, numbers["ended_at"]),
-            "wait_seconds": numbers["started_at"] - numbers["created_at"],
-            "planned_length": planned,
-        },
-        copy=False,  # fresh arrays: neither copied nor consolidated (transient room)
-    )
+    made = clients[clients["kind"] == "session"]
+    at = pd.Index(sessions["session_id"]).get_indexer(made["resource_id"])
+    found = at >= 0
+    client[at[found]] = made["client"].to_numpy()[found]
+    planned[at[found]] = made["planned_length"].to_numpy()[found]
+    unknown[at[found]] = False
+    fps = raw.platform.config.sessions.frames_per_second
+    started, created = numbers["started_at"], numbers["created_at"]
+    sessions["organization"] = _named(raw, sessions["org_id"])
+    sessions["client"] = pd.arrays.IntegerArray(client, unknown)
+    sessions["surface"] = sessions.pop("billing_surface")
+    sessions["frames"] = sessions["billable_seconds"] * fps
+    sessions["wait_seconds"] = (started - created)[:rows]
+    sessions["planned_length"] = planned
+    return sessions[list(_SESSION_COLUMNS)]
 
 
-def _empty_sessions() -> pd.DataFrame:
-    frame = pd.DataFrame({c: strings([]) for c in _SESSION_COLUMNS})
-    frame["client"] = pd.array([], dtype="Int64")
-    for column in ("billable_seconds", "frames"):
-        frame[column] = _ints([])
-    for column in ("created_at", "started_at", "first_frame_at", "ended_at"):
-        frame[column] = pd.Series([], dtype="datetime64[us, UTC]")
-    for column in ("wait_seconds", "planned_length"):
-        frame[column] = floats([])
-    return frame
-
-
-_CLIENT_KINDS = ("kind", "organization", "surface", "quality", "model", "final_outcome")
+_CLIENT_COLUMNS = (
+    "client", "at", "t", "kind", "organization", "surface", "quality", "model",
+    "planned_length", "attempts", "resource_id", "final_outcome",
+)  # fmt: skip
 
 
 def _clients(raw: RawRun) -> pd.DataFrame:
-    clock = raw.platform.clock
-    log = raw.pool.clients
-    if log is None or not len(log):
-        kinds: list[tuple[Any, ...]] = []
-        order = picked = client = attempts = np.zeros(0, dtype=np.int64)
-        at, length = np.zeros(0), np.zeros(0)
-        resource: list[str | None] = []
-    else:
-        order = np.argsort(codes(log.client), kind="stable")
-        kinds = log.kinds
-        picked = codes(log.kind)[order]
-        client = codes(log.client)[order]
-        at = floats(log.at)[order]
-        length = floats(log.planned_length)[order]
-        attempts = codes(log.attempts)[order]
-        resource = log.resource_id
-    by_kind = {name: lookup([k[i] for k in kinds], picked) for i, name in enumerate(_CLIENT_KINDS)}
-    return pd.DataFrame(
-        {
-            "client": _ints(client),
-            "at": times(clock, at),
-            "t": at,
-            "kind": by_kind["kind"],
-            "organization": by_kind["organization"],
-            "surface": by_kind["surface"],
-            "quality": by_kind["quality"],
-            "model": by_kind["model"],
-            "planned_length": length,
-            "attempts": _ints(attempts),
-            "resource_id": _optional_strings(resource, order),
-            "final_outcome": by_kind["final_outcome"],
-        },
-        copy=False,  # fresh arrays: neither copied nor consolidated (transient room)
-    )
+    """Every arrival, by client number."""
+    table = raw.client_table()
+    clients = to_frame(table, raw.platform.clock)
+    clients["t"] = _raw(table, "at")
+    order = np.argsort(clients["client"].to_numpy(), kind="stable")
+    return clients.take(order).reset_index(drop=True)[list(_CLIENT_COLUMNS)]
 
 
-_CALL_KINDS = ("operation", "surface", "organization", "org_id", "outcome", "error_type")
+_CALL_COLUMNS = (
+    "at", "t", "client", "operation", "surface", "organization", "org_id", "key", "attempt",
+    "outcome", "error_type", "retry_after", "delay", "idempotency_key", "resource_id", "retried",
+)  # fmt: skip
 
 
 def _api_calls(raw: RawRun) -> pd.DataFrame:
-    clock = raw.platform.clock
-    log = raw.pool.calls
-    if log is None or not len(log):
-        kinds: list[tuple[Any, ...]] = []
-        picked = client = key = attempt = np.zeros(0, dtype=np.int64)
-        at, retry_after, delay = np.zeros(0), np.zeros(0), np.zeros(0)
-        idempotency: list[str | None] = []
-        resource: list[str | None] = []
-    else:
-        kinds, picked = log.kinds, codes(log.kind)
-        at, client, key, attempt = (
-            floats(log.at),
-            codes(log.client),
-            codes(log.key),
-            codes(log.attempt),
-        )
-        retry_after, delay = log.retry_afters(), log.delays()
-        idempotency, resource = log.idempotency_key, log.resource_id
-    by_kind = {name: lookup([k[i] for k in kinds], picked) for i, name in enumerate(_CALL_KINDS)}
-    return pd.DataFrame(
-        {
-            "at": times(clock, at),
-            "t": at,
-            "client": _ints(client),
-            "operation": by_kind["operation"],
-            "surface": by_kind["surface"],
-            "organization": by_kind["organization"],
-            "org_id": by_kind["org_id"],
-            "key": _ints(key),
-            "attempt": _ints(attempt),
-            "outcome": by_kind["outcome"],
-            "error_type": by_kind["error_type"],
-            "retry_after": retry_after,
-            "delay": delay,
-            "idempotency_key": _optional_strings(idempotency),
-            "resource_id": _optional_strings(resource),
-            "retried": attempt > 1,
-        },
-        copy=False,  # fresh arrays: neither copied nor consolidated (transient room)
-    )
+    table = raw.call_table()
+    calls = to_frame(table, raw.platform.clock)
+    calls["t"] = _raw(table, "at")
+    calls["retried"] = calls["attempt"] > 1
+    return calls[list(_CALL_COLUMNS)]
 
 
-#: ``EventLog.id_bits``: per event, the low 64 and the high 16 of its id's random bits.
-_ID_BITS = np.dtype([("low", "<u8"), ("high", "<u2")])
+_EVENT_COLUMNS = (
+    "event_id", "at", "t", "type", "organization", "org_id", "object_type", "object_id",
+    "status", "reason", "code", "billable_seconds", "frames", "worker_id", "drain_seconds",
+    "dropped_seconds", "payload",
+)  # fmt: skip
 
 
 def _events(raw: RawRun) -> pd.DataFrame:
-    clock = raw.platform.clock
-    log = raw.platform.kernel.events
-    count = len(log)
-    # Every session event is about a session, and only ``session.ended`` has a reason (its own
-    # value): what the other events show is read from their rendered payloads, by index.
-    session_events = raw.platform.sessions.events
-    session_types = session_events.types
-    ended = session_events.handles["session.ended"]
-    write = session_events.writer()
-    handles = codes(log.handles)[:count]
-    values = log.values
-    reasons: dict[int, str | None] = {
-        index: values[index] for index in np.flatnonzero(handles == ended).tolist()
-    }
-    del handles
-    object_types: dict[int, str | None] = {}
-
-    def text(index: int) -> str:
-        """The text of event ``index``, which ``event_texts`` does not assemble: another
-        producer's, or a session event not in the columns (kept whole)."""
-        payload = log.payload(index)
-        if type(payload) is tuple and payload[0] in session_types:
-            if payload[0] == ended:
-                reasons[index] = payload[4]
-            return write(payload)
-        rendered = log.render(payload)
-        obj = rendered.get("object")
-        object_types[index] = obj.get("object") if isinstance(obj, dict) else None
-        reasons[index] = rendered.get("reason")
-        return json.dumps(rendered, sort_keys=True, separators=(",", ":"))
-
-    store = raw.platform.sessions.store
-    payloads = arrow_strings(event_texts(log, session_events, store, clock, text))
-    # The other columns once the texts are written: the room the texts' parts took while they
-    # were assembled (about 50 MB at 100,000 sessions) is then free for their conversions.
-    at = floats(log.times)
-    # An id's 80 random bits are kept as ten little-endian bytes: its low 64 bits, then 16.
-    bits = np.frombuffer(log.id_bits, dtype=_ID_BITS, count=count)
-    high = (epoch_ms(clock, at).astype(np.uint64) << np.uint64(16)) | bits["high"].astype(np.uint64)
-    low = bits["low"].astype(np.uint64)
-    del bits  # a view of the log's buffer, which must stay free to grow
-    event_ids = ulids(high, low, "evt_")
-    del high, low
-    moments = times(clock, at)
-    picked = codes(log.kind_codes)
-    kinds = log.kinds.values
-    organization, org_id = _org_columns(raw, [k[1] for k in kinds], picked)
-    types = lookup([k[0] for k in kinds], picked)
-    del picked
-    subjects = _optional_strings(log.subjects)
-    return pd.DataFrame(
-        {
-            "event_id": event_ids,
-            "at": moments,
-            "t": at,
-            "type": types,
-            "organization": organization,
-            "org_id": org_id,
-            "object_type": _sparse(object_types, count, "session"),
-            "object_id": subjects,
-            "reason": _sparse(reasons, count, None),
-            "data": payloads,
-        },
-        copy=False,  # fresh arrays: neither copied nor consolidated (transient room)
-    )
+    """Every event of the log: what it is about and the values its payload shows, as columns
+    (a session event's session as it was is its row of ``sessions`` with this status and
+    usage)."""
+    table = raw.platform.kernel.events.export()
+    events = to_frame(table, raw.platform.clock)
+    events["t"] = _raw(table, "at")
+    events["organization"] = _named(raw, events["org_id"])
+    events["billable_seconds"] = events.pop("seconds")
+    events["frames"] = events["billable_seconds"] * raw.platform.config.sessions.frames_per_second
+    return events[list(_EVENT_COLUMNS)]
 
 
-def _ledger(raw: RawRun) -> pd.DataFrame:
-    clock = raw.platform.clock
-    ledger = raw.platform.billing.ledger
-    count = 0 if raw.records == "summary" else len(ledger)
-    t = floats(ledger.times)[:count]
-    organization, org_id = _org_columns(raw, ledger.orgs.values, codes(ledger.org_codes)[:count])
-    kinds = codes(ledger.kinds)[:count]
-    attribution = codes(ledger.attribution_codes)[:count]
-    credits = codes(ledger.credits)[:count]
-    deltas = {
-        name: codes(getattr(ledger, f"{name}s"))[:count]
-        for name in ("rollover_delta", "included_delta", "granted_delta")
-    }
-    debits = [code for code, kind in enumerate(ENTRY_KINDS) if KIND_RULES[kind].effect == "debit"]
-    debit = np.isin(kinds, debits)
-    change = deltas["rollover_delta"] + deltas["included_delta"] + deltas["granted_delta"]
-    values = ledger.attributions.values
-    by_field = {
-        name: lookup([v[i] for v in values], attribution) for i, name in enumerate(ATTRIBUTION)
-    }
-    return pd.DataFrame(
-        {
-            "id": ulids(
-                np.frombuffer(ledger.ulids.high, dtype=np.uint64)[:count],
-                np.frombuffer(ledger.ulids.low, dtype=np.uint64)[:count],
-                "le_",
-            ),
-            "at": times(clock, t),
-            "seq": _ints(np.arange(count)),
-            "kind": lookup(ENTRY_KINDS, kinds),
-            "organization": organization,
-            "org_id": org_id,
-            "t": t,
-            "credits": _ints(credits),
-            "rollover_delta": _ints(deltas["rollover_delta"]),
-            "included_delta": _ints(deltas["included_delta"]),
-            "granted_delta": _ints(deltas["granted_delta"]),
-            "session_id": _optional_strings(ledger.session_ids[:count]),
-            "run_id": _optional_strings(ledger.run_ids[:count]),
-            "model": by_field["model"],
-            "internal": pd.Series(codes(ledger.internal)[:count].astype(bool)),
-            "billing_surface": by_field["billing_surface"],
-            "quality": by_field["quality"],
-            "speech_billing_mode": by_field["speech_billing_mode"],
-            "embed_id": by_field["embed_id"],
-            "avatar_id": by_field["avatar_id"],
-            "operation": by_field["operation"],
-            "pricing_version": by_field["pricing_version"],
-            "billable_seconds": _ints(codes(ledger.billable_seconds)[:count]),
-            "note": by_field["note"],
-            "overage": _ints(np.where(debit, credits + change, 0)),
-        }
-    )
+_LEDGER_COLUMNS = (
+    "id", "at", "seq", "kind", "organization", "org_id", "t", "credits", "rollover_delta",
+    "included_delta", "granted_delta", "session_id", "run_id", "model", "internal",
+    "billing_surface", "quality", "speech_billing_mode", "embed_id", "avatar_id", "operation",
+    "pricing_version", "billable_seconds", "note", "overage",
+)  # fmt: skip
+#: The codes of the kinds that debit the pools (``KIND_RULES``): their overage is what the
+#: pools could not cover.
+_DEBITS = [code for code, kind in enumerate(ENTRY_KINDS) if KIND_RULES[kind].effect == "debit"]
+
+
+def _ledger(raw: RawRun, table: Table) -> pd.DataFrame:
+    """Every ledger row (none at ``summary``), with its position and its overage."""
+    ledger = to_frame(table, raw.platform.clock, empty=raw.records == "summary")
+    count = len(ledger)
+    ledger["seq"] = _ints(np.arange(count))
+    ledger["organization"] = _named(raw, ledger["org_id"])
+    ledger["t"] = _raw(table, "at")[:count]
+    change = ledger["rollover_delta"] + ledger["included_delta"] + ledger["granted_delta"]
+    debit = np.isin(_raw(table, "kind")[:count], _DEBITS)
+    ledger["overage"] = _ints(np.where(debit, ledger["credits"] + change, 0))
+    return ledger[list(_LEDGER_COLUMNS)]
 
 
 # -- tables that do not grow with traffic -------------------------------------------------------
@@ -614,7 +386,6 @@ def _intervals(raw: RawRun, columns: dict[str, np.ndarray[Any, Any]]) -> pd.Data
     interval = raw.scenario.sample_every
     count = math.floor(raw.end / interval + 1e-9) + 1
     status = columns["status"]
-    no_capacity_code = raw.platform.sessions.store.reasons.find("no_capacity")
     created = _intervals_of(columns["created_at"], interval)
     placed_mask = ~np.isnan(columns["started_at"])
     placed = _intervals_of(columns["started_at"][placed_mask], interval)
@@ -631,7 +402,7 @@ def _intervals(raw: RawRun, columns: dict[str, np.ndarray[Any, Any]]) -> pd.Data
     if len(placed):
         np.maximum.at(wait_max, np.minimum(placed, count - 1), waits)
     t = np.arange(count) * interval
-    frame = pd.DataFrame(
+    table = pd.DataFrame(
         {
             "interval": _ints(np.arange(count)),
             "at": times(raw.platform.clock, t.astype(float)),
@@ -648,13 +419,12 @@ def _intervals(raw: RawRun, columns: dict[str, np.ndarray[Any, Any]]) -> pd.Data
     )
     for name in ("ended", "failed", "canceled"):
         mask = finished & (status == STATUSES.index(name))
-        frame[f"sessions_{name}"] = _ints(per(ended_at[mask]))
-    no_capacity = finished & (columns["error"] == no_capacity_code)
-    frame["no_capacity"] = _ints(per(ended_at[no_capacity]))
-    frame["billable_seconds"] = _ints(
+        table[f"sessions_{name}"] = _ints(per(ended_at[mask]))
+    table["no_capacity"] = _ints(per(ended_at[finished & columns["no_capacity"]]))
+    table["billable_seconds"] = _ints(
         per(ended_at[finished], columns["billable_seconds"][finished].astype(float)).round()
     )
-    return frame
+    return table
 
 
 def _waits(columns: dict[str, np.ndarray[Any, Any]]) -> pd.DataFrame:
@@ -710,7 +480,7 @@ def _arrivals(raw: RawRun) -> pd.DataFrame:
     )
 
 
-def _ledger_daily(raw: RawRun) -> pd.DataFrame:
+def _ledger_daily(raw: RawRun, table: Table) -> pd.DataFrame:
     """Ledger rows per organization, UTC day, kind and billing surface (sums), sorted by those
     (surfaces by name, none first).
 
@@ -719,74 +489,60 @@ def _ledger_daily(raw: RawRun) -> pd.DataFrame:
     the month's peak, to make a table of a few thousand rows.
     """
     clock = raw.platform.clock
-    ledger = raw.platform.billing.ledger
-    count = len(ledger)
+    count = table.length
     day_start = clock.epoch.replace(hour=0, minute=0, second=0, microsecond=0)
     offset = (clock.epoch - day_start).total_seconds()
-    day = np.floor_divide(floats(ledger.times) + offset, 86_400).astype(np.int64)
-    surface_index = ATTRIBUTION.index("billing_surface")
-    attributions = ledger.attributions.values
-    names = sorted({v[surface_index] or "" for v in attributions} | {""})
+    day = np.floor_divide(_raw(table, "at") + offset, 86_400).astype(np.int64)
+    labels = [label or "" for label in table.columns["billing_surface"].labels or ()]
+    names = sorted({*labels, ""})
     rank = {name: i for i, name in enumerate(names)}
-    by_attribution = np.array([rank[v[surface_index] or ""] for v in attributions], dtype=np.int64)
-    surface = by_attribution[codes(ledger.attribution_codes)] if count else day
+    by_attribution = np.array([rank[label] for label in labels], dtype=np.int64)
+    surface = by_attribution[_raw(table, "billing_surface")] if count else day
     # One key per row, ordered as (organization, day, kind, surface) are.
     sizes = (int(day.max()) + 1 if count else 1, len(ENTRY_KINDS), len(names))
-    key = codes(ledger.org_codes) * sizes[0] + day
-    key = (key * sizes[1] + codes(ledger.kinds)) * sizes[2] + surface
+    key = _raw(table, "org_id") * sizes[0] + day
+    key = (key * sizes[1] + _raw(table, "kind")) * sizes[2] + surface
     order = np.argsort(key, kind="stable")
     key = key[order]
     starts = np.flatnonzero(np.concatenate(([count > 0], key[1:] != key[:-1])))
 
-    def sums(column: array[int]) -> np.ndarray[Any, Any]:
-        return np.add.reduceat(codes(column)[order], starts) if count else codes(column)
+    def sums(name: str) -> np.ndarray[Any, Any]:
+        values = _raw(table, name)
+        return np.add.reduceat(values[order], starts) if count else values
 
     first = key[starts]
     first, surfaces = np.divmod(first, sizes[2])
     first, kinds = np.divmod(first, sizes[1])
     orgs, days = np.divmod(first, sizes[0])
     dates = np.datetime64(day_start.date()) + days.astype("timedelta64[D]")
-    organization, org_id = _org_columns(raw, ledger.orgs.values, orgs)
+    groups = len(starts)
+    org_id = to_series(replace(table.columns["org_id"], values=orgs), groups, clock)
     return pd.DataFrame(
         {
-            "organization": organization,
+            "organization": _named(raw, org_id),
             "org_id": org_id,
             "day": strings(np.datetime_as_string(dates, unit="D")),
-            "kind": lookup(ENTRY_KINDS, kinds),
-            "billing_surface": lookup([name or None for name in names], surfaces),
+            "kind": to_series(Column("category", kinds, labels=ENTRY_KINDS), groups, clock),
+            "billing_surface": to_series(
+                Column("category", surfaces, labels=[name or None for name in names]),
+                groups,
+                clock,
+            ),
             "rows": _ints(np.diff(np.append(starts, count))),
-            "credits": _ints(sums(ledger.credits)),
-            "billable_seconds": _ints(sums(ledger.billable_seconds)),
+            "credits": _ints(sums("credits")),
+            "billable_seconds": _ints(sums("billable_seconds")),
         }
     )
-
-
-def _trimmed(table: pd.DataFrame, release: bool) -> pd.DataFrame:
-    """``table``, once what building it freed went back to the system (``release`` only)."""
-    if release:
-        return_free_memory()
-    return table
 
 
 def collect(raw: RawRun, *, release: bool = False) -> RunResult:
     """The tables of one raw run.
 
-    First the tables that do not grow with traffic, while the large ones are not built yet:
-    their conversions take room for a while, which is then found in what the run left free
-    rather than on top of every large table (built last, they added about 15 MB to a
-    100,000-session month's peak at ``full``, which is its end).
-
     ``release``: the caller hands the run over (``run_scenario``, whose run nobody else sees),
-    so each large record is dropped as soon as the last table built from it holds it: the event
-    log once the events table is built (the first large one: it is the largest), the ledger's
-    rows once ``ledger`` is, the clients' request log once ``api_calls`` is, the session store
-    once ``sessions`` is, their arrival log once ``clients`` is. Why: those records' columns
-    are returned to the system (large arrays and lists), so the tables built after them grow
-    into that memory instead of on top of it (a 100,000-session month at ``full``: its peak
-    about 50 MB lower).
-
-    The cycle collector runs rarely meanwhile (``rare_collections``): the tables' conversions
-    make many short-lived containers, and a full pass over the run's records finds nothing.
+    so each large record is dropped as soon as the last table built from it holds it, and the
+    tables built after it grow into its memory instead of on top of it: the ledger first (its
+    rows and indexes, once the organizations' quotas, ``ledger_daily`` and ``ledger`` are
+    built), then the event log, the clients' arrivals, the session store and the requests.
 
     A run collected with ``release`` is gone: collecting it again raises ``ValueError`` and its
     platform refuses every later call (``Platform.hand_over``), rather than either answering
@@ -796,43 +552,35 @@ def collect(raw: RawRun, *, release: bool = False) -> RunResult:
             f"run {raw.scenario.name!r} (seed {raw.seed}) was collected with release=True: "
             "its records were dropped, so it cannot be collected again"
         )
+    platform = raw.platform
     if release:
-        raw.platform.hand_over()
-    with rare_collections():
-        return _collect(raw, release)
-
-
-def _collect(raw: RawRun, release: bool) -> RunResult:
-    if release:  # what simulating left free, returned before the first conversions
-        return_free_memory()
-    columns = _session_numbers(raw)
-    intervals, waits = _intervals(raw, columns), _waits(columns)
+        platform.hand_over()
     utilization, runs, organizations = _utilization(raw), _runs(raw), _organizations(raw)
-    ledger_daily = _ledger_daily(raw)
     usage, usage_daily = _usage(raw)
-    requests, arrivals = _requests(raw), _arrivals(raw)  # the tallies, from the clients' logs
+    ledger_table = platform.billing.ledger.export()
+    ledger_daily = _ledger_daily(raw, ledger_table)
+    ledger = _ledger(raw, ledger_table)
+    del ledger_table
+    if release:  # its rows and indexes (the usage rollups among them) are not read again
+        platform.billing.ledger.release()
     events = _events(raw)
     if release:
-        raw.platform.kernel.events.release()
-        return_free_memory()
-    # The ledger next: its conversions need room for a while, best found before the rest.
-    ledger = _ledger(raw)
-    if release:
-        raw.platform.billing.ledger.release()  # ``ledger_daily`` is built already
-    ledger = _trimmed(ledger, release)
-    sessions = _sessions(raw, columns)
-    del columns
-    if release:
-        raw.platform.sessions.store.release()
-    sessions = _trimmed(sessions, release)
-    api_calls = _api_calls(raw)
-    if release:
-        raw.pool.calls = None
-    api_calls = _trimmed(api_calls, release)
+        platform.kernel.events.release()
+    store = platform.sessions.store
+    session_table = store.export(platform.clock.now)
+    numbers = _session_numbers(session_table)
+    intervals, waits = _intervals(raw, numbers), _waits(numbers)
+    requests, arrivals = _requests(raw), _arrivals(raw)  # the tallies, from the clients' logs
     clients = _clients(raw)
     if release:
         raw.pool.clients = None
-    clients = _trimmed(clients, release)
+    sessions = _sessions(raw, session_table, clients, numbers)
+    del session_table, numbers
+    if release:
+        store.release()
+    api_calls = _api_calls(raw)
+    if release:
+        raw.pool.calls = None
     return RunResult(
         scenario=raw.scenario.name,
         seed=raw.seed,

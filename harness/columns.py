@@ -1,16 +1,17 @@
-"""Bulk conversions from the simulator's columns to pandas/NumPy values.
+"""Bulk conversions from the stores' exports (``sim.columns.Table``) to pandas columns.
 
-The domain keeps its records as raw values (simulated seconds, the bits of ids, interned codes);
-these helpers turn whole columns into what the tables show in a few vectorized operations, with
-exactly the arithmetic the domain uses for a single value (``sim.clock``, ``sim.ids``), so a
-timestamp or an id read in bulk is the one read alone.
+The domain exports its records as raw values of declared kinds (simulated seconds, codes into a
+vocabulary, the parts of ids); ``frame`` turns a whole table into a data frame, one converter per
+kind, each a few vectorized operations with exactly the arithmetic the domain uses for a single
+value (``sim.clock``, ``sim.ids``), so a timestamp or an id read in bulk is the one read alone.
+Categories become pandas categoricals whose categories are the distinct values, sorted.
 """
 
 from __future__ import annotations
 
-import ctypes
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from itertools import islice
 from typing import Any
 
@@ -20,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sim.clock import Clock
+from sim.columns import Column, Table
 
 __all__ = [
     "POOL",
@@ -28,18 +30,15 @@ __all__ = [
     "epoch_ms",
     "floats",
     "lookup",
-    "return_free_memory",
+    "relabel",
     "strings",
     "text_column",
     "times",
+    "to_frame",
+    "to_series",
     "ulids",
     "unix_us",
 ]
-
-try:  # glibc's: hands the C heap's free pages back to the system
-    _MALLOC_TRIM: Any = ctypes.CDLL(None).malloc_trim
-except (OSError, AttributeError):  # another C library: it keeps them
-    _MALLOC_TRIM = None
 
 _CROCKFORD = np.frombuffer(b"0123456789ABCDEFGHJKMNPQRSTVWXYZ", dtype=np.uint8)
 #: The allocator of the Arrow buffers the tables are built in. Not pyarrow's default (mimalloc):
@@ -59,7 +58,7 @@ def floats(values: Sequence[float] | array[float] | np.ndarray[Any, Any]) -> np.
     return np.asarray(values, dtype=np.float64)
 
 
-def codes(values: array[int], length: int | None = None) -> np.ndarray[Any, Any]:
+def codes(values: Sequence[int] | array[int], length: int | None = None) -> np.ndarray[Any, Any]:
     """An integer column as an int64 array (its first ``length`` values)."""
     taken = np.asarray(values, dtype=np.int64) if len(values) else np.zeros(0, dtype=np.int64)
     return taken if length is None else taken[:length]
@@ -122,8 +121,7 @@ def lookup(values: Sequence[str | None], picked: np.ndarray[Any, Any]) -> pd.Ser
     """``values[code]`` for every code, as a string column (``None`` is missing).
 
     The few distinct values become an Arrow array once and Arrow's ``take`` repeats them, so no
-    per-row Python object is made: cheaper in time and in memory than an object array of
-    references that pandas then walks row by row.
+    per-row Python object is made.
     """
     table = pa.array(list(values), type=pa.large_string(), memory_pool=POOL)
     taken = pc.take(table, pa.array(np.asarray(picked, dtype=np.int64)), memory_pool=POOL)
@@ -144,11 +142,9 @@ def text_column(texts: Iterable[str | None], chunk: int = _TEXT_CHUNK) -> pd.Ser
     """A string column of many strings (``None``: missing), converted to Arrow ``chunk`` strings
     at a time.
 
-    Only one chunk's strings are alive at a time, each chunk becomes one Arrow array (Arrow's
-    builder sizes its buffers to fit when it finishes), and the column is those arrays,
-    chained. A list of every string (a month's event payloads take hundreds of megabytes) would
-    double the column's memory while it is built; one growing buffer kept up to an eighth of it
-    as slack for good.
+    Only one chunk's strings are alive at a time, each chunk becomes one Arrow array sized to
+    fit, and the column is those arrays, chained: a list of every string would double the
+    column's memory while it is built.
     """
     chunks: list[pa.Array] = []
     source = iter(texts)
@@ -158,13 +154,106 @@ def text_column(texts: Iterable[str | None], chunk: int = _TEXT_CHUNK) -> pd.Ser
     return arrow_strings(pa.chunked_array(chunks, type=pa.large_string()))
 
 
-def return_free_memory() -> None:
-    """Return the C heap's free pages to the system (``malloc_trim``, where the C library has
-    it; nothing elsewhere).
+def to_frame(table: Table, clock: Clock, *, empty: bool = False) -> pd.DataFrame:
+    """The data frame of an exported table: one column per exported column, in its order
+    (``empty``: none of its rows, with the same columns and dtypes)."""
+    length = 0 if empty else table.length
+    return pd.DataFrame(
+        {name: to_series(exported, length, clock) for name, exported in table.columns.items()},
+        copy=False,  # fresh arrays: neither copied nor consolidated
+    )
 
-    Why: building a large table frees as much as it keeps (conversions, chunk lists, the
-    records a collector was handed), and the C allocator keeps those holes resident; the next
-    tables fill only part of them. Trimmed after each table, a 100,000-session month at
-    ``records: full`` ends collecting about 35 MB lower, which is its peak."""
-    if _MALLOC_TRIM is not None:
-        _MALLOC_TRIM(0)
+
+def to_series(exported: Column, length: int, clock: Clock) -> pd.Series:
+    """One exported column of ``length`` rows as a pandas column, by its kind (no rows: its
+    values are not read)."""
+    kind = exported.kind
+    if length == 0:
+        exported = replace(exported, values=[], high=[], low=[], missing=exported.missing and [])
+    elif callable(exported.values):
+        exported = replace(exported, values=exported.values())
+    values = exported.values
+    assert not callable(values)
+    if kind in ("text", "category"):
+        return _labelled(exported, length)
+    if kind == "id":
+        return ulids(_uint64(values), _uint64(exported.low), exported.prefix)  # type: ignore[arg-type]
+    if kind == "timed_id":
+        at = floats(_dense(values, length, np.nan))
+        high = (epoch_ms(clock, at).astype(np.uint64) << np.uint64(16)) | _uint64(exported.high)
+        return ulids(high, _uint64(exported.low), exported.prefix)
+    if kind == "time":
+        return times(clock, floats(_dense(values, length, np.nan)))
+    if kind == "float":
+        return pd.Series(floats(_dense(values, length, np.nan)))
+    if kind == "bool":
+        return pd.Series(codes(_dense(values, length, 0)).astype(bool))
+    numbers = codes(_dense(values, length, 0))
+    missing = exported.missing
+    if isinstance(values, Mapping):
+        missing = set(range(length)) - set(values)
+    if missing is None:
+        return pd.Series(numbers)
+    mask = np.zeros(length, dtype=bool)
+    mask[np.fromiter(missing, dtype=np.int64, count=len(missing))] = True
+    return pd.Series(pd.arrays.IntegerArray(numbers, mask))
+
+
+def _uint64(values: Sequence[int]) -> np.ndarray[Any, Any]:
+    return np.array(values, dtype=np.uint64) if len(values) else np.zeros(0, dtype=np.uint64)
+
+
+def _dense(values: Sequence[Any] | Mapping[int, Any], length: int, none: Any) -> Any:
+    """``values`` as a sequence of ``length``: a mapping's rows, ``none`` elsewhere."""
+    if not isinstance(values, Mapping):
+        return values
+    dense = np.full(length, none, dtype=np.float64 if none is np.nan else np.int64)
+    if values:
+        rows = np.fromiter(values, dtype=np.int64, count=len(values))
+        dense[rows] = np.fromiter(values.values(), dtype=dense.dtype, count=len(values))
+    return dense
+
+
+def _labelled(exported: Column, length: int) -> pd.Series:
+    """A text or category column: its codes and their labels, or its strings."""
+    values = exported.values
+    assert not callable(values)
+    labels: list[str | None] | None = None if exported.labels is None else list(exported.labels)
+    if isinstance(values, Mapping):  # a few rows' strings: code 0 is none
+        labels = [None, *dict.fromkeys(values.values())]
+        code = {label: index for index, label in enumerate(labels)}
+        picked = np.zeros(length, dtype=np.int64)
+        if values:
+            picked[np.fromiter(values, dtype=np.int64, count=len(values))] = np.fromiter(
+                (code[v] for v in values.values()), dtype=np.int64, count=len(values)
+            )
+    elif labels is not None:
+        picked = codes(values)
+    elif exported.kind == "text":
+        return text_column(values)
+    else:  # the strings themselves: coded by Arrow's dictionary encoding (-1: none)
+        encoded = pa.array(values, type=pa.large_string(), memory_pool=POOL).dictionary_encode()
+        labels = encoded.dictionary.to_pylist()
+        picked = encoded.indices.fill_null(len(labels)).to_numpy().astype(np.int64)
+        labels.append(None)
+    if exported.kind == "text":
+        return lookup(labels, picked)
+    # The categories are the values the rows have, sorted; a label may repeat or be none.
+    used = np.flatnonzero(np.bincount(picked, minlength=len(labels))) if len(picked) else picked
+    categories = sorted({labels[code] or "" for code in used.tolist() if labels[code] is not None})
+    rank: dict[str | None, int] = {label: index for index, label in enumerate(categories)}
+    mapped = np.array([rank.get(label, -1) for label in labels], dtype=np.int64)
+    taken = mapped[picked] if len(picked) else picked
+    return pd.Series(pd.Categorical.from_codes(taken, categories=pd.Index(categories, dtype="str")))
+
+
+def relabel(categorical: pd.Series, labels: Sequence[str]) -> pd.Series:
+    """A categorical column whose categories are renamed to ``labels`` (in the categories'
+    order), sorted again."""
+    categories = sorted(set(labels))
+    rank = {label: index for index, label in enumerate(categories)}
+    mapped = np.array([rank[label] for label in labels] + [-1], dtype=np.int64)
+    picked = mapped[categorical.cat.codes.to_numpy()]  # -1 (none) takes the last: none again
+    return pd.Series(
+        pd.Categorical.from_codes(picked, categories=pd.Index(categories, dtype="str"))
+    )

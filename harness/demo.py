@@ -16,8 +16,8 @@ few runs; a run deletion on a plan that allows it and one that does not.
 It prints a Markdown summary (sessions by final status, the refusals with their codes, credits per
 organization) and writes it with the raw records (CSV and JSON) to ``--out``. Everything is on the
 simulated clock and the seeded streams, so the same ``--seed`` gives byte-identical files. The
-only thing read outside HTTP is the platform's event log, for each session's end reason, which the
-contract carries only in the ``session.ended`` event.
+only thing read outside HTTP is the platform's event log (its columns), for each session's end
+reason, which the contract carries only in the ``session.ended`` event.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ import httpx
 import pandas as pd
 from tqdm import tqdm
 
+from harness.columns import to_frame
 from harness.examples import example
 from harness.report import run_over_http, write_report
 from harness.scenarios import ScenarioError, load_scenario
@@ -296,10 +297,9 @@ async def _collect_list(day: _Day, org: str, path: str) -> list[dict[str, Any]]:
 
 
 async def _collect(day: _Day, platform: Platform) -> tuple[list[Any], list[Any], list[Any]]:
-    reasons = {
-        event.data["object"]["id"]: event.data.get("reason")
-        for event in platform.kernel.events.of_type("session.ended")
-    }
+    events = to_frame(platform.kernel.events.export(), platform.clock)
+    ended = events[events["type"] == "session.ended"]
+    reasons = dict(zip(ended["object_id"], ended["reason"].astype(object), strict=True))
     sessions: list[dict[str, Any]] = []
     runs: list[dict[str, Any]] = []
     credits: list[dict[str, Any]] = []

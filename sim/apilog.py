@@ -12,7 +12,7 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from sim.columns import Interner
+from sim.columns import Column, Interner, Table
 
 __all__ = ["ApiCall", "ApiLog"]
 
@@ -37,8 +37,8 @@ class ApiLog:
     def __init__(self, size: int | None = None) -> None:
         self.size = size
         self._trimmed = 0
-        #: Two columns: the time of each call and the code of its ``CallKind`` (one append each,
-        #: where a column per field cost four).
+        #: Two columns: the time of each call and the code of its ``CallKind`` (a run repeats
+        #: few kinds).
         self.kinds: Interner[CallKind] = Interner()
         self.times = array("d")
         self.kind_codes = array("I")
@@ -57,8 +57,7 @@ class ApiLog:
             return
         self.times.append(at)
         kind = (operation_id, org_id, outcome, error_type)
-        code = self.kinds.find(kind)  # ``code`` after its cheap ``find``: every call pays it
-        self.kind_codes.append(self.kinds.code(kind) if code is None else code)
+        self.kind_codes.append(self.kinds.code(kind))
         full = self._full
         if full is not None and len(self.times) >= full:
             self._trim(full // 2)
@@ -81,6 +80,17 @@ class ApiLog:
     def call(self, index: int) -> ApiCall:
         operation_id, org_id, outcome, error_type = self.kinds[self.kind_codes[index]]
         return ApiCall(self.times[index], operation_id, org_id, outcome, error_type)
+
+    def export(self) -> Table:
+        """The calls the log shows, oldest first: ``at`` (time) and ``operation_id``,
+        ``org_id``, ``outcome`` and ``error_type`` (categories), the fields of ``ApiCall``."""
+        first = self._first()
+        picked = self.kind_codes[first:]
+        kinds = self.kinds.values
+        columns = {"at": Column("time", self.times[first:])}
+        for index, name in enumerate(("operation_id", "org_id", "outcome", "error_type")):
+            columns[name] = Column("category", picked, labels=[k[index] for k in kinds])
+        return Table(len(picked), columns)
 
     def __iter__(self) -> Iterator[ApiCall]:
         return (self.call(i) for i in range(self._first(), len(self.times)))

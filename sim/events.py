@@ -6,43 +6,52 @@ they see is as deterministic as the log itself. A subscriber names the event typ
 organization it wants, and an event nobody wants costs no call at all.
 
 Why events are stored as raw values: the payload of a session event is the session as it was at
-that moment, and a long run has millions of events. The log keeps the raw values (the simulated
-time, the random bits of the id, interned codes) and, for high-volume producers, a renderer and
-the few values it needs (``emit_values``; the session events, most of all, ``emit_row``); the
-payload is rendered when someone reads ``Event.data``, byte for byte what an eager rendering would
-have been. Rare events keep their payload as given (``emit``). With ``keep=False`` nothing is
-stored at all: subscribers still see every event as it happens.
-
-Why the values sit in typed columns rather than a tuple per event: a 100,000-session month at
-``records: full`` stores over half a million events, and a Python tuple of five values plus an
-80-bit int per event cost about 120 bytes each, more than the rest of the event together. The
-session events' payload is always ``(renderer, row, status, seconds, value)``; those five go to
-columns (``handles``, ``rows``, ``statuses``, ``seconds``, and ``values`` for the event's own
-value; the last two hold shared objects: status strings, reasons, ``None``); any other payload is
-kept whole (``whole``). ``payload(i)`` gives back the tuple.
+that moment, and a long run has millions of events. A high-volume producer (the session events)
+registers a renderer (``register``) and publishes only the values it needs
+(``emit_values``: the session's row, its status, its usage seconds and the event's own value),
+each kept in a typed column; the payload is rendered when someone reads ``Event.data``, byte for
+byte what an eager rendering would have been. Rare events keep their payload as given (``emit``).
+With ``keep=False`` nothing is stored at all: subscribers still see every event as it happens.
+``export`` hands the stored events out as typed columns (``sim.columns.Table``).
 """
 
 from __future__ import annotations
 
+import json
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 from sim.clock import Clock
-from sim.columns import Interner
-from sim.ids import IdFactory, format_id
+from sim.columns import Column, ColumnKind, Interner, Table
+from sim.ids import PREFIXES, IdFactory, format_id
 from sim.journal import Journal
 
-__all__ = ["Event", "EventLog", "Renderer", "Subscriber"]
+__all__ = ["Event", "EventLog", "Producer", "Renderer", "Subscriber"]
 
+#: A stored payload: a dictionary kept whole (``emit``), or a registered producer's handle and
+#: its values ``(handle, row, status, seconds, value)`` (``emit_values``).
 Payload = dict[str, Any] | tuple[Any, ...]
-#: ``handles`` value of an event whose payload is kept whole, in ``EventLog.whole`` (a renderer's
-#: handle is its index among the registered ones: far below).
-WHOLE = 0xFFFF_FFFF
+#: The handle of the events whose payload is kept whole, as their own value (``emit``); the
+#: registered producers' handles follow it.
+WHOLE = 0
+_LOW_64 = (1 << 64) - 1
 
 #: Builds an event's ``data`` from the values given to ``EventLog.emit_values``.
 Renderer = Callable[[tuple[Any, ...]], dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Producer:
+    """A registered producer of events: its renderer, the ``object`` type its payloads are
+    about, and the name and kind of the field its events' own value fills (if any)."""
+
+    renderer: Renderer | None
+    object_type: str | None = None
+    field: str | None = None
+    kind: ColumnKind = "category"
 
 
 class Event:
@@ -107,108 +116,67 @@ class EventLog:
         self, clock: Clock, ids: IdFactory, journal: Journal | None = None, *, keep: bool = True
     ) -> None:
         self.clock = clock
-        self._ids = ids
         self._draw = ids.draw
         self._journal = journal if journal is not None else Journal()
         self.keep = keep
         self.kinds: Interner[tuple[str, str]] = Interner()  # (type, organization) pairs
-        # One value per event, in append order.
-        self.kind_codes = array("I")
-        self.times = array("d")
-        self.id_bits = bytearray()  # the random part of each event id: ten bytes, little-endian
-        self.subjects: list[str | None] = []
-        # The payload ``(handle, row, status, seconds, value)``, one column each (filler values
-        # when ``handles`` says ``WHOLE``: the payload is then ``whole[index]``). The status and
-        # the event's own value are shared objects (a status string, a reason, ``None``).
-        self.handles = array("I")
-        self.rows = array("I")
-        self.seconds = array("I")
-        self.statuses: list[Any] = []
-        self.values: list[Any] = []
-        self.whole: dict[int, Payload] = {}
-        self._renderers: list[Renderer] = []
+        self._producers: list[Producer] = [Producer(None)]  # ``WHOLE`` first
+        self._start_empty()
         self._subscribers: list[tuple[Subscriber, frozenset[str] | None, str | None]] = []
         #: By organization, then type: the (type, organization) pair's code in ``kinds`` and the
-        #: subscribers that want it (forgotten when someone subscribes). Two lookups of a string
-        #: (whose hash is cached) cost less than building and hashing a pair per event.
+        #: subscribers that want it (forgotten when someone subscribes).
         self._lanes: dict[str, dict[str, tuple[int, tuple[Subscriber, ...]]]] = {}
+
+    def _start_empty(self) -> None:
+        """No stored event: one value per event in each column, in append order."""
+        self._kind_codes = array("I")
+        self._times = array("d")
+        # The random part of each event's id, as its high 16 and its low 64 bits.
+        self._random_high = array("Q")
+        self._random_low = array("Q")
+        self._subjects: list[str | None] = []
+        # The payload ``(handle, row, status, seconds, value)``, one column each (for the handle
+        # ``WHOLE`` the value is the payload dictionary, the others fillers). The status and the
+        # event's own value are shared objects (a status string, a reason, ``None``).
+        self._handles = array("I")
+        self._rows = array("Q")
+        self._seconds = array("Q")
+        self._statuses: list[Any] = []
+        self._values: list[Any] = []
 
     # -- producers -------------------------------------------------------------------------
 
-    def register(self, renderer: Renderer) -> int:
-        """Register a payload renderer for ``emit_values``; returns its handle."""
-        self._renderers.append(renderer)
-        return len(self._renderers) - 1
+    def register(
+        self,
+        renderer: Renderer,
+        *,
+        object_type: str | None = None,
+        field: str | None = None,
+        kind: ColumnKind = "category",
+    ) -> int:
+        """Register a producer (``Producer``) for ``emit_values``; returns its handle."""
+        self._producers.append(Producer(renderer, object_type, field, kind))
+        return len(self._producers) - 1
 
     def emit(
         self, type_: str, org_id: str, data: Mapping[str, Any], *, subject: str | None = None
     ) -> Event:
-        """Append an event whose payload is ``data`` as given (copied)."""
+        """Append an event whose payload is ``data`` as given (copied): the producer ``WHOLE``'s
+        event, with the payload as its own value."""
         payload = dict(data)
         if subject is None:
             obj = payload.get("object")
             subject = obj.get("id") if isinstance(obj, dict) else None
         bits = self._draw()
         now = self.clock.now
-        event = Event(self, type_, org_id, now, subject, bits, payload)
-        self.emit_payload(type_, org_id, subject, payload, now, bits, event)
-        return event
+        self.emit_values(type_, org_id, subject, WHOLE, 0, None, 0, payload, now, bits)
+        return Event(self, type_, org_id, now, subject, bits, payload)
 
     def emit_values(
         self,
         type_: str,
         org_id: str,
-        subject: str,
-        renderer: int,
-        values: tuple[Any, ...],
-        now: float,
-    ) -> None:
-        """Append an event whose payload ``renderer`` builds from ``values`` when it is read.
-
-        The renderer must depend only on ``values`` and on what never changes afterwards.
-        """
-        self.emit_payload(type_, org_id, subject, (renderer, *values), now)
-
-    def emit_payload(
-        self,
-        type_: str,
-        org_id: str,
         subject: str | None,
-        payload: dict[str, Any] | tuple[Any, ...],
-        now: float,
-        bits: int | None = None,
-        event: Event | None = None,
-    ) -> None:
-        """Append an event with its stored payload as given: ``(renderer, *values)`` or a
-        dictionary (``emit``). The session events take ``emit_row``, the same without the tuple.
-
-        The id's random bits are drawn now (``bits``: already drawn). Inside an operation the
-        rest waits until it succeeds (the journal calls this again then); otherwise the event is
-        stored, if the log keeps events, and handed to who wants it. The ``Event`` a subscriber
-        receives is built only when one wants it (``emit`` passes its own)."""
-        if bits is None:
-            bits = self._draw()
-        journal = self._journal
-        if journal.active:  # inside an operation: published once it succeeds (``Journal.defer``)
-            journal.deferred.append(
-                (self.emit_payload, (type_, org_id, subject, payload, now, bits, event))
-            )
-            return
-        code, route = self._lane(type_, org_id)
-        if self.keep:
-            self._append(code, now, subject, bits)
-            self._store(payload)
-        if route:
-            if event is None:
-                event = Event(self, type_, org_id, now, subject, bits, payload)
-            for subscriber in route:
-                subscriber(event)
-
-    def emit_row(
-        self,
-        type_: str,
-        org_id: str,
-        subject: str,
         handle: int,
         row: int,
         status: Any,
@@ -217,48 +185,42 @@ class EventLog:
         now: float,
         bits: int | None = None,
     ) -> None:
-        """``emit_payload(type_, org_id, subject, (handle, row, status, seconds, value), now)``
-        for a producer whose ``handle`` (from ``register``), ``row`` and ``seconds`` are ints
-        (never bools): the session events, six a session, the most frequent event there is.
+        """Append an event of the producer ``handle`` (from ``register``) whose payload its
+        renderer builds from ``(row, status, seconds, value)`` when it is read: ``row`` and
+        ``seconds`` are non-negative ints, ``status`` and ``value`` shared objects. The
+        renderer must depend only on those and on what never changes afterwards.
 
-        The same event stored the same way (a test holds the two paths equal), without building
-        the payload tuple to take it apart again or testing its values' types: a value the
-        columns refuse (too large, negative) still goes to ``_store``, which keeps it whole."""
+        The id's random bits are drawn now (``bits``: already drawn). Inside an operation the
+        rest waits until it succeeds (the journal calls this again then); otherwise the event is
+        stored, if the log keeps events, and handed to who wants it. The ``Event`` a subscriber
+        receives is built only when one wants it."""
         if bits is None:
             bits = self._draw()
+        lanes = self._lanes.get(org_id)
+        lane = None if lanes is None else lanes.get(type_)
         journal = self._journal
         if journal.active:  # inside an operation: published once it succeeds
-            if not self.keep:  # nothing is stored: held back only if someone wants it now
-                lanes = self._lanes.get(org_id)
-                lane = None if lanes is None else lanes.get(type_)
-                if lane is not None and not lane[1]:
-                    return
-            # Held as ``Journal.defer`` holds a call, without a ``partial`` and ``defer``'s
-            # frame: every create and end holds one (about 1,400 instructions less each).
+            if not self.keep and lane is not None and not lane[1]:
+                return  # nothing is stored and nobody wants it
             journal.deferred.append(
                 (
-                    self.emit_row,
+                    self.emit_values,
                     (type_, org_id, subject, handle, row, status, seconds, value, now, bits),
                 )
             )
             return
-        lanes = self._lanes.get(org_id)  # ``_lane`` and ``_append``, inlined: six a session
-        lane = None if lanes is None else lanes.get(type_)
         code, route = self._lane(type_, org_id) if lane is None else lane
         if self.keep:
-            self.kind_codes.append(code)
-            self.times.append(now)
-            self.subjects.append(subject)
-            self.id_bits += bits.to_bytes(10, "little")
-            try:
-                self.rows.append(row)
-                self.seconds.append(seconds)
-                self.handles.append(handle)
-            except (OverflowError, TypeError):
-                self._store((handle, row, status, seconds, value))
-            else:
-                self.statuses.append(status)
-                self.values.append(value)
+            self._kind_codes.append(code)
+            self._times.append(now)
+            self._subjects.append(subject)
+            self._random_high.append(bits >> 64)
+            self._random_low.append(bits & _LOW_64)
+            self._handles.append(handle)
+            self._rows.append(row)
+            self._seconds.append(seconds)
+            self._statuses.append(status)
+            self._values.append(value)
         if route:
             event = Event(
                 self, type_, org_id, now, subject, bits, (handle, row, status, seconds, value)
@@ -266,73 +228,33 @@ class EventLog:
             for subscriber in route:
                 subscriber(event)
 
-    def _append(self, code: int, now: float, subject: str | None, bits: int) -> None:
-        """Append what every stored event has: its kind, time, subject and id bits."""
-        self.kind_codes.append(code)
-        self.times.append(now)
-        self.subjects.append(subject)
-        self.id_bits += bits.to_bytes(10, "little")  # not an 80-bit int object (40 bytes)
-
-    def _store(self, payload: Payload) -> None:
-        """Append one payload to the payload columns (first undoing what a refused
-        ``emit_row`` appended to them): a ``(handle, row, status, seconds, value)`` tuple
-        whose handle, row and seconds are ints that fit goes to the columns, anything else is
-        kept whole, with filler values in the columns."""
-        index = len(self.values)
-        del self.rows[index:], self.seconds[index:], self.handles[index:]
-        if type(payload) is tuple and len(payload) == 5:
-            handle, row, status, seconds, value = payload
-            if (
-                type(row) is int
-                and type(seconds) is int
-                and type(handle) is int
-                and 0 <= row < 2**32
-                and 0 <= seconds < 2**32
-                and 0 <= handle < WHOLE
-            ):
-                self.handles.append(handle)
-                self.rows.append(row)
-                self.seconds.append(seconds)
-                self.statuses.append(status)
-                self.values.append(value)
-                return
-        self.whole[index] = payload
-        self.handles.append(WHOLE)
-        self.rows.append(0)
-        self.seconds.append(0)
-        self.statuses.append(None)
-        self.values.append(None)
-
     def payload(self, index: int) -> Payload:
         """The payload stored for event ``index``, as it was given."""
-        handle = self.handles[index]
+        handle = self._handles[index]
         if handle == WHOLE:
-            return self.whole[index]
+            value: dict[str, Any] = self._values[index]
+            return value
         return (
             handle,
-            self.rows[index],
-            self.statuses[index],
-            self.seconds[index],
-            self.values[index],
+            self._rows[index],
+            self._statuses[index],
+            self._seconds[index],
+            self._values[index],
         )
-
-    def iter_payloads(self) -> Iterator[Payload]:
-        """``payload(i)`` of every event, in order, without the per-index lookups."""
-        whole = self.whole
-        rows = zip(self.handles, self.rows, self.statuses, self.seconds, self.values, strict=True)
-        for index, (handle, row, status, seconds, value) in enumerate(rows):
-            yield whole[index] if handle == WHOLE else (handle, row, status, seconds, value)
 
     @property
     def payloads(self) -> list[Payload]:
-        """Every stored payload, in order (a new list: the log keeps columns)."""
-        return list(self.iter_payloads())
+        """Every stored payload, in order."""
+        return [self.payload(index) for index in range(len(self._times))]
 
-    def render(self, payload: dict[str, Any] | tuple[Any, ...]) -> dict[str, Any]:
+    def render(self, payload: Payload) -> dict[str, Any]:
         """The ``data`` of a stored payload."""
         if isinstance(payload, dict):
             return dict(payload)
-        renderer: Renderer = self._renderers[payload[0]]
+        if payload[0] == WHOLE:
+            return dict(payload[4])
+        renderer = self._producers[payload[0]].renderer
+        assert renderer is not None
         return renderer(payload[1:])
 
     # -- subscribers -----------------------------------------------------------------------
@@ -369,35 +291,92 @@ class EventLog:
         """Drop every stored event and keep none from now on (``keep`` turns off): who read the
         log in bulk (a run's collector) hands its memory back. Subscribers are still called."""
         self.keep = False
-        self.kind_codes, self.times = array("I"), array("d")
-        self.id_bits, self.subjects = bytearray(), []
-        self.handles, self.rows, self.seconds = array("I"), array("I"), array("I")
-        self.statuses, self.values, self.whole = [], [], {}
+        self._start_empty()
 
     # -- reading ---------------------------------------------------------------------------
 
     def event(self, index: int) -> Event:
-        type_, org_id = self.kinds[self.kind_codes[index]]
+        type_, org_id = self.kinds[self._kind_codes[index]]
         return Event(
             self,
             type_,
             org_id,
-            self.times[index],
-            self.subjects[index],
-            int.from_bytes(self.id_bits[index * 10 : index * 10 + 10], "little"),
+            self._times[index],
+            self._subjects[index],
+            (self._random_high[index] << 64) | self._random_low[index],
             self.payload(index),
         )
 
     def __iter__(self) -> Iterator[Event]:
-        return (self.event(i) for i in range(len(self.times)))
+        return (self.event(i) for i in range(len(self._times)))
 
     def __len__(self) -> int:
-        return len(self.times)
+        return len(self._times)
 
     def of_type(self, type_: str) -> list[Event]:
         codes = {code for code, (t, _org) in enumerate(self.kinds.values) if t == type_}
-        return [self.event(i) for i, c in enumerate(self.kind_codes) if c in codes]
+        return [self.event(i) for i, c in enumerate(self._kind_codes) if c in codes]
 
     def for_org(self, org_id: str) -> list[Event]:
         codes = {code for code, (_t, org) in enumerate(self.kinds.values) if org == org_id}
-        return [self.event(i) for i, c in enumerate(self.kind_codes) if c in codes]
+        return [self.event(i) for i, c in enumerate(self._kind_codes) if c in codes]
+
+    def export(self) -> Table:
+        """Every stored event in order: ``event_id``; ``at`` (time); ``type`` and ``org_id``
+        (categories); ``object_type`` (category) and ``object_id``: the resource it is about;
+        ``status`` (category): the resource's status as the event shows it; ``seconds``: the
+        usage seconds a producer's event shows (missing for a payload kept whole); and one
+        column per field a producer's events carry as their own value (``Producer.field``, of
+        its ``kind``), which a payload kept whole fills from its own field of that name;
+        ``payload``: a payload kept whole as sorted compact JSON (missing for a producer's
+        events, whose values are the columns above)."""
+        count = len(self._times)
+        producers = self._producers
+        object_types = [p.object_type for p in producers]
+        handles, statuses = array("I", self._handles), list(self._statuses)
+        fields = {p.field: p.kind for p in producers if p.field is not None}
+        field_of = [p.field for p in producers]
+        values: dict[str, dict[int, Any]] = {name: {} for name in fields}
+        whole: dict[int, dict[str, Any]] = {}
+        for index, (handle, value) in enumerate(zip(self._handles, self._values, strict=True)):
+            if handle == WHOLE:
+                whole[index] = value
+                continue
+            name = field_of[handle]
+            if name is not None and value is not None:
+                values[name][index] = value
+        for index, payload in whole.items():  # rare: their values are in the dictionary
+            obj = payload.get("object")
+            obj = obj if isinstance(obj, dict) else {}
+            handles[index] = len(object_types)
+            object_types.append(obj.get("object"))
+            statuses[index] = obj.get("status")
+            for name in fields:
+                if payload.get(name) is not None:
+                    values[name][index] = payload[name]
+        kinds = self.kinds.values
+        columns = {
+            "event_id": Column(
+                "timed_id",
+                self._times,
+                prefix=PREFIXES["event"],
+                high=self._random_high,
+                low=self._random_low,
+            ),
+            "at": Column("time", self._times),
+            "type": Column("category", self._kind_codes, labels=[k[0] for k in kinds]),
+            "org_id": Column("category", self._kind_codes, labels=[k[1] for k in kinds]),
+            "object_type": Column("category", handles, labels=object_types),
+            "object_id": Column("text", self._subjects),
+            "status": Column("category", statuses),
+            "seconds": Column("int", self._seconds, missing=whole.keys()),
+            **{name: Column(kind, values[name]) for name, kind in fields.items()},
+            "payload": Column(
+                "text",
+                {
+                    index: json.dumps(payload, sort_keys=True, separators=(",", ":"))
+                    for index, payload in whole.items()
+                },
+            ),
+        }
+        return Table(count, columns)

@@ -1,6 +1,6 @@
 """Static checks as tests: ruff, mypy (strict), and the purity of the domain package ``sim/``.
 
-The domain rule (the README's layout): every module of ``sim/`` except the HTTP facade
+The domain rule (ARCHITECTURE.md's layers): every module of ``sim/`` except the HTTP facade
 ``sim/asgi/`` imports no HTTP, data-frame, schema or harness code, never reads the wall clock and
 never uses the global ``random`` state (only seeded ``random.Random`` instances).
 """

@@ -20,13 +20,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from harness.gc_policy import rare_collections
 from harness.runner.arrivals import arrival_instants, merged, poisson_instants
 from harness.runner.clients import ClientPool, OrgHandle
 from harness.runner.door import Door
 from harness.runner.faults import start_faults
 from harness.runner.picks import WeightedPick
+from harness.runner.records import CallLog, ClientLog
 from harness.scenarios.model import RunMix, Scenario
+from sim.columns import Table
 from sim.config import HistoryConfig, SimConfig
 from sim.platform import Platform
 from sim.sessions.scheduler import PoolStatus
@@ -54,6 +55,14 @@ class RawRun:
     samples: tuple[PoolStatus, ...]
     usage: tuple[tuple[str, str, dict[str, Any]], ...]  # (org name, timezone, usage summary)
     end: float
+
+    def call_table(self) -> Table:
+        """The clients' requests (``CallLog.export``; no rows when the run kept no log)."""
+        return (self.pool.calls or CallLog()).export()
+
+    def client_table(self) -> Table:
+        """The clients' arrivals (``ClientLog.export``; no rows when the run kept no log)."""
+        return (self.pool.clients or ClientLog()).export()
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,11 +221,10 @@ def simulate(
     grid = _grid(scenario.sample_every, end)
     platform.clock.follow(grid, lambda _: samples.append(status()))
     steps = 1 if progress is None else 100
-    with rare_collections():
-        for step in range(1, steps + 1):
-            platform.clock.advance_to(end * step / steps)
-            if progress is not None:
-                progress(float(platform.clock.now))
+    for step in range(1, steps + 1):
+        platform.clock.advance_to(end * step / steps)
+        if progress is not None:
+            progress(float(platform.clock.now))
     orgs = installed.organizations
     usage = _usage(platform, scenario, orgs, end)
     return RawRun(

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.columns import Interner
+from sim.columns import Column, Interner, Table
 
 __all__ = [
     "CallLog",
@@ -107,18 +107,12 @@ def _labels(
     return list(index) or [("", "")], np.array(label, dtype=np.int64)
 
 
-def _filled(values: dict[int, float], count: int) -> np.ndarray[Any, Any]:
-    """``count`` floats: ``values`` at their rows, NaN elsewhere."""
-    column = np.full(count, _NAN)
-    if values:
-        column[np.fromiter(values, dtype=np.int64, count=len(values))] = np.fromiter(
-            values.values(), dtype=np.float64, count=len(values)
-        )
-    return column
-
-
 def _optional(value: float) -> float | None:
     return None if math.isnan(value) else value
+
+
+#: The fields of a request kept together as one interned tuple, in their order.
+_CALL_KINDS = ("operation", "surface", "organization", "org_id", "outcome", "error_type")
 
 
 class CallLog:
@@ -196,13 +190,30 @@ class CallLog:
     def __iter__(self) -> Iterator[CallRecord]:
         return (self[i] for i in range(len(self.at)))
 
-    def retry_afters(self) -> np.ndarray[Any, Any]:
-        """The ``retry_after`` column as floats (NaN: none)."""
-        return _filled(self.retry_after, len(self.at))
-
-    def delays(self) -> np.ndarray[Any, Any]:
-        """The ``delay`` column as floats (NaN: none)."""
-        return _filled(self.delay, len(self.at))
+    def export(self) -> Table:
+        """Every request in the order made, one column per field of ``CallRecord`` (its
+        strings of few values as categories, ``at`` a time, ``retry_after`` and ``delay``
+        floats, NaN where there is none)."""
+        kinds = self.kinds
+        columns = {
+            "at": Column("time", self.at),
+            "client": Column("int", self.client),
+            **{
+                name: Column("category", self.kind, labels=[k[index] for k in kinds])
+                for index, name in enumerate(_CALL_KINDS[:4])
+            },
+            "key": Column("int", self.key),
+            "attempt": Column("int", self.attempt),
+            **{
+                name: Column("category", self.kind, labels=[k[index] for k in kinds])
+                for index, name in enumerate(_CALL_KINDS[4:], start=4)
+            },
+            "retry_after": Column("float", self.retry_after),
+            "delay": Column("float", self.delay),
+            "idempotency_key": Column("text", self.idempotency_key),
+            "resource_id": Column("text", self.resource_id),
+        }
+        return Table(len(self.at), columns)
 
     def __len__(self) -> int:
         return len(self.at)
@@ -264,6 +275,30 @@ class ClientLog:
     def __iter__(self) -> Iterator[ClientRecord]:
         return (self[i] for i in range(len(self.client)))
 
+    def export(self) -> Table:
+        """Every arrival in the order each finished its creates, one column per field of
+        ``ClientRecord`` (its strings of few values as categories, ``at`` a time,
+        ``planned_length`` NaN where there is none)."""
+        kinds = self.kinds
+
+        def labelled(index: int) -> Column:
+            return Column("category", self.kind, labels=[k[index] for k in kinds])
+
+        columns = {
+            "client": Column("int", self.client),
+            "at": Column("time", self.at),
+            "kind": labelled(0),
+            "organization": labelled(1),
+            "surface": labelled(2),
+            "quality": labelled(3),
+            "model": labelled(4),
+            "planned_length": Column("float", self.planned_length),
+            "attempts": Column("int", self.attempts),
+            "resource_id": Column("text", self.resource_id),
+            "final_outcome": labelled(5),
+        }
+        return Table(len(self.client), columns)
+
     def __len__(self) -> int:
         return len(self.client)
 
@@ -317,7 +352,6 @@ class Tallies:
             tallies.attempts[(slot, kind, outcome)] = tries
         return tallies
 
-    # ``get`` and a store rather than ``Counter``'s ``+=``: about a third cheaper, once per request.
     def request(
         self,
         at: float,

@@ -12,6 +12,7 @@ import os
 import sys
 from pathlib import Path
 
+from harness.gc_policy import collect_rarely
 from harness.scenarios import ScenarioError
 from harness.sweep.model import load_sweep
 from harness.sweep.run import run_sweep
@@ -56,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
             workers=args.workers,
             dask_client=client,
             progress=not args.no_progress,
+            setup=collect_rarely,  # in the worker processes this command starts
         )
     finally:
         if client is not None:

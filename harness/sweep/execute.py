@@ -49,8 +49,23 @@ def _ordered(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (r["point"], r["replication"]))
 
 
+class _Silent:
+    """The progress bar of a run that shows none (a ``tqdm``, even disabled, starts a thread)."""
+
+    def __enter__(self) -> _Silent:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        return None
+
+    def update(self, _count: int) -> None:
+        return None
+
+
 def _bar(total: int, progress: bool) -> Any:
-    return tqdm(total=total, desc="sweep", unit="run", disable=not progress, leave=False)
+    if not progress:
+        return _Silent()
+    return tqdm(total=total, desc="sweep", unit="run", leave=False)
 
 
 def run_serial(tasks: Sequence[Task], progress: bool = True) -> list[dict[str, Any]]:
@@ -62,14 +77,21 @@ def run_serial(tasks: Sequence[Task], progress: bool = True) -> list[dict[str, A
     return _ordered(rows)
 
 
-def run_local(tasks: Sequence[Task], workers: int, progress: bool = True) -> list[dict[str, Any]]:
-    """On a local process pool of ``workers`` processes (spawned: no fork of a threaded parent)."""
+def run_local(
+    tasks: Sequence[Task],
+    workers: int,
+    progress: bool = True,
+    setup: Callable[[], None] | None = None,
+) -> list[dict[str, Any]]:
+    """On a local process pool of ``workers`` processes (spawned: no fork of a threaded parent),
+    each of which calls ``setup`` first (a process-wide choice of the caller's, made in the
+    processes it starts; a picklable top-level function)."""
     if workers <= 1:
         return run_serial(tasks, progress)
     context = multiprocessing.get_context("spawn")
     rows = []
     with (
-        ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool,
+        ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=setup) as pool,
         _bar(len(tasks), progress) as bar,
     ):
         futures = [pool.submit(run_task, task) for task in tasks]

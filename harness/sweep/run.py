@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,13 +85,15 @@ def run_sweep(
     workers: int = 1,
     dask_client: Any = None,
     progress: bool = True,
+    setup: Callable[[], None] | None = None,
 ) -> SweepResult:
-    """Run every task on the process pool (``workers``) or on ``dask_client`` when given."""
+    """Run every task on the process pool (``workers``, each calling ``setup`` first) or on
+    ``dask_client`` when given."""
     tasks = tasks_of(sweep, points, replications)
     if dask_client is not None:
         rows = run_on_dask(tasks, dask_client, progress)
     else:
-        rows = run_local(tasks, workers, progress)
+        rows = run_local(tasks, workers, progress, setup)
     params = tuple(sweep.grid)
     runs = pd.DataFrame(rows)
     summary = aggregate(runs, params, sweep.metrics)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from sim.billing.ledger import LedgerEntry
+from sim.billing.rules import LedgerEntry, split_debit
 
 __all__ = ["Balances", "debit_split", "split_debit"]
 
@@ -63,15 +63,3 @@ def debit_split(balances: Balances, credits: int, *, coverable: int) -> tuple[in
     return split_debit(
         (balances.rollover, balances.included, balances.granted), credits, coverable=coverable
     )
-
-
-def split_debit(
-    pools: tuple[int, int, int], credits: int, *, coverable: int
-) -> tuple[int, int, int]:
-    """``debit_split`` of the pools ``(rollover, included, granted)`` given as numbers."""
-    remaining = max(0, min(credits, coverable))
-    rollover = min(remaining, max(0, pools[0]))
-    remaining -= rollover
-    included = min(remaining, max(0, pools[1]))
-    granted = min(remaining - included, max(0, pools[2]))
-    return -rollover, -included, -granted

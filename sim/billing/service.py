@@ -270,13 +270,12 @@ class Billing:
             timezone=timezone,
         )
         self._account(org_id)
-        rows = self.ledger.window_rows(org_id, window.start, window.end)
         days = self._local_days.get(window.timezone)
         if days is None or days.tz is not window.tz:
             if len(self._local_days) >= _ZONES_KEPT:
                 self._local_days.clear()
             days = self._local_days[window.timezone] = LocalDays(self._clock, window.tz)
-        return summarize(self.ledger, rows, window, self._clock, self._config, days)
+        return summarize(self.ledger, org_id, window, self._clock, self._config, days)
 
     def plans(self) -> dict[str, Any]:
         """The body of the public ``GET /v1/billing/plans`` (GAP-PUB-2)."""

@@ -1,11 +1,11 @@
-"""The usage summary: a window of one organization's ledger rendered as the seed's resource.
+"""The usage summary: a window of one organization's usage rendered as the seed's resource.
 
 Why two steps: ``parse_window`` turns the query (``period`` or the explicit pair, and the
 timezone; GAP-USAGE-2) into a ``UsageWindow`` or refuses it with ``Unprocessable``, and
-``summarize`` is a pure function from that window's rows to the JSON-ready dict. The service
-gives ``summarize`` only the positions of the organization's rows in ``[start, end)`` (found by
-bisection), and it reads the ledger's columns for those rows, so the cost of a summary depends on
-that window, not on the size of the whole ledger.
+``summarize`` renders that window from the organization's usage rollup
+(``sim.billing.rollups``): each group of rows that the summary does not tell apart gives its sums
+over the window, and over each local day of it, by bisection, so a summary costs what its
+groups and days cost, not what the organization's rows in the window cost.
 
 Counting rules (GAP-USAGE-1, GAP-USAGE-3): usage is the ``charge`` and ``settlement`` rows, dated
 when they settle. ``billable_seconds``/``by_quality`` sum the seconds carried by session charges
@@ -17,15 +17,16 @@ requested IANA timezone, so a day may hold 23 or 25 hours of charges.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
-from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from sim.billing.ledger import ATTRIBUTION, ENTRY_KINDS, KIND_RULES, Ledger
+from sim.billing.ledger import ATTRIBUTION, ENTRY_KINDS, Ledger
 from sim.billing.periods import Month
+from sim.billing.rollups import Group, GroupKey, Sums
 from sim.clock import Clock
 from sim.config import BillingConfig
 from sim.errors import Unprocessable
@@ -149,8 +150,7 @@ def _sorted(totals: dict[str, int]) -> dict[str, int]:
     return dict(sorted(totals.items()))
 
 
-_USAGE_KINDS = frozenset(code for code, kind in enumerate(ENTRY_KINDS) if KIND_RULES[kind].usage)
-_CHARGE, _SETTLEMENT = ENTRY_KINDS.index("charge"), ENTRY_KINDS.index("settlement")
+_SETTLEMENT = ENTRY_KINDS.index("settlement")
 _MODEL, _SURFACE, _EMBED, _AVATAR = (
     ATTRIBUTION.index(f) for f in ("model", "billing_surface", "embed_id", "avatar_id")
 )
@@ -159,22 +159,22 @@ _BUCKETS_KEPT = 1 << 16  # about 680 days of buckets per timezone
 
 
 class LocalDays:
-    """The local date of simulated instants in one timezone, kept per 15-minute bucket.
+    """The local dates of simulated instants in one timezone, kept per 15-minute bucket.
 
     A bucket whose two ends fall on different local dates has no date of its own (``None``):
-    its instants are converted one by one, so the dates are exact whatever the zone's offsets.
-    A bucket's date depends on nothing but the zone, so ``Billing`` keeps one of these per zone
+    its instants are dated one by one, so the dates are exact whatever the zone's offsets. A
+    bucket's date depends on nothing but the zone, so ``Billing`` keeps one of these per zone
     for every summary: the organizations of a run read the same buckets, and a conversion costs
-    far more than the rows of a bucket do (bounded: the buckets are forgotten past
-    ``_BUCKETS_KEPT``).
+    far more than a lookup (bounded: the buckets are forgotten past ``_BUCKETS_KEPT``).
     """
 
-    __slots__ = ("_buckets", "_clock", "tz")
+    __slots__ = ("_buckets", "_clock", "_segments", "tz")
 
     def __init__(self, clock: Clock, tz: ZoneInfo) -> None:
         self._clock = clock
         self.tz = tz
         self._buckets: dict[float, str | None] = {}
+        self._segments: tuple[float, float, list[tuple[float, str | None]]] | None = None
 
     def date(self, seconds: float) -> str:
         return self._clock.datetime_at(seconds).astimezone(self.tz).date().isoformat()
@@ -190,98 +190,116 @@ class LocalDays:
             day = self._buckets[bucket] = first if first == last else None
         return day
 
+    def segments(self, start: float, end: float) -> list[tuple[float, str | None]]:
+        """``[start, end)`` cut where the local date changes: each segment's first instant and
+        its date (``None``: a bucket whose instants are dated one by one); a segment ends where
+        the next begins, the last at ``end``. The last answer is kept (a served simulator is
+        asked the same month again and again).
 
-#: A group of usage rows summed together: (attribution code, internal, whether the row is a
-#: session charge, local date).
-_Group = tuple[int, int, bool, str]
+        From one bucket the next date change is looked for at the next local midnight (the
+        zone's date never goes back), and found bucket by bucket where that guess fails."""
+        kept = self._segments
+        if kept is not None and kept[0] == start and kept[1] == end:
+            return kept[2]
+        out: list[tuple[float, str | None]] = []
+        bucket = start // _DAY_BUCKET
+        while bucket * _DAY_BUCKET < end:
+            day = self.of_bucket(bucket)
+            at = max(bucket * _DAY_BUCKET, start)
+            if day is None or not out or out[-1][1] != day:
+                out.append((at, day))
+            bucket = self._next_change(bucket, day)
+        self._segments = (start, end, out)
+        return out
+
+    def _next_change(self, bucket: float, day: str | None) -> float:
+        """The first bucket after ``bucket`` whose date may differ from ``day``."""
+        if day is None:
+            return bucket + 1
+        following = datetime.combine(date.fromisoformat(day) + timedelta(days=1), time(0))
+        midnight = self._clock.seconds_at(following.replace(tzinfo=self.tz).astimezone(UTC))
+        candidate = midnight // _DAY_BUCKET
+        if candidate > bucket + 1 and self.of_bucket(candidate - 1) == day:
+            return candidate
+        return bucket + 1
 
 
 def summarize(
     ledger: Ledger,
-    rows: Sequence[int],
+    org_id: str,
     window: UsageWindow,
     clock: Clock,
     config: BillingConfig,
     local_days: LocalDays | None = None,
 ) -> dict[str, Any]:
-    """The usage summary of ``rows`` (positions of one organization's rows dated inside
-    ``window``); ``local_days``: the dates of the window's timezone, if kept by the caller.
+    """The usage summary of ``org_id``'s rows dated inside ``window``; ``local_days``: the
+    dates of the window's timezone, if kept by the caller.
 
-    Two passes: the rows are summed into groups of what tells them apart in the summary
-    (attribution, internal, whether a session charge, local date), then each group is added to
-    the slices its attribution names. A month's rows are many and its groups few, and every
-    slice is a sum, so this is the per-row rendering's answer (a test holds them to the same
-    bytes) at a fraction of its cost per row. Groups come in the order of their first row, so a
-    slice's keys first appear in row order, as they would row by row.
-    """
+    Each group of the organization's usage rollup with rows in the window (taken in the order
+    of its first row there, so a slice's keys first appear in row order) adds its sums to the
+    slices its attribution names; each billing surface's rows add their sums over each local
+    day to the daily slice."""
     start, end = window.start, window.end
-    sessions: set[str] = set()
-    groups: dict[_Group, list[int]] = {}  # [credits, billable seconds]
-    embeds: dict[str, list[int]] = {}
-    settled: list[int] = []
     if local_days is None or local_days.tz is not window.tz:
         local_days = LocalDays(clock, window.tz)
-    bucket: float | None = None  # the last row's 15-minute bucket
-    bucket_day: str | None = None  # and its date, if it has one
-    kinds, times, amounts = ledger.kinds, ledger.times, ledger.credits
-    seconds_of, session_ids, internal = ledger.billable_seconds, ledger.session_ids, ledger.internal
-    codes, attributions = ledger.attribution_codes, ledger.attributions.values
-    for row in rows:
-        at = times[row]
-        kind = kinds[row]
-        if not start <= at < end or kind not in _USAGE_KINDS:
-            continue
-        if at // _DAY_BUCKET != bucket:
-            bucket = at // _DAY_BUCKET
-            bucket_day = local_days.of_bucket(bucket)
-        day = bucket_day if bucket_day is not None else local_days.date(at)
-        code = codes[row]
-        session_id = session_ids[row]
-        charge = False
-        if session_id is not None and kind == _CHARGE:
-            sessions.add(session_id)
-            charge = True
-        key = (code, internal[row], charge, day)
-        group = groups.get(key)
-        if group is None:
-            groups[key] = [amounts[row], seconds_of[row]]
-        else:
-            group[0] += amounts[row]
-            group[1] += seconds_of[row]
-        embed_id = attributions[code][_EMBED]
-        if embed_id is not None:
-            embeds.setdefault(embed_id, []).append(row)
-        if kind == _SETTLEMENT:
-            settled.append(row)
-    billable_seconds = 0
-    credits_charged = 0
+    rollup = ledger.usage(org_id)
+    present: list[tuple[float, int, GroupKey, Group, int, int]] = []
+    for key, group in rollup.groups.items():
+        first, last = group.span(start, end)
+        if first < last:
+            present.append((group.times[first], group.rows[first], key, group, first, last))
+    present.sort(key=lambda found: found[:2])
+    segments = local_days.segments(start, end) if present else []
+    attributions = ledger.rows.attributions.values
+    billable_seconds = credits_charged = sessions = 0
     by_surface: dict[str, int] = {}
     by_model: dict[str, int] = {}
     by_quality: dict[str, int] = {}
     by_mode: dict[str, int] = dict.fromkeys(SPEECH_BILLING_MODES, 0)
     by_operation: dict[str, int] = {}
     daily: defaultdict[str, dict[str, int]] = defaultdict(dict)
-    for (code, is_internal, charge, day), (credits, seconds) in groups.items():
-        model, surface, quality, mode, _embed, _avatar, operation, _version, _note = attributions[
+    embeds: dict[str, list[Any]] = {}  # [credits, billable seconds, last (time, row)]
+    settled: list[tuple[float, int]] = []
+    for _at, _row, (code, internal, kind, charge), group, first, last in present:
+        credits = group.cum_credits[last] - group.cum_credits[first]
+        seconds = group.cum_seconds[last] - group.cum_seconds[first]
+        model, surface, quality, mode, embed, _avatar, operation, _version, _note = attributions[
             code
         ]
         credits_charged += credits
         surface = surface or "unknown"
         _add(by_surface, surface, credits)
-        if model is not None and not is_internal:
+        if model is not None and not internal:
             _add(by_model, model, credits)
         if mode is not None:
             _add(by_mode, mode, credits)
         if operation is not None:
             _add(by_operation, operation, credits)
-        _add(daily[day], surface, credits)
         if charge:
             billable_seconds += seconds
+            sessions += group.cum_marks[last] - group.cum_marks[first]
             if quality is not None and seconds:
                 _add(by_quality, quality, seconds)
+        if embed is not None:
+            used = (group.times[last - 1], group.rows[last - 1])
+            totals = embeds.setdefault(embed, [0, 0, used])
+            totals[0] += credits
+            totals[1] += seconds
+            totals[2] = max(totals[2], used)
+        if kind == _SETTLEMENT:
+            newest = range(max(first, last - config.recent_charges_listed), last)
+            settled += [(group.times[i], group.rows[i]) for i in newest]
+    for surface_of, sums in rollup.surfaces.items():  # the daily slice: by surface alone
+        first, last = sums.span(start, end)
+        if first < last:
+            surface = surface_of or "unknown"
+            for day, day_credits in _by_day(sums, first, last, segments, end, local_days):
+                _add(daily[day], surface, day_credits)
+    for session_id in rollup.spread:  # charged at more than one time: counted from its rows
+        sessions += any(start <= t < end for t in ledger.charge_times(session_id, org_id))
     return {
         "billable_seconds": billable_seconds,
-        "sessions": len(sessions),
+        "sessions": sessions,
         "credits_charged": credits_charged,
         "period_start": clock.timestamp(window.start),
         "period_end": clock.timestamp(window.end),
@@ -296,25 +314,54 @@ def summarize(
     }
 
 
+def _by_day(
+    group: Sums,
+    first: int,
+    last: int,
+    segments: list[tuple[float, str | None]],
+    end: float,
+    local_days: LocalDays,
+) -> list[tuple[str, int]]:
+    """The credits of the rows ``[first, last)`` of ``group`` by local date: by bisection at each
+    segment's bounds, or row by row where that is fewer steps (and where a bucket's instants
+    are dated one by one)."""
+    times, cum = group.times, group.cum_credits
+    out: list[tuple[str, int]] = []
+    if last - first <= len(segments):
+        starts = [segment[0] for segment in segments]
+        for index in range(first, last):
+            at = times[index]
+            day = segments[bisect_right(starts, at) - 1][1]
+            out.append((day or local_days.date(at), cum[index + 1] - cum[index]))
+        return out
+    bounds = [*(segment[0] for segment in segments), end]
+    low = first
+    for number, (_from, day) in enumerate(segments):
+        high = bisect_left(times, bounds[number + 1], low, last)
+        if day is not None and high > low:
+            out.append((day, cum[high] - cum[low]))
+        elif high > low:
+            out += [(local_days.date(times[i]), cum[i + 1] - cum[i]) for i in range(low, high)]
+        low = high
+    return out
+
+
 def _embed_usage(
-    ledger: Ledger, embeds: dict[str, list[int]], clock: Clock
+    ledger: Ledger, embeds: dict[str, list[Any]], clock: Clock
 ) -> list[dict[str, Any]]:
     rows: list[tuple[int, float, str, dict[str, Any]]] = []
-    times = ledger.times
-    for embed_id, rows_of_embed in embeds.items():
-        last = max(rows_of_embed, key=lambda r: (times[r], r))
-        credits = sum(ledger.credits[r] for r in rows_of_embed)
+    for embed_id, (credits, seconds, (at, last)) in embeds.items():
         rows.append(
             (
                 credits,
-                times[last],
+                at,
                 embed_id,
                 {
                     "embed_id": embed_id,
                     "avatar_id": ledger.attribution(last)[_AVATAR],
                     "credits": credits,
-                    "billable_seconds": sum(ledger.billable_seconds[r] for r in rows_of_embed),
-                    "last_used_at": clock.timestamp(times[last]),
+                    "billable_seconds": seconds,
+                    "last_used_at": clock.timestamp(at),
                 },
             )
         )
@@ -323,16 +370,18 @@ def _embed_usage(
     return [r[3] for r in rows]
 
 
-def _recent(ledger: Ledger, settled: list[int], clock: Clock, limit: int) -> dict[str, Any]:
-    times = ledger.times
-    newest = sorted(settled, key=lambda r: (times[r], r), reverse=True)
+def _recent(
+    ledger: Ledger, settled: list[tuple[float, int]], clock: Clock, limit: int
+) -> dict[str, Any]:
+    newest = [row for _at, row in sorted(settled, reverse=True)]
+    credits, run_ids = ledger.rows.credits, ledger.rows.run_ids
 
     def render(rows: list[int]) -> list[dict[str, Any]]:
         return [
             {
-                "credits": ledger.credits[r],
-                "settled_at": clock.timestamp(times[r]),
-                "run_id": ledger.run_ids[r],
+                "credits": credits[r],
+                "settled_at": clock.timestamp(ledger.rows.times[r]),
+                "run_id": run_ids[r],
                 "model": ledger.attribution(r)[_MODEL],
             }
             for r in rows[:limit]

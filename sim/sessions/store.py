@@ -10,14 +10,17 @@ service renders both the same way. A finished session costs a few hundred bytes.
 
 from __future__ import annotations
 
+import json
 import math
 from array import array
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
-from sim.columns import Interner
+from sim.columns import Column, Interner, Table
 from sim.lifecycle import STATUSES
-from sim.sessions.records import SessionState
+from sim.sessions.records import SessionState, usage_of
+from sim.sessions.validation import TRANSPORT_KEYS
 
 __all__ = ["SessionStore"]
 
@@ -100,15 +103,10 @@ class SessionStore:
             state.idle_timeout_seconds,
             state.resets_on_silence,
         )
-        # ``Interner.code``, its common case (a value seen before) first: two per session.
-        code = self.profiles.find(profile)
-        self.profile_codes.append(self.profiles.code(profile) if code is None else code)
+        self.profile_codes.append(self.profiles.code(profile))
         self.max_durations.append(state.max_duration_seconds)
         transport = state.transport
-        keys = tuple(transport)
-        shape = self._transport_shapes.find(keys)
-        if shape is None:
-            shape = self._transport_shapes.code(keys)
+        shape = self._transport_shapes.code(tuple(transport))
         self.transports.append((shape, *transport.values()))
         self.metadata.append(state.metadata or None)
         if state.embed_id is not None:
@@ -141,7 +139,6 @@ class SessionStore:
         self.created_at.pop()
 
     def _grow(self) -> None:
-        # ``frombytes``, not ``extend(bytes(...))``: extending with bytes goes value by value.
         self.status_codes.frombytes(bytes(_GROW))
         for column in (self.started_at, self.first_frame_at, self.ending_at, self.ended_at):
             column.extend(array("d", [_NAN]) * _GROW)
@@ -166,15 +163,9 @@ class SessionStore:
             self.ended_at[row] = ended
         # "" (none) is code 0 of both vocabularies: a session has a reason or an error, not both.
         reason, error, worker = state.end_reason, state.error_code, state.worker_id
-        # ``Interner.code`` after its cheap ``find`` (a value seen before: the common case).
-        reasons, workers = self.reasons, self.workers
-        self.end_reason_codes[row] = (
-            0 if reason is None else reasons.find(reason) or reasons.code(reason)
-        )
-        self.error_codes[row] = 0 if error is None else reasons.find(error) or reasons.code(error)
-        self.worker_codes[row] = (
-            0 if worker is None else workers.find(worker) or workers.code(worker)
-        )
+        self.end_reason_codes[row] = 0 if reason is None else self.reasons.code(reason)
+        self.error_codes[row] = 0 if error is None else self.reasons.code(error)
+        self.worker_codes[row] = 0 if worker is None else self.workers.code(worker)
         self.billable_seconds[row] = state.final_billable_seconds or 0
         self.charged[row] = state.charged
         self.barge_ins[row] = state.barge_ins
@@ -220,6 +211,91 @@ class SessionStore:
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def export(self, now: float) -> Table:
+        """Every session, one row each in creation order, as it is at ``now`` (a live session
+        from its working state):
+
+        ``session_id``; ``org_id``, ``key_id``, ``avatar_id``, ``quality``,
+        ``billing_surface`` (categories); ``transport`` (its type) and ``transport_<key>`` for
+        each other key a transport has (``None`` where a session's has not);
+        ``idle_timeout_seconds``, ``max_duration_seconds`` (ints); ``metadata`` (its sorted
+        compact JSON, ``None`` when empty); ``embed_id``; ``status``, ``end_reason``,
+        ``error_code``, ``worker_id`` (categories); ``billable_seconds`` (as the API shows it
+        now); ``created_at``, ``started_at``, ``first_frame_at``, ``ending_at``, ``ended_at``
+        (times); ``charged`` (bool); ``barge_ins`` (int)."""
+        rows = len(self.ids)
+        status, billable = self.status_codes[:rows], self.billable_seconds[:rows]
+        moments = {
+            name: getattr(self, name)[:rows]
+            for name in ("started_at", "first_frame_at", "ending_at", "ended_at")
+        }
+        workers, worker_codes = list(self.workers.values), self.worker_codes[:rows]
+        barge_ins = self.barge_ins[:rows]
+        for state in self._live.values():  # not terminal yet: their rows are not written
+            row = state.number
+            status[row] = _STATUS_CODE[state.status]
+            billable[row] = usage_of(state, now)
+            barge_ins[row] = state.barge_ins
+            for name, column in moments.items():
+                value = getattr(state, name)
+                column[row] = _NAN if value is None else value
+            if state.worker_id is not None:
+                worker_codes[row] = len(workers)
+                workers.append(state.worker_id)
+        profiles, picked = self.profiles.values, self.profile_codes
+
+        def profile(index: int) -> Column:
+            return Column("category", picked, labels=[str(p[index]) for p in profiles])
+
+        reasons = [reason or None for reason in self.reasons.values]
+        columns = {
+            "session_id": Column("text", self.ids),
+            "org_id": profile(0),
+            "key_id": profile(1),
+            "avatar_id": profile(2),
+            "quality": profile(3),
+            "billing_surface": profile(4),
+            **{
+                "transport" if key == "type" else f"transport_{key}": Column(
+                    "category" if key == "type" else "text", partial(self._transport_values, key)
+                )
+                for key in TRANSPORT_KEYS
+            },
+            "idle_timeout_seconds": Column("int", lambda: [profiles[code][5] for code in picked]),
+            "max_duration_seconds": Column("int", self.max_durations),
+            "metadata": Column("text", self._metadata_texts),
+            "embed_id": Column("text", self.embeds),
+            "status": Column("category", status, labels=STATUSES),
+            "end_reason": Column("category", self.end_reason_codes[:rows], labels=reasons),
+            "error_code": Column("category", self.error_codes[:rows], labels=reasons),
+            "worker_id": Column("category", worker_codes, labels=[w or None for w in workers]),
+            "billable_seconds": Column("int", billable),
+            "created_at": Column("time", self.created_at),
+            **{name: Column("time", column) for name, column in moments.items()},
+            "charged": Column("bool", self.charged[:rows]),
+            "barge_ins": Column("int", barge_ins),
+        }
+        return Table(rows, columns)
+
+    def _transport_values(self, key: str) -> dict[int, Any]:
+        """The value of the transports' ``key``, by row (the sessions whose transport has it)."""
+        found: dict[int, Any] = {}
+        shapes = self._transport_shapes.values
+        where = [keys.index(key) + 1 if key in keys else 0 for keys in shapes]
+        for row, transport in enumerate(self.transports):
+            at = where[transport[0]]
+            if at:
+                found[row] = transport[at]
+        return found
+
+    def _metadata_texts(self) -> dict[int, str]:
+        """Each session's metadata as sorted compact JSON, by row (the sessions that have some)."""
+        return {
+            row: json.dumps(value, sort_keys=True, separators=(",", ":"))
+            for row, value in enumerate(self.metadata)
+            if value is not None
+        }
 
     def _transport(self, row: int) -> dict[str, Any]:
         shape, *values = self.transports[row]

@@ -81,6 +81,11 @@ class TransportRequest(NamedTuple):
         }
 
 
+#: The keys a session's transport may show (``TransportRequest.rendered``; a pipecat session's
+#: only ``type``).
+TRANSPORT_KEYS: Final[tuple[str, ...]] = ("type", "url", "room_name", "audio_source")
+
+
 class SessionRequest(NamedTuple):
     avatar_id: str
     transport: TransportRequest

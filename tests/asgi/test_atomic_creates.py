@@ -206,7 +206,7 @@ STEPS: dict[str, tuple[str, ...]] = {
         "kernel.ids.new",
         "sessions._move",
         "sessions._emit",
-        "kernel.events.emit_row",
+        "kernel.events.emit_values",
         "sessions._scheduler.enqueue",
         "sessions._render",
     ),

@@ -33,13 +33,13 @@ def test_a_month_that_fails_in_its_subprocess_says_which_and_why() -> None:
 
 
 def test_bench_discovers_every_module() -> None:
-    assert {"bench_month", "bench_sessions", "bench_usage"} <= set(discover())
+    assert {"bench_month", "bench_served", "bench_sessions", "bench_usage"} <= set(discover())
 
 
 def test_make_bench_ends_with_a_line_per_goal_on_standard_error(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(["--only", "bench_sessions", "--scale", "0.005"]) == 0
+    assert main(["--only", "bench_sessions", "--scale", "0.005", "--results", ""]) == 0
     printed = capsys.readouterr()
     lines = printed.err.splitlines()
     assert len(lines) == 2 and all(line.startswith("goal ") for line in lines)

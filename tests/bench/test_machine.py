@@ -43,11 +43,16 @@ def test_a_clock_the_system_does_not_give_is_none_not_a_guess(text: str) -> None
 def test_make_bench_prints_the_machine_first_and_keeps_it_in_the_report(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    out = tmp_path / "report.json"
-    assert main(["--only", "bench_sessions", "--scale", "0.005", "--json", str(out)]) == 0
+    out, results = tmp_path / "report.json", tmp_path / "results"
+    argv = ["--only", "bench_sessions", "--scale", "0.005", "--json", str(out)]
+    assert main([*argv, "--results", str(results)]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert list(lines[0]) == ["machine"] and list(lines[1]) == ["bench_sessions"]
     report = json.loads(out.read_text(encoding="utf-8"))
+    [dated] = results.iterdir()  # the same report, kept under its date and time
+    assert dated.name == report["machine"]["measured_at"].replace(":", "") + ".json"
+    assert json.loads(dated.read_text(encoding="utf-8")) == report
+    assert report["goals"] and all(line.startswith("goal ") for line in report["goals"])
     assert report["machine"]["cores"] == os.cpu_count()
     assert report["machine"]["measured_at"].endswith("Z")
     assert report["bench_sessions"]["customers"] == 200

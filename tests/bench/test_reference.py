@@ -69,7 +69,7 @@ class _Machine:
 
 def test_a_month_over_its_seconds_here_meets_the_goal_on_a_machine_three_times_slower() -> None:
     slow = _Machine(_REFERENCE / 3)
-    months = _months(wall=27.0, large_wall=270.0, rss=700.0)
+    months = _months(wall=27.0, large_wall=270.0, rss=500.0)
     report = bench_month.run(0.001, measure=months, speed=slow)
     for name, scaled in (("100k_full", 9.0), ("1m_summary", 90.0)):  # 20 % more is within
         month = report[name]
@@ -78,9 +78,9 @@ def test_a_month_over_its_seconds_here_meets_the_goal_on_a_machine_three_times_s
         assert month["meets_goal_here"] is False
     assert [v["met"] for v in report["verdicts"]] == [True, True]
     assert report["verdicts"][0]["figure"] == (
-        "100k_full: 9.0 s (±20%) on the reference (27.0 s here), 700.0 MB"
+        "100k_full: 9.0 s (±20%) on the reference (27.0 s here), 500.0 MB"
     )
-    assert report["verdicts"][0]["goal"] == "<= 12 s, <= 800 MB"
+    assert report["verdicts"][0]["goal"] == "<= 12 s, <= 600 MB"
     assert slow.calls == 5  # before the first month and after each of the four
     assert report["yardstick"]["runs"] == 5
     assert report["yardstick"]["machine_over_reference"] == pytest.approx(1 / 3, abs=1e-3)
@@ -88,7 +88,7 @@ def test_a_month_over_its_seconds_here_meets_the_goal_on_a_machine_three_times_s
 
 def test_a_month_over_its_goal_on_the_reference_machine_fails_it() -> None:
     report = bench_month.run(
-        0.001, measure=_months(wall=13.0, rss=700.0), speed=_Machine(_REFERENCE)
+        0.001, measure=_months(wall=13.0, rss=500.0), speed=_Machine(_REFERENCE)
     )
     assert report["100k_full"]["reference_wall_seconds"] == pytest.approx(13.0)
     assert report["100k_full"]["meets_goal"] is False
@@ -99,7 +99,7 @@ def test_a_month_over_its_goal_on_the_reference_machine_fails_it() -> None:
 def test_a_month_within_its_goal_by_less_than_the_scalings_uncertainty_is_not_judged_met() -> None:
     """11 s on the reference is within 12 s, but 20 % more is not: not met for sure."""
     report = bench_month.run(
-        0.001, measure=_months(wall=11.0, rss=700.0), speed=_Machine(_REFERENCE)
+        0.001, measure=_months(wall=11.0, rss=500.0), speed=_Machine(_REFERENCE)
     )
     assert report["100k_full"]["reference_wall_seconds"] == pytest.approx(11.0)
     assert report["100k_full"]["meets_goal"] is False
@@ -108,7 +108,7 @@ def test_a_month_within_its_goal_by_less_than_the_scalings_uncertainty_is_not_ju
 
 def test_memory_is_judged_as_measured_whatever_the_machines_speed() -> None:
     fast_enough = _Machine(_REFERENCE / 10)
-    report = bench_month.run(0.001, measure=_months(wall=1.0, rss=900.0), speed=fast_enough)
-    assert report["100k_full"]["meets_goal"] is False  # 900 MB over the 800 MB goal
+    report = bench_month.run(0.001, measure=_months(wall=1.0, rss=700.0), speed=fast_enough)
+    assert report["100k_full"]["meets_goal"] is False  # 700 MB over the 600 MB goal
     assert report["100k_full"]["meets_goal_here"] is False
     assert report["1m_summary"]["meets_goal"] is True  # within 2 GB

@@ -30,6 +30,8 @@ def _kinds(frame: pd.DataFrame) -> dict[str, str]:
     for column, dtype in frame.dtypes.items():
         if str(dtype) == UTC_TIME:
             out[str(column)] = "time"
+        elif isinstance(dtype, pd.CategoricalDtype):
+            out[str(column)] = "category"
         elif pd.api.types.is_string_dtype(dtype):
             out[str(column)] = "str"
         elif pd.api.types.is_bool_dtype(dtype):
@@ -46,11 +48,15 @@ def _kinds(frame: pd.DataFrame) -> dict[str, str]:
 @pytest.mark.req("NB-2")
 def test_session_table_schema(result: RunResult) -> None:
     assert _kinds(result.sessions) == {
-        "session_id": "str", "organization": "str", "org_id": "str", "client": "int",
-        "quality": "str", "surface": "str", "transport": "str", "status": "str",
-        "billable_seconds": "int", "frames": "int", "error_code": "str", "end_reason": "str",
-        "worker_id": "str", "created_at": "time", "started_at": "time",
-        "first_frame_at": "time", "ended_at": "time", "wait_seconds": "float",
+        "session_id": "str", "organization": "category", "org_id": "category", "client": "int",
+        "avatar_id": "category", "quality": "category", "surface": "category",
+        "transport": "category", "transport_url": "str", "transport_room_name": "str",
+        "transport_audio_source": "str", "status": "category", "billable_seconds": "int",
+        "frames": "int", "error_code": "category", "end_reason": "category",
+        "worker_id": "category", "idle_timeout_seconds": "int", "max_duration_seconds": "int",
+        "metadata": "str", "embed_id": "str", "charged": "bool", "barge_ins": "int",
+        "created_at": "time", "started_at": "time", "first_frame_at": "time",
+        "ending_at": "time", "ended_at": "time", "wait_seconds": "float",
         "planned_length": "float",
     }  # fmt: skip
     assert result.sessions["session_id"].is_unique
@@ -60,21 +66,29 @@ def test_session_table_schema(result: RunResult) -> None:
 @pytest.mark.req("NB-2")
 def test_api_calls_utilization_and_ledger_schemas(result: RunResult) -> None:
     assert _kinds(result.api_calls) == {
-        "at": "time", "t": "float", "client": "int", "operation": "str", "surface": "str",
-        "organization": "str", "org_id": "str", "key": "int", "attempt": "int", "outcome": "str",
-        "error_type": "str", "retry_after": "float", "delay": "float", "idempotency_key": "str",
-        "resource_id": "str", "retried": "bool",
+        "at": "time", "t": "float", "client": "int", "operation": "category",
+        "surface": "category", "organization": "category", "org_id": "category", "key": "int",
+        "attempt": "int", "outcome": "category", "error_type": "category",
+        "retry_after": "float", "delay": "float", "idempotency_key": "str", "resource_id": "str",
+        "retried": "bool",
     }  # fmt: skip
     assert _kinds(result.utilization) == {
         "at": "time", "t": "float", "capacity": "int", "workers": "int", "idle": "int",
         "busy": "int", "restarting": "int", "queued": "int", "utilization": "float",
     }  # fmt: skip
     ledger = _kinds(result.ledger)
-    for column, kind in {"id": "str", "at": "time", "t": "float", "kind": "str",
-                         "organization": "str", "credits": "int", "billing_surface": "str",
-                         "overage": "int", "billable_seconds": "int"}.items():  # fmt: skip
+    for column, kind in {"id": "str", "at": "time", "t": "float", "kind": "category",
+                         "organization": "category", "credits": "int",
+                         "billing_surface": "category", "overage": "int",
+                         "billable_seconds": "int"}.items():  # fmt: skip
         assert ledger[column] == kind, column
-    assert _kinds(result.events)["at"] == "time"
+    assert _kinds(result.events) == {
+        "event_id": "str", "at": "time", "t": "float", "type": "category",
+        "organization": "category", "org_id": "category", "object_type": "category",
+        "object_id": "str", "status": "category", "reason": "category", "code": "category",
+        "billable_seconds": "int", "frames": "int", "worker_id": "category",
+        "drain_seconds": "float", "dropped_seconds": "float", "payload": "str",
+    }  # fmt: skip
     assert set(result.tables()) == set(TABLES)
 
 

@@ -324,7 +324,10 @@ def test_recent_settled_charges_split_model_and_studio_newest_first(kit: Any) ->
 def test_a_summary_reads_only_its_own_window_of_its_own_organization(
     kit: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import sim.billing.service as service
+    """A summary reads its organization's rollup alone, and of it only the groups' rows in its
+    window, by bisection: no row of another organization or another month is read."""
+    from sim.billing.ledger import Ledger
+    from sim.billing.rollups import Sums
 
     world = kit.world()
     orgs = [world.org(name=f"o{i}") for i in range(5)]
@@ -332,19 +335,28 @@ def test_a_summary_reads_only_its_own_window_of_its_own_organization(
         world.at(kit.utc(2026, 1, 1) + timedelta(days=day))
         for org in orgs:
             world.billing.charge_session(kit.usage(world, org, f"s_{org}_{day}", 3))
-    seen: list[int] = []
-    real = service.summarize
+    asked: list[str] = []
+    spans: list[tuple[int, int]] = []
+    real_usage, real_span = Ledger.usage, Sums.span
 
-    def spy(ledger: Any, rows: Any, *args: Any) -> dict[str, Any]:
-        seen.append(len(rows))
-        return real(ledger, rows, *args)
+    def usage(ledger: Ledger, org_id: str) -> Any:
+        asked.append(org_id)
+        return real_usage(ledger, org_id)
 
-    monkeypatch.setattr(service, "summarize", spy)
+    def span(group: Sums, start: float, end: float) -> tuple[int, int]:
+        found = real_span(group, start, end)
+        spans.append(found)
+        return found
+
+    monkeypatch.setattr(Ledger, "usage", usage)
+    monkeypatch.setattr(Sums, "span", span)
     summary = world.billing.usage(orgs[2], period="previous_month")  # February
     in_february = [
         e
         for e in world.billing.entries(orgs[2])
         if kit.utc(2026, 2, 1) <= world.kernel.clock.datetime_at(e.at) < kit.utc(2026, 3, 1)
     ]
-    assert seen == [len(in_february)]  # nothing of the other organizations or other months
+    assert asked == [orgs[2]]  # nothing of the other organizations
+    assert sum(last - first for first, last in spans) == 2 * len(in_february)  # by group, surface
     assert summary["sessions"] == 28
+    assert summary["credits_charged"] == sum(e.credits for e in in_february)

@@ -1,6 +1,5 @@
-"""A platform and session traffic that produce every kind of session event, shared by the tests
-of the event log's columns (``test_records_columns``) and of the events table's bulk texts
-(``tests/harness/test_event_text.py``)."""
+"""A platform and session traffic that produce every kind of session event, for the tests of the
+event log's columns (``test_records_columns``)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,6 @@ keep (the event log may keep nothing, the API log is a ring) and whom an event r
 
 from __future__ import annotations
 
-import contextlib
 import json
 import random
 from datetime import UTC, datetime, timedelta
@@ -26,7 +25,7 @@ from sim.ids import IdFactory, format_id, format_ulid
 from sim.journal import Journal
 from sim.platform import Platform
 from sim.sessions.records import usage_of
-from tests.sim.kernel.session_traffic import barge_in, drive, session_platform
+from tests.sim.kernel.session_traffic import drive, session_platform
 
 EPOCHS = (
     datetime(2026, 1, 1, tzinfo=UTC),
@@ -87,17 +86,6 @@ def test_ids_made_one_after_another_are_the_ids_made_from_their_parts(steps: lis
             later.draw()
 
 
-def _texts_are_the_sorted_json(platform: Platform) -> set[str]:
-    """Every stored event's ``text`` is ``json.dumps`` of its payload; the types seen."""
-    log = platform.kernel.events
-    texts = platform.sessions.events
-    for event, payload in zip(log, log.payloads, strict=True):
-        expected = json.dumps(dict(event.data), sort_keys=True, separators=(",", ":"))
-        assert isinstance(payload, tuple)
-        assert texts.text(payload) == expected, event.type
-    return {e.type for e in log}
-
-
 @pytest.mark.req("PERF-2", "SIM-2", "EV-1")
 def test_session_events_keep_raw_values_and_read_back_as_they_were_sent() -> None:
     platform, caller = session_platform()
@@ -109,19 +97,17 @@ def test_session_events_keep_raw_values_and_read_back_as_they_were_sent() -> Non
     assert read == sent  # rendered long after, byte for byte what subscribers saw at once
     types = {e.type for e in log}
     assert {"session.barge_in", "session.failed", "session.canceled", "session.usage"} <= types
-    handles = platform.sessions.events.types
+    handles = set(platform.sessions.events.handles.values())
     for payload in log.payloads:  # no copy of a rendered session is kept: five raw values
         assert isinstance(payload, tuple) and payload[0] in handles and len(payload) == 5
         assert not any(isinstance(value, dict) for value in payload)
-    assert log.whole == {}  # and every one sits in the typed columns, no tuple kept
+    assert log.export().columns["payload"].values == {}  # no payload is kept whole
 
 
 @pytest.mark.req("PERF-2", "SIM-2", "EV-1")
 def test_every_session_event_shows_the_status_and_usage_of_its_moment() -> None:
-    """The service publishes most session events with the usage it knows (0 before the first
-    frame's instant is over, the final figure once terminal) instead of asking
-    ``SessionEvents.publish`` to work it out: each stored event's status and usage are what
-    ``usage_of`` gives for the session at the moment its subscribers are told."""
+    """Each stored event's status and usage are what ``usage_of`` gives for the session at the
+    moment its subscribers are told."""
     platform, caller = session_platform()
     log = platform.kernel.events
     checked: list[str] = []
@@ -144,128 +130,39 @@ def test_every_session_event_shows_the_status_and_usage_of_its_moment() -> None:
     assert any(e.type == "session.usage" and log.payload(i)[3] > 0 for i, e in enumerate(log))
 
 
-@pytest.mark.req("PERF-2", "NB-2")
-def test_session_event_text_is_the_sorted_json_of_its_payload() -> None:
-    platform, caller = session_platform()
-    drive(platform, caller)
-    log = platform.kernel.events
-    codes = {e.data.get("code") for e in log.of_type("session.failed")}
-    assert codes == {"no_capacity", "worker_lost"}
-    _texts_are_the_sorted_json(platform)
-
-
-@pytest.mark.req("PERF-2", "NB-2")
-def test_event_text_is_the_sorted_json_while_sessions_live_and_after() -> None:
-    """The text of every event read mid-run (its session still live, so its fragments come from
-    the working state and are not kept) and again once every session is finished (read from the
-    store's columns) is ``json.dumps`` of its payload; and a finished session's fragments read
-    from the columns are the ones its state gives (the general path)."""
-    platform, caller = session_platform()
-    body = {
-        "avatar_id": "av_stock_aria",
-        "transport": {"type": "livekit", "url": "wss://x.example/\u00e9", "room_name": 'r "1"'},
-        "metadata": {"z": "żółw ☃", "a": {"y": [1.5, None, False], "b": 1e300}},
-    }
-    first = barge_in(platform, caller, body)
-    live = _texts_are_the_sorted_json(platform)  # the session is live
-    assert {"session.first_frame", "session.barge_in"} <= live
-    platform.call("endSession", caller, {"session_id": first})
-    platform.advance(30)
-    drive(platform, caller)
-    store = platform.sessions.store
-    assert not list(store.live_states())
-    finished = _texts_are_the_sorted_json(platform)
-    assert {"session.ended", "session.usage", "session.failed", "session.canceled"} <= finished
-    texts = platform.sessions.events
-    for row in range(len(store)):
-        assert texts._row_pieces(row) == texts._state_pieces(store.state(row))
-
-
-_ODD_PAYLOADS: list[Any] = [
-    (0, 7, "running", 12, "worker_1"),  # fits the columns
-    (0, 2**32 - 1, "ended", 2**32 - 1, 1.5),  # the largest that fit
-    (0, 2**32, "ended", 0, None),  # a row too large
-    (0, 3, "ended", -1, None),  # negative seconds
-    (0, True, "ended", 0, None),  # a bool is not a row (it would read back as 1)
-    (0, 3, "ended", 1.0, None),  # nor is a float
-    (-1, 3, "ended", 0, None),  # a handle that no renderer has
-    ("x", 3, ["unhashable"], 0, {"a": 1}),
-    (0, 1, "queued", 0),  # four values
-    {"object": {"id": "x"}},  # a dictionary (``emit``)
-]
-
-
-@pytest.mark.req("PERF-3", "SIM-2")
-@given(order=st.permutations(range(len(_ODD_PAYLOADS))))
-def test_payloads_read_back_as_given_from_the_columns_or_whole(order: list[int]) -> None:
-    """The typed payload columns and the payloads kept whole (``_store``, which sends what
-    does not fit to ``whole``) give back every payload as it was given, of the same types,
-    whatever came before it."""
-    clock = Clock(EPOCHS[0])
-    log = EventLog(clock, IdFactory(clock, random.Random(1)))
-    payloads = [_ODD_PAYLOADS[i] for i in order]
-    for payload in payloads:
-        log.emit_payload("session.queued", "org_a", "sess_1", payload, 0.0)
-    read = [log.payload(i) for i in range(len(log))]
-    assert read == payloads == log.payloads
-    assert [list(map(type, p)) for p in read] == [list(map(type, p)) for p in payloads]
-    kept = {index for index, payload in enumerate(payloads) if payload not in _ODD_PAYLOADS[:2]}
-    assert set(log.whole) == kept  # only the two that fit went to the columns
-
-
-_ROW_VALUES = st.one_of(st.integers(0, 50), st.sampled_from([-1, 2**32 - 1, 2**32, 2**40]))
-_ROWS = st.lists(
-    st.tuples(
-        st.sampled_from(["session.queued", "session.ended"]),
-        st.sampled_from(["org_a", "org_b"]),
-        _ROW_VALUES,  # the row
-        _ROW_VALUES,  # the seconds
-        st.sampled_from(["queued", "ended", None]),  # the status
-        st.sampled_from([None, "worker_1", 2.5]),  # the event's own value
-        st.booleans(),  # inside an operation (held back until it succeeds)
+_PAYLOADS = st.lists(
+    st.one_of(
+        st.tuples(
+            st.integers(0, 2**64 - 1),  # the row
+            st.sampled_from(["queued", "ended", None]),  # the status
+            st.integers(0, 2**64 - 1),  # the seconds
+            st.sampled_from([None, "worker_1", 2.5]),  # the event's own value
+        ),
+        st.dictionaries(st.sampled_from(["object", "reason"]), st.just({"id": "x"})),
     ),
     max_size=12,
 )
 
 
-def _logs_of_rows(rows: list[Any], *, cheap: bool) -> tuple[EventLog, list[str]]:
-    """A log fed ``rows`` through ``emit_row`` (``cheap``) or ``emit_payload``, and what its
-    subscriber saw."""
-    clock = Clock(EPOCHS[0])
-    journal = Journal()
-    log = EventLog(clock, IdFactory(clock, random.Random(1)), journal)
-    seen: list[str] = []
-    log.subscribe(lambda e: seen.append(json.dumps(e.to_payload())), types=["session.ended"])
-    handle = log.register(lambda values: {"values": list(values)})
-    for type_, org_id, row, seconds, status, value, held in rows:
-        clock.advance(1.5)
-        with journal if held else contextlib.nullcontext():
-            if cheap:
-                log.emit_row(type_, org_id, "s", handle, row, status, seconds, value, clock.now)
-            else:
-                payload = (handle, row, status, seconds, value)
-                log.emit_payload(type_, org_id, "s", payload, clock.now)
-    return log, seen
-
-
 @pytest.mark.req("PERF-3", "SIM-2")
-@given(rows=_ROWS)
-def test_emit_row_stores_and_tells_what_emit_payload_does(rows: list[Any]) -> None:
-    """``emit_row``, the session events' path (no payload tuple, no type tests), stores the same
-    columns, keeps the same payloads whole and tells subscribers the same events as the general
-    ``emit_payload`` with the same values, rows and seconds that do not fit included, inside an
-    operation or not."""
-    cheap, cheap_seen = _logs_of_rows(rows, cheap=True)
-    general, general_seen = _logs_of_rows(rows, cheap=False)
-    assert cheap_seen == general_seen
-    assert cheap.payloads == general.payloads
-    assert cheap.whole == general.whole
-    for column in ("kind_codes", "times", "id_bits", "subjects", "handles", "rows", "seconds"):
-        assert getattr(cheap, column) == getattr(general, column), column
-    assert cheap.kinds.values == general.kinds.values
-    assert [json.dumps(e.to_payload()) for e in cheap] == [
-        json.dumps(e.to_payload()) for e in general
-    ]
+@given(payloads=_PAYLOADS)
+def test_payloads_read_back_as_given_from_the_columns_or_whole(payloads: list[Any]) -> None:
+    """A producer's values sit in the typed columns and a dictionary is kept whole: each reads
+    back as it was given, of the same types, whatever came before it."""
+    clock = Clock(EPOCHS[0])
+    log = EventLog(clock, IdFactory(clock, random.Random(1)))
+    handle = log.register(lambda values: {"values": list(values)})
+    for payload in payloads:
+        if isinstance(payload, dict):
+            log.emit("billing.low_balance", "org_a", payload, subject="s")
+        else:
+            log.emit_values("session.queued", "org_a", "s", handle, *payload, 0.0)
+    expected = [p if isinstance(p, dict) else (handle, p[0], p[1], p[2], p[3]) for p in payloads]
+    read = [log.payload(i) for i in range(len(log))]
+    assert read == expected == log.payloads
+    assert [list(map(type, p)) for p in read] == [list(map(type, p)) for p in expected]
+    with pytest.raises(OverflowError):  # a negative row fits no column: refused, not kept
+        log.emit_values("session.queued", "org_a", "s", handle, -1, None, 0, None, 0.0)
 
 
 @pytest.mark.req("PERF-3", "SIM-2")
@@ -299,18 +196,20 @@ def test_a_log_that_keeps_nothing_holds_back_only_what_someone_wants() -> None:
     log.subscribe(lambda e: seen.append(f"{e.type} {e.id}"), types=["session.ended"])
     handle = log.register(lambda values: {"n": values[0]})
     for type_ in ("session.queued", "session.ended"):  # the lanes exist once used outside
-        log.emit_row(type_, "org_a", "s", handle, 0, "queued", 0, None, 0.0)
+        log.emit_values(type_, "org_a", "s", handle, 0, "queued", 0, None, 0.0)
     seen.clear()
     with journal:
-        log.emit_row("session.queued", "org_a", "s", handle, 1, "queued", 0, None, 0.0)
+        log.emit_values("session.queued", "org_a", "s", handle, 1, "queued", 0, None, 0.0)
         assert journal.deferred == []  # nobody wants it and nothing is stored: not held
-        log.emit_row("session.ended", "org_a", "s", handle, 1, "ended", 0, None, 0.0)
+        log.emit_values("session.ended", "org_a", "s", handle, 1, "ended", 0, None, 0.0)
         assert len(journal.deferred) == 1 and seen == []
     assert seen == [f"session.ended {format_id('event', clock.epoch_ms(0.0), _bits(7, 4))}"]
     with pytest.raises(RuntimeError):
         _failing(
             journal,
-            lambda: log.emit_row("session.ended", "org_a", "s", handle, 2, "ended", 0, None, 0.0),
+            lambda: log.emit_values(
+                "session.ended", "org_a", "s", handle, 2, "ended", 0, None, 0.0
+            ),
         )
     assert len(seen) == 1 and journal.deferred == [] and len(log) == 0
     # Every event drew its id's bits, held back or not: the stream is where five draws leave it.
@@ -348,9 +247,9 @@ def test_an_event_reaches_only_the_subscribers_that_want_its_type_and_organizati
         original(self, *args)
 
     handle = log.register(lambda values: {"n": values[0]})
-    log.emit_values("session.queued", "org_a", "sess_1", handle, (1,), 0.0)
+    log.emit_values("session.queued", "org_a", "sess_1", handle, 1, None, 0, None, 0.0)
     assert calls == {"ended": [], "org_b": [], "all": ["session.queued"]}
-    log.emit_values("session.ended", "org_b", "sess_2", handle, (2,), 0.0)
+    log.emit_values("session.ended", "org_b", "sess_2", handle, 2, None, 0, None, 0.0)
     assert calls == {
         "ended": ["session.ended"],
         "org_b": ["org_b"],
@@ -361,7 +260,7 @@ def test_an_event_reaches_only_the_subscribers_that_want_its_type_and_organizati
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(Event, "__init__", counting)
         for _ in range(50):  # nobody wants these: no event object is even built
-            lonely.emit_values("session.queued", "org_a", "s", handle, (3,), 0.0)
+            lonely.emit_values("session.queued", "org_a", "s", handle, 3, None, 0, None, 0.0)
     assert built == [] and len(lonely) == 50
 
 
@@ -403,3 +302,22 @@ def test_the_api_log_is_a_ring_of_the_newest_calls() -> None:
     for _ in range(7):
         platform.call("getStatus", None, {})
     assert len(platform.api_log) == 3 and platform.api_log.dropped == 4
+
+
+@pytest.mark.req("PERF-2", "SIM-2", "NB-2")
+def test_the_api_logs_export_is_the_calls_it_shows() -> None:
+    """The API log exports the calls it shows (a ring's newest), each column the ``ApiCall``
+    field of the same name, read one by one."""
+    from harness.columns import to_frame
+
+    ring = ApiLog(size=5)
+    for i in range(12):
+        outcome, error = ("ok", None) if i % 3 else ("rate_limited", "rate_limit")
+        ring.append(float(i), "createSession", None if i % 4 == 0 else "org_a", outcome, error)
+    frame = to_frame(ring.export(), Clock(EPOCHS[0]))
+    calls = list(ring)
+    assert len(frame) == len(calls) == 5
+    assert list(frame["at"]) == [Clock(EPOCHS[0]).datetime_at(c.at) for c in calls]
+    for name in ("operation_id", "org_id", "outcome", "error_type"):
+        shown = [None if isinstance(v, float) else v for v in frame[name].astype(object)]
+        assert shown == [getattr(c, name) for c in calls], name

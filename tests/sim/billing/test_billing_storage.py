@@ -1,22 +1,17 @@
-"""Pending ledger rows: written as tuples, moved into the typed columns in bulk (``flush``).
-
-Whenever the rows are moved (every few hundred rows, or at the first read of a column), every
-reader must see the columns a row-by-row append would have built: the values written, in append
-order, the same ids, and the same indexes. And ``retract`` and ``release`` must work whether the
-newest rows are still pending or not.
+"""The ledger's storage: typed columns holding the values written, in append order, one id per
+row; ``retract`` leaves every column and index as before the newest row, ``release`` empties it.
 """
 
 from __future__ import annotations
 
 from typing import Any
-from unittest.mock import patch
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import sim.billing.ledger as ledger_module
 from sim.billing.ledger import ENTRY_KINDS, Ledger, attribute
+from sim.billing.storage import LedgerRows
 from sim.columns import Ulids
 from sim.kernel import Kernel
 
@@ -43,17 +38,16 @@ ops = st.lists(
             st.integers(0, 40).map(float),
             st.integers(0, 50),
         ),
-        st.tuples(st.just("read")),
     ),
     max_size=80,
 )
 
 
 def _expected_columns(ledger: Ledger) -> dict[str, list[Any]]:
-    """Every column as a list, read through the public names (which move pending rows in)."""
+    """Every column as a list."""
     columns: dict[str, list[Any]] = {}
-    for name in Ledger.COLUMNS:
-        column = getattr(ledger, name)
+    for name in LedgerRows.COLUMNS:
+        column = getattr(ledger.rows, name)
         if isinstance(column, Ulids):
             columns[name] = [column[row] for row in range(len(column))]
         else:
@@ -61,7 +55,7 @@ def _expected_columns(ledger: Ledger) -> dict[str, list[Any]]:
     return columns
 
 
-def _play(ops: list[tuple[Any, ...]], reads: bool) -> Ledger:
+def _play(ops: list[tuple[Any, ...]]) -> Ledger:
     kernel = Kernel.create()  # the same seed every time: the same ids
     ledger = Ledger(kernel.ids)
     for index, op in enumerate(ops):
@@ -79,27 +73,7 @@ def _play(ops: list[tuple[Any, ...]], reads: bool) -> Ledger:
         elif op[0] == "reservation":
             _, org, at, credits = op
             ledger.append("reservation", org, at, credits, run_id=f"run_{index}")
-        elif reads:
-            len(ledger.times)  # any read of a column moves the pending rows in
     return ledger
-
-
-@pytest.mark.req("SIM-5")
-@settings(max_examples=80, deadline=None)
-@given(ops=ops)
-def test_columns_are_the_same_whenever_the_pending_rows_move_in(ops: list[tuple[Any, ...]]) -> None:
-    read_often, read_at_end = _play(ops, reads=True), _play(ops, reads=False)
-    with patch.object(ledger_module, "_PENDING_ROWS", 3):  # moved in every third row or so
-        moved_often = _play(ops, reads=False)
-    assert _expected_columns(moved_often) == _expected_columns(read_at_end)
-    assert len(read_often) == len(read_at_end)
-    assert _expected_columns(read_often) == _expected_columns(read_at_end)
-    assert list(read_often) == list(read_at_end)
-    for org in _ORGS:
-        assert read_often.totals(org) == read_at_end.totals(org)
-        assert read_often.window(org, 0.0, 41.0) == read_at_end.window(org, 0.0, 41.0)
-        assert read_often.appended(org) == read_at_end.appended(org)
-        assert read_often.count(org) == read_at_end.count(org)
 
 
 @pytest.mark.req("SIM-5")
@@ -107,7 +81,7 @@ def test_columns_are_the_same_whenever_the_pending_rows_move_in(ops: list[tuple[
 @given(ops=ops)
 def test_columns_hold_the_values_written_in_append_order(ops: list[tuple[Any, ...]]) -> None:
     """An independent account of what each operation wrote, against the columns."""
-    ledger = _play(ops, reads=False)
+    ledger = _play(ops)
     kinds: list[str] = []
     orgs: list[str] = []
     times: list[float] = []
@@ -138,20 +112,19 @@ def test_columns_hold_the_values_written_in_append_order(ops: list[tuple[Any, ..
             sessions.append(None)
             runs.append(f"run_{index}" if op[0] == "reservation" else None)
             seconds.append(0)
-    assert [ENTRY_KINDS[k] for k in ledger.kinds] == kinds
-    assert [ledger.orgs[code] for code in ledger.org_codes] == orgs
-    assert list(ledger.times) == times
-    assert list(ledger.credits) == credits
-    assert ledger.session_ids == sessions
-    assert ledger.run_ids == runs
-    assert list(ledger.billable_seconds) == seconds
-    assert list(ledger.internal) == internal
+    assert [ENTRY_KINDS[k] for k in ledger.rows.kinds] == kinds
+    assert [ledger.rows.orgs[code] for code in ledger.rows.org_codes] == orgs
+    assert list(ledger.rows.times) == times
+    assert list(ledger.rows.credits) == credits
+    assert ledger.rows.session_ids == sessions
+    assert ledger.rows.run_ids == runs
+    assert list(ledger.rows.billable_seconds) == seconds
+    assert list(ledger.rows.internal) == internal
     assert len(set(_expected_columns(ledger)["ulids"])) == len(ledger)  # one id per row
 
 
 @pytest.mark.req("SIM-5")
-@pytest.mark.parametrize("moved_in", [False, True])
-def test_retract_removes_the_newest_row_pending_or_not(moved_in: bool) -> None:
+def test_retract_removes_the_newest_row() -> None:
     ledger = Ledger(Kernel.create().ids)
     ledger.append("grant", "org_a", 0.0, 100, granted_delta=100)
     ledger.charge_session("org_a", 1.0, "sess_1", 10, [(2, False, True, attribute(quality="pro"))])
@@ -160,15 +133,9 @@ def test_retract_removes_the_newest_row_pending_or_not(moved_in: bool) -> None:
         ledger.totals("org_a"),
         list(ledger.window_rows("org_a", 0, 9)),
     )
-    if not moved_in:
-        assert ledger._pending == []  # the reads above moved them in
     row = ledger.append(
         "reservation", "org_a", 2.0, 30, run_id="run_1", attribution=attribute(model="m")
     )
-    if moved_in:
-        len(ledger.kinds)
-    else:
-        assert ledger._pending  # the reservation is still pending
     assert ledger.totals("org_a")[3] == 30
     ledger.retract(row)
     assert len(ledger) == row
@@ -179,17 +146,17 @@ def test_retract_removes_the_newest_row_pending_or_not(moved_in: bool) -> None:
     )
     assert after == before
     assert ledger.run_rows("run_1") == ()
-    assert len(ledger.attributions) == 2  # the reservation's attribution is forgotten with it
+    assert len(ledger.rows.attributions) == 2  # the reservation's attribution is forgotten
 
 
 @pytest.mark.req("SIM-5")
-def test_release_drops_pending_rows_too() -> None:
+def test_release_drops_every_row() -> None:
     ledger = Ledger(Kernel.create().ids)
     for i in range(5):
         ledger.append("grant", "org_a", float(i), 1, granted_delta=1)
     ledger.release()
     assert len(ledger) == 0
-    assert _expected_columns(ledger) == {name: [] for name in Ledger.COLUMNS}
+    assert _expected_columns(ledger) == {name: [] for name in LedgerRows.COLUMNS}
     ledger.append("grant", "org_b", 0.0, 3, granted_delta=3)
     assert [e.org_id for e in ledger] == ["org_b"]
     assert ledger.entry(0).seq == 0
