@@ -15,6 +15,7 @@ gives the same simulation at every level.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -139,11 +140,13 @@ def _runs(
         yield at, (org, mix)
 
 
-def _from(plan: Iterator[tuple[float, T]], start: float) -> Iterator[tuple[float, T]]:
-    """The instants of ``plan`` from ``start`` on (all of them when ``start`` is 0)."""
-    if start <= 0.0:
+def _between(
+    plan: Iterator[tuple[float, T]], start: float, end: float
+) -> Iterator[tuple[float, T]]:
+    """The instants of ``plan`` in ``[start, end)`` (all of them by default)."""
+    if start <= 0.0 and end == math.inf:
         return plan
-    return ((at, tag) for at, tag in plan if at >= start)
+    return itertools.takewhile(lambda item: item[0] < end, (i for i in plan if i[0] >= start))
 
 
 def _grid(every: float, end: float) -> Iterator[tuple[float, None]]:
@@ -179,6 +182,7 @@ def install(
     *,
     logs: bool | None = None,
     arrivals_from: float = 0.0,
+    arrivals_until: float = math.inf,
 ) -> Installed:
     """Create the scenario's organizations on ``platform`` and start its traffic: arrivals and
     runs become timers on the platform's clock (``Clock.follow``), so they unfold as the clock
@@ -188,9 +192,9 @@ def install(
     Clients call through ``door`` (default: ``platform.call``; see ``harness.runner.door``).
     ``logs``: whether the clients log every request and arrival (default: unless the scenario's
     records level is ``summary``); they always keep their per-interval tallies.
-    ``arrivals_from``: clients (of sessions and runs) that would arrive before this moment do
-    not come; the ones after it arrive exactly when they would have (a planner simulates a
-    window of a long scenario this way, with the time before it left empty)."""
+    ``arrivals_from``, ``arrivals_until``: clients (of sessions and runs) that would arrive
+    before the one or from the other on do not come; the ones between arrive exactly when they
+    would have (a planner simulates a window of a long scenario this way)."""
     orgs, accounts = _organizations(platform, scenario)
     keep = scenario.records != "summary" if logs is None else logs
     pool = ClientPool.create(
@@ -205,10 +209,11 @@ def install(
     pool.organizations = WeightedPick(
         orgs, [o.weight for o in scenario.organizations], pool.streams.mix
     )
-    sessions = _from(_schedule(scenario, platform, orgs), arrivals_from)
+    window = (arrivals_from, arrivals_until)
+    sessions = _between(_schedule(scenario, platform, orgs), *window)
     platform.clock.follow(sessions, pool.start_session_client)
     if scenario.runs:
-        runs = _from(_runs(pool, scenario, orgs), arrivals_from)
+        runs = _between(_runs(pool, scenario, orgs), *window)
         platform.clock.follow(runs, lambda run: pool.start_run_client(*run))
     return Installed(orgs, accounts, pool)
 
@@ -226,20 +231,27 @@ def simulate(
     door: Callable[[Platform], Door] | None = None,
     progress: Callable[[float], None] | None = None,
     arrivals_from: float = 0.0,
+    arrivals_until: float = math.inf,
+    end: float | None = None,
 ) -> RawRun:
     """Run ``scenario`` (with ``seed``, default the file's) and return its raw records.
 
     ``door`` builds the door the clients use from the platform (default: ``Platform.call``);
     ``progress`` is told the simulated time after each hundredth of the run (advancing in steps
-    runs exactly the same events as advancing at once); ``arrivals_from``: no client arrives
-    before it (``install``).
+    runs exactly the same events as advancing at once); ``arrivals_from``, ``arrivals_until``:
+    only the clients between them arrive (``install``); ``end``: where the run stops (default:
+    the scenario's duration and cooldown).
     """
     run_seed = scenario.seed if seed is None else seed
     platform = Platform.create(sim_config(scenario, run_seed))
     installed = install(
-        platform, scenario, None if door is None else door(platform), arrivals_from=arrivals_from
+        platform,
+        scenario,
+        None if door is None else door(platform),
+        arrivals_from=arrivals_from,
+        arrivals_until=arrivals_until,
     )
-    end = scenario.duration + scenario.cooldown
+    end = scenario.duration + scenario.cooldown if end is None else end
     samples: list[PoolStatus] = []
     meters: list[PoolMeter] = []
     # One sampler on a fixed grid: its cost grows with the samples, not the sessions. It reads
