@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.runner.arrivals import RecordedSession
 from harness.runner.door import Door
 from harness.runner.picks import WeightedPick
 from harness.runner.records import CallLog, CallRecorder, ClientLog, ClientRecorder, Tallies
@@ -397,6 +398,18 @@ class ClientPool:
         length = self.length()
         self._count = number = self._count + 1
         _SessionClient(self, number, org, quality, surface, length).attempt()
+
+    def start_recorded_client(self, org: OrgHandle | None, session: RecordedSession) -> None:
+        """A recorded session's client arrives now, from ``org`` (``None``: drawn from
+        ``organizations``), asking for the recorded quality and surface and keeping the
+        session for its recorded length (drawn from the profile when it has none)."""
+        if org is None:
+            if self.organizations is None:
+                raise ValueError("an arrival without organization needs the pool's organizations")
+            org = self.organizations()
+        length = self.length() if session.length is None else session.length
+        self._count = number = self._count + 1
+        _SessionClient(self, number, org, session.quality, session.surface, length).attempt()
 
     def start_run_client(self, org: OrgHandle, mix: RunMix) -> None:
         self._count = number = self._count + 1

@@ -21,7 +21,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from harness.runner.metrics import METRICS
-from harness.scenarios.loader import ScenarioError, parse_scenario, problems_of, read_yaml
+from harness.scenarios.loader import (
+    ScenarioError,
+    parse_scenario,
+    problems_of,
+    read_yaml,
+    resolve_paths,
+)
 from harness.scenarios.model import Scenario
 
 __all__ = ["Point", "Sweep", "load_sweep", "parse_sweep", "replication_seed", "set_path"]
@@ -154,8 +160,11 @@ def parse_sweep(
             path = directory / path
         document = read_yaml(path)
         base_data, base_source, base_root = document.data, document.source, document.root
+        base_data = resolve_paths(base_data, path.parent)
     else:
         base_data, base_source, base_root = sweep.scenario, f"{source}: scenario", None
+        if directory is not None:
+            base_data = resolve_paths(base_data, directory)
     base = parse_scenario(base_data, base_source, base_root)
     assert isinstance(base_data, Mapping)
     points: list[Point] = []
