@@ -24,6 +24,7 @@ column             what                                                type, uni
 ``first_frame_at`` its first frame                                     instant
 ``status``         its last status (``ended``, ``failed``, ...)        one of the session
                                                                        statuses
+``error_code``     why it failed (``no_capacity``, ...)                text
 ``billable_seconds`` its billed seconds                                float, seconds >= 0
 ``length_seconds`` how long the client kept it from its first frame    float, seconds >= 0
                    (default: ``planned_length`` in a run's table, else
@@ -76,11 +77,11 @@ __all__ = [
 #: The columns a recording holds, in order, once read (``Recording.frame``).
 COLUMNS: tuple[str, ...] = (
     "session_id", "organization", "plan", "created_at", "offset_seconds", "started_at",
-    "first_frame_at", "status", "billable_seconds", "length_seconds", "quality", "surface",
+    "first_frame_at", "status", "error_code", "billable_seconds", "length_seconds", "quality",
+    "surface",
 )  # fmt: skip
 _INSTANTS = ("created_at", "started_at", "first_frame_at")
 _SECONDS = ("offset_seconds", "billable_seconds", "length_seconds", "planned_length")
-_TEXTS = ("session_id", "organization", "plan")
 _CHOICES: dict[str, tuple[str, ...]] = {
     "quality": QUALITIES,
     "surface": BILLING_SURFACES,
@@ -226,6 +227,7 @@ def recording_from_frame(
         out[name] = reader.instant(name)
     seconds = {name: reader.seconds(name) for name in _SECONDS}
     out["status"] = reader.choice("status", None)
+    out["error_code"] = reader.text("error_code")
     default_quality = SessionConfig().default_quality
     out["quality"] = reader.choice("quality", default_quality)
     out["surface"] = reader.choice("surface", "api")
