@@ -88,10 +88,14 @@ def test_a_session_back_from_a_terminal_status_is_found() -> None:
 
 def test_a_ledger_out_of_balance_is_found() -> None:
     def overcharge(operation: str, answer: Answer, api: _Lying) -> Answer:
-        if operation == "getUsage" and answer.ok and answer.body["credits_charged"]:
-            return answer._replace(
-                body={**answer.body, "credits_charged": 1 + answer.body["credits_charged"]}
-            )
+        """Usage drifts from the ledger: every read after the first says one credit more
+        (whether or not a session was charged in the example, so every example shows it)."""
+        if operation == "getUsage" and answer.ok:
+            reads = api.state["usage_reads"] = api.state.get("usage_reads", 0) + 1
+            if reads > 1:
+                return answer._replace(
+                    body={**answer.body, "credits_charged": 1 + answer.body["credits_charged"]}
+                )
         return answer
 
     _finds(_lying(overcharge), "ledger out of balance")
