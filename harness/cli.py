@@ -72,6 +72,12 @@ COMMANDS: list[Command] = [
     Command(
         "capture", "harness.traffic.capture_command", "record a deployment's sessions to a file"
     ),
+    Command(
+        "replay",
+        "harness.traffic.replay_command",
+        "play a recording against a deployment, beside the simulation's prediction",
+        True,
+    ),
     Command("spec", "harness.spec_cli", "build, check or diff the contract in spec/"),
     Command(
         "trace", "harness.trace", "list every requirement id with the passing tests that prove it"
