@@ -9,7 +9,7 @@ Each store exports its own records as typed columns (``SessionStore.export``,
 ``EventLog.export``, ``Ledger.export``, ``CallLog.export``, ``ClientLog.export``), which
 ``harness.columns.frame`` turns into data frames; this module only joins them (a session's
 client, an organization's name), labels them and derives what the tables add (``t``, ``frames``,
-``wait_seconds``, ``overage``, the aggregates).
+``placement_wait_seconds``, ``first_frame_wait_seconds``, ``overage``, the aggregates).
 
 What a run keeps depends on its records level (``harness.runner.engine.RECORDS``): at ``full``
 every table has its rows; at ``sessions`` the event log is not kept (``events`` is empty); at
@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from harness.columns import codes, floats, relabel, strings, times, to_frame, to_series
+from harness.waits import NO_WAIT, WAIT_EDGES, WAIT_KINDS, bin_of
 from sim.billing.ledger import ENTRY_KINDS, KIND_RULES
 from sim.columns import Column, Table
 from sim.lifecycle import STATUSES
@@ -69,11 +70,6 @@ TABLES: tuple[str, ...] = (
 #: The tables that stay the same size whatever the traffic (kept at every records level).
 AGGREGATES: tuple[str, ...] = ("intervals", "requests", "arrivals", "waits", "ledger_daily")
 
-#: Bin edges (seconds) of the start-up wait histogram: fine where waits usually are.
-WAIT_EDGES: tuple[float, ...] = (
-    *(i * 0.25 for i in range(0, 121)),  # 0 .. 30 s by 0.25 s
-    45.0, 60.0, 90.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, math.inf,
-)  # fmt: skip
 
 #: Ledger kinds that are customer usage (what ``GET /v1/usage`` sums).
 USAGE_KINDS: tuple[str, ...] = tuple(k for k in ENTRY_KINDS if KIND_RULES[k].usage)
@@ -163,7 +159,7 @@ _SESSION_COLUMNS = (
     "billable_seconds", "frames", "error_code", "end_reason", "worker_id",
     "idle_timeout_seconds", "max_duration_seconds", "metadata", "embed_id", "charged",
     "barge_ins", "created_at", "started_at", "first_frame_at", "ending_at", "ended_at",
-    "wait_seconds", "planned_length",
+    "placement_wait_seconds", "first_frame_wait_seconds", "planned_length",
 )  # fmt: skip
 
 
@@ -185,7 +181,7 @@ def _sessions(
     raw: RawRun, table: Table, clients: pd.DataFrame, numbers: dict[str, np.ndarray[Any, Any]]
 ) -> pd.DataFrame:
     """Every session, with the client that created it and the length it planned (joined on
-    the session id), its organization's name, its frames and its start-up wait."""
+    the session id), its organization's name, its frames and its two waits (``harness.waits``)."""
     summary = raw.records == "summary"
     sessions = to_frame(table, raw.platform.clock, empty=summary)
     rows = len(sessions)
@@ -204,7 +200,8 @@ def _sessions(
     sessions["client"] = pd.arrays.IntegerArray(client, unknown)
     sessions["surface"] = sessions.pop("billing_surface")
     sessions["frames"] = sessions["billable_seconds"] * fps
-    sessions["wait_seconds"] = (started - created)[:rows]
+    sessions["placement_wait_seconds"] = (started - created)[:rows]
+    sessions["first_frame_wait_seconds"] = (numbers["first_frame_at"] - created)[:rows]
     sessions["planned_length"] = planned
     return sessions[list(_SESSION_COLUMNS)]
 
@@ -286,8 +283,12 @@ def _ledger(raw: RawRun, table: Table) -> pd.DataFrame:
 
 
 def _utilization(raw: RawRun) -> pd.DataFrame:
+    """One row per sampling interval ``[t, t + sample_every)`` (the last one ends with the run):
+    the pool as sampled at its start, then what the pool's meter says of the whole interval:
+    its most busy workers and queued jobs at any instant, its worker-seconds busy and in the
+    pool, and their ratio, the interval's utilization (a time average, not a snapshot)."""
     clock = raw.platform.clock
-    samples = raw.samples
+    samples, meters = raw.samples, raw.meters
     at = floats([s.at for s in samples])
     frame = pd.DataFrame(
         {
@@ -299,8 +300,17 @@ def _utilization(raw: RawRun) -> pd.DataFrame:
             },
         }
     )
-    capacity = frame["capacity"].where(frame["capacity"] > 0)
-    frame["utilization"] = (frame["busy"] / capacity).astype("float64")
+    after = meters[1:]
+    frame["busy_max"] = _ints([m.busy_peak for m in after])
+    frame["queued_max"] = _ints([m.waiting_peak for m in after])
+    busy = np.diff(floats([m.busy_seconds for m in meters]))
+    present = np.diff(floats([m.worker_seconds for m in meters]))
+    frame["busy_seconds"] = busy
+    frame["worker_seconds"] = present
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frame["utilization"] = np.where(
+            present > 0, busy / np.where(present > 0, present, 1), np.nan
+        )
     return frame
 
 
@@ -381,59 +391,87 @@ def _organizations(raw: RawRun) -> pd.DataFrame:
 
 
 def _intervals(raw: RawRun, columns: dict[str, np.ndarray[Any, Any]]) -> pd.DataFrame:
-    """Sessions per interval: created, placed (with their waits), started, and finished by
-    final status (with their billable seconds)."""
+    """The sessions created in each interval and what became of them, whenever it happened:
+    how many were placed (and waited, with their placement waits), reached their first frame
+    (with their first-frame waits), finished by final status (with their billable seconds) or
+    failed ``no_capacity``. Binning every column by the interval of creation is what lets a
+    window of intervals give the metrics of the sessions created in it exactly."""
     interval = raw.scenario.sample_every
     count = math.floor(raw.end / interval + 1e-9) + 1
     status = columns["status"]
-    created = _intervals_of(columns["created_at"], interval)
-    placed_mask = ~np.isnan(columns["started_at"])
-    placed = _intervals_of(columns["started_at"][placed_mask], interval)
-    waits = (columns["started_at"] - columns["created_at"])[placed_mask]
+    cohort = np.minimum(_intervals_of(columns["created_at"], interval), count - 1)
+    placed = ~np.isnan(columns["started_at"])
     framed = ~np.isnan(columns["first_frame_at"])
     finished = ~np.isnan(columns["ended_at"])
-    ends = np.where(finished, columns["ended_at"], 0.0)
-    ended_at = _intervals_of(ends, interval)
+    placement = columns["started_at"] - columns["created_at"]
+    first_frame = columns["first_frame_at"] - columns["created_at"]
 
-    def per(bins: np.ndarray[Any, Any], weights: Any = None) -> np.ndarray[Any, Any]:
-        return np.bincount(bins, weights=weights, minlength=count)[:count]
+    def per(mask: np.ndarray[Any, Any], weights: Any = None) -> np.ndarray[Any, Any]:
+        chosen = None if weights is None else np.asarray(weights)[mask]
+        return np.bincount(cohort[mask], weights=chosen, minlength=count)[:count]
 
-    wait_max = np.zeros(count)
-    if len(placed):
-        np.maximum.at(wait_max, np.minimum(placed, count - 1), waits)
+    def most(mask: np.ndarray[Any, Any], values: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        top = np.zeros(count)
+        np.maximum.at(top, cohort[mask], values[mask])
+        return top
+
     t = np.arange(count) * interval
     table = pd.DataFrame(
         {
             "interval": _ints(np.arange(count)),
             "at": times(raw.platform.clock, t.astype(float)),
             "t": t.astype(float),
-            "sessions_created": _ints(per(created)),
+            "sessions_created": _ints(per(np.ones(len(cohort), dtype=bool))),
             "sessions_placed": _ints(per(placed)),
-            "sessions_started": _ints(
-                per(_intervals_of(columns["first_frame_at"][framed], interval))
-            ),
-            "waited": _ints(per(placed, (waits > 1e-9).astype(float)).round()),
-            "wait_seconds_sum": per(placed, waits),
-            "wait_seconds_max": wait_max,
+            "waited": _ints(per(placed & (placement > NO_WAIT))),
+            "placement_wait_seconds_sum": per(placed, placement),
+            "placement_wait_seconds_max": most(placed, placement),
+            "sessions_started": _ints(per(framed)),
+            "first_frame_wait_seconds_sum": per(framed, first_frame),
+            "first_frame_wait_seconds_max": most(framed, first_frame),
         }
     )
     for name in ("ended", "failed", "canceled"):
-        mask = finished & (status == STATUSES.index(name))
-        table[f"sessions_{name}"] = _ints(per(ended_at[mask]))
-    table["no_capacity"] = _ints(per(ended_at[finished & columns["no_capacity"]]))
-    table["billable_seconds"] = _ints(
-        per(ended_at[finished], columns["billable_seconds"][finished].astype(float)).round()
-    )
+        table[f"sessions_{name}"] = _ints(per(finished & (status == STATUSES.index(name))))
+    table["no_capacity"] = _ints(per(finished & columns["no_capacity"]))
+    billable = columns["billable_seconds"].astype(float)
+    table["billable_seconds"] = _ints(per(finished, billable).round())
     return table
 
 
-def _waits(columns: dict[str, np.ndarray[Any, Any]]) -> pd.DataFrame:
-    placed = ~np.isnan(columns["started_at"])
-    waits = (columns["started_at"] - columns["created_at"])[placed]
-    edges = np.array(WAIT_EDGES)
-    counts, _ = np.histogram(waits, bins=edges)
+def _waits(raw: RawRun, columns: dict[str, np.ndarray[Any, Any]]) -> pd.DataFrame:
+    """The histogram of each wait per interval of creation: one row per (interval, wait kind,
+    bin) that holds a wait (``harness.waits``), so its size is bounded by the intervals and the
+    bins, whatever the traffic."""
+    interval = raw.scenario.sample_every
+    count = math.floor(raw.end / interval + 1e-9) + 1
+    cohort = np.minimum(_intervals_of(columns["created_at"], interval), count - 1)
+    bins = len(WAIT_EDGES)
+    keys = []
+    for kind, end in enumerate(("started_at", "first_frame_at")):
+        mask = ~np.isnan(columns[end])
+        waits = (columns[end] - columns["created_at"])[mask]
+        keys.append((cohort[mask] * len(WAIT_KINDS) + kind) * bins + bin_of(waits))
+    unique, counts = np.unique(np.concatenate(keys), return_counts=True)
+    rest, index = np.divmod(unique, bins)
+    slots, kinds = np.divmod(rest, len(WAIT_KINDS))
+    edges = np.asarray(WAIT_EDGES)
+    lows = np.where(index > 0, edges[np.maximum(index - 1, 0)], 0.0)
+    t = slots.astype(float) * interval
     return pd.DataFrame(
-        {"low": edges[:-1], "high": edges[1:], "sessions": _ints(counts)},
+        {
+            "interval": _ints(slots),
+            "at": times(raw.platform.clock, t),
+            "t": t,
+            "kind": to_series(
+                Column("category", kinds.tolist(), labels=list(WAIT_KINDS)),
+                len(kinds),
+                raw.platform.clock,
+            ),
+            "low": lows.astype(float),
+            "high": edges[index].astype(float),
+            "sessions": _ints(counts),
+        }
     )
 
 
@@ -569,7 +607,7 @@ def collect(raw: RawRun, *, release: bool = False) -> RunResult:
     store = platform.sessions.store
     session_table = store.export(platform.clock.now)
     numbers = _session_numbers(session_table)
-    intervals, waits = _intervals(raw, numbers), _waits(numbers)
+    intervals, waits = _intervals(raw, numbers), _waits(raw, numbers)
     requests, arrivals = _requests(raw), _arrivals(raw)  # the tallies, from the clients' logs
     clients = _clients(raw)
     if release:

@@ -38,6 +38,8 @@ from tqdm import tqdm
 from harness.columns import to_frame
 from harness.examples import example
 from harness.report import run_over_http, write_report
+from harness.runner.binding import binding_limits
+from harness.runner.metrics import summarize
 from harness.scenarios import ScenarioError, load_scenario
 from sim.asgi.app import create_app
 from sim.config import SimConfig
@@ -530,8 +532,17 @@ def run(args: argparse.Namespace) -> int:
         outcome, requests = run_over_http(
             scenario, progress=lambda now: bar.update(round(now) - bar.n)
         )
+    warnings = binding_limits(scenario, summarize(outcome, scenario.window()))
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     written = write_report(
-        outcome, scenario, args.out, requests=requests, scripted_day="summary.md"
+        outcome,
+        scenario,
+        args.out,
+        requests=requests,
+        scripted_day="summary.md",
+        warnings=warnings,
+        title="avatar-sim demo",
     )
     print(
         f"Scenario {scenario.name}: {len(outcome.sessions):,} sessions, {requests:,} HTTP requests"

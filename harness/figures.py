@@ -2,23 +2,29 @@
 
 Why one module: a figure is read without its code, so each one carries everything a reader needs
 to trust it: a title, axis labels with units (and the timezone of a time axis), integer ticks
-where it counts things, a legend for every series, markers for the events that explain a change
-(capacity lost, a balance exhausted) and, when it shows intervals, how many replications they
-pool and which method computed them. ``check_figure`` states those rules as code; the demo's
-test and the notebooks' test run it on every figure they draw.
+where it counts things, a legend for every series, markers for every event of the scenario that
+explains a change (a burst, capacity lost and restored, arrivals starting or stopping: ``Mark``,
+``scenario_marks``; a balance exhausted) and, when it shows intervals, how many replications
+they pool and which method computed them. A figure that shows a metric shows it as the metric
+is defined (``harness.runner.metrics``), over the window it names. ``check_figure`` states
+those rules as code; the demo's test and the notebooks' test run it on every figure they draw.
 
-Every function takes the harness's DataFrames (never live simulator objects) and returns a
-matplotlib ``Figure``; nothing here picks a backend, so the notebooks show figures inline and the
-demo renders them to PNG with Agg.
+Every function takes the harness's DataFrames (never live simulator objects; the figures of a
+run read its aggregate tables, which every records level keeps) and returns a matplotlib
+``Figure``; nothing here picks a backend, so the notebooks show figures inline and the demo
+renders them to PNG with Agg.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
 import matplotlib.dates as mdates
+import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.container import ErrorbarContainer
@@ -26,16 +32,29 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from harness.collect import RunResult
+from harness.runner.metrics import (
+    epoch_of,
+    format_value,
+    pool_utilization,
+    summarize,
+    wait_counts,
+)
+from harness.scenarios.model import Burst, Poisson, Scenario
 from harness.sweep.aggregate import CONFIDENCE, METHOD_LABELS
+from harness.waits import WAIT_EDGES, quantile
 
 __all__ = [
+    "Mark",
+    "View",
     "balance_over_time",
+    "capacity_changes",
     "check_figure",
     "credits_per_day",
     "daily_credits_by_timezone",
     "pool_over_time",
     "refusals_over_time",
     "save_figure",
+    "scenario_marks",
     "sessions_by_status",
     "stacked_totals",
     "startup_waits",
@@ -44,6 +63,53 @@ __all__ = [
 
 _CAPACITY_LOST = "capacity lost"
 _CAPACITY_BACK = "capacity restored"
+#: A mark's kind → its colour and line style.
+_MARK_STYLE: dict[str, tuple[str, str]] = {
+    "burst": ("tab:purple", "-."),
+    "capacity": ("tab:red", "--"),
+    "arrivals": ("tab:gray", ":"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """A scenario event a time axis marks: a line at ``at`` (simulated seconds), shaded until
+    ``until`` when it lasts; ``kind`` picks its style (``burst``, ``capacity``, ``arrivals``)."""
+
+    at: float
+    label: str
+    kind: str
+    until: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """What every figure of one run's report shares: the scenario's events to mark, the
+    measured window (simulated seconds) and the timezone of its time axes."""
+
+    marks: tuple[Mark, ...] = ()
+    window: tuple[float, float] | None = None
+    timezone: str = "UTC"
+
+
+def scenario_marks(scenario: Scenario) -> tuple[Mark, ...]:
+    """Every event of ``scenario`` a reader should see on a time axis: each burst, each
+    capacity fault (and its end) and each arrival process that starts or stops mid-run."""
+    marks: list[Mark] = []
+    for arrival in scenario.arrivals:
+        who = f" ({arrival.organization})" if arrival.organization else ""
+        if isinstance(arrival, Burst):
+            until = arrival.at + arrival.within if arrival.within > 0 else None
+            marks.append(Mark(arrival.at, f"burst of {arrival.count}{who}", "burst", until))
+        elif isinstance(arrival, Poisson):
+            if arrival.start > 0:
+                marks.append(Mark(arrival.start, f"arrivals start{who}", "arrivals"))
+            if arrival.end is not None and arrival.end < scenario.duration:
+                marks.append(Mark(arrival.end, f"arrivals stop{who}", "arrivals"))
+    for fault in scenario.faults:
+        label = f"capacity loss to {fault.workers} workers"
+        marks.append(Mark(fault.at, label, "capacity", fault.until))
+    return tuple(sorted(marks, key=lambda m: m.at))
 
 
 def _new(width: float = 9.0, height: float = 3.6) -> tuple[Figure, Axes]:
@@ -74,7 +140,8 @@ def _x(moment: pd.Timestamp) -> float:
 
 
 def capacity_changes(utilization: pd.DataFrame) -> list[tuple[pd.Timestamp, str]]:
-    """The moments the pool's intended size fell (capacity lost) or rose back (restored)."""
+    """The samples at which the pool's intended size had fallen (capacity lost) or risen back
+    (restored) since the previous one."""
     capacity = utilization["capacity"]
     changes = []
     for index in range(1, len(utilization)):
@@ -85,119 +152,158 @@ def capacity_changes(utilization: pd.DataFrame) -> list[tuple[pd.Timestamp, str]
     return changes
 
 
-def _mark_capacity(ax: Axes, utilization: pd.DataFrame, timezone: str) -> None:
+def _mark(ax: Axes, marks: Sequence[Mark], epoch: pd.Timestamp) -> None:
+    """A line at each mark (shaded while it lasts), labelled once per label."""
     seen: set[str] = set()
-    for at, label in capacity_changes(utilization):
-        colour = "tab:red" if label == _CAPACITY_LOST else "tab:green"
-        ax.axvline(
-            _x(at),
-            color=colour,
-            linestyle="--",
-            linewidth=1,
-            label=label if label not in seen else None,
-        )
-        seen.add(label)
+    for mark in marks:
+        colour, style = _MARK_STYLE.get(mark.kind, ("black", ":"))
+        label = mark.label if mark.label not in seen else None
+        seen.add(mark.label)
+        start = _x(epoch + pd.Timedelta(seconds=mark.at))
+        ax.axvline(start, color=colour, linestyle=style, linewidth=1, label=label)
+        if mark.until is not None:
+            end = _x(epoch + pd.Timedelta(seconds=mark.until))
+            ax.axvspan(start, end, color=colour, alpha=0.08)
 
 
-def _binned(times: pd.Series, every: str, timezone: str) -> pd.Series:
-    return cast(pd.Series, _local(times, timezone).dt.floor(every))
+def _window_words(window: tuple[float, float] | None) -> str:
+    if window is None:
+        return "the whole run"
+    start, end = window
+    return f"[{start / 3600:g} h, {end / 3600:g} h)"
 
 
-def _stacked_bars(ax: Axes, table: pd.DataFrame, every: str) -> None:
+def _binned(frame: pd.DataFrame, columns: Sequence[str], every: str) -> pd.DataFrame:
+    """``columns`` of a per-interval table summed into bins of ``every`` (its ``at`` floored)."""
+    if frame.empty:
+        return pd.DataFrame(columns=list(columns))
+    bins = frame["at"].dt.floor(every)
+    return frame.groupby(bins)[list(columns)].sum()
+
+
+def _stacked_bars(ax: Axes, table: pd.DataFrame, every: str, timezone: str) -> None:
     width = pd.Timedelta(every) / pd.Timedelta(days=1)  # date axes count in days
     bottom = None
+    at = _local(pd.Series(table.index), timezone)
     for column in table.columns:
-        values = table[column]
-        ax.bar(table.index, values, width=width, bottom=bottom, label=str(column), align="edge")
+        values = table[column].to_numpy()
+        ax.bar(at, values, width=width, bottom=bottom, label=str(column), align="edge")
         bottom = values if bottom is None else bottom + values
 
 
-def _per_interval(
-    result: RunResult,
-    rows: pd.DataFrame,
-    *,
-    at: str,
-    by: str,
-    every: str,
-    timezone: str,
-    ylabel: str,
-    title: str,
-) -> Figure:
-    """``rows`` counted per interval of their ``at`` column, stacked by ``by``, with the pool's
-    capacity changes marked."""
+def sessions_by_status(result: RunResult, view: View = View(), *, every: str = "10min") -> Figure:
+    """Sessions created per interval, stacked by the status they ended in (``intervals``: the
+    same at every records level)."""
+    intervals = result.intervals.copy()
+    finished = intervals[["sessions_ended", "sessions_failed", "sessions_canceled"]].sum(axis=1)
+    intervals["not finished"] = intervals["sessions_created"] - finished
+    columns = {"sessions_ended": "ended", "sessions_failed": "failed",
+               "sessions_canceled": "canceled", "not finished": "not finished"}  # fmt: skip
+    table = _binned(intervals, list(columns), every).rename(columns=columns)
+    table = table.loc[:, (table != 0).any()] if len(table) else table
     figure, ax = _new()
-    if len(rows):
-        table = (
-            rows.assign(bin=_binned(rows[at], every, timezone), one=1)
-            .pivot_table(index="bin", columns=by, values="one", aggfunc="sum")
-            .fillna(0)
-        )
-        _stacked_bars(ax, table, every)
+    if len(table.columns):
+        _stacked_bars(ax, table, every, view.timezone)
     else:
-        ax.plot([], [], label="none")
-    _mark_capacity(ax, result.utilization, timezone)
-    _time_axis(ax, timezone)
-    _counts(ax, ylabel)
-    ax.set_title(title)
+        ax.plot([], [], label="no sessions")
+    _mark(ax, view.marks, epoch_of(result))
+    _time_axis(ax, view.timezone)
+    _counts(ax, f"sessions created per {every}")
+    total = int(result.intervals["sessions_created"].sum())
+    ax.set_title(f"Sessions created, by final status (n = {total:,} sessions)")
     ax.legend(fontsize=8, ncols=2)
     return figure
 
 
-def sessions_by_status(result: RunResult, *, every: str = "10min", timezone: str = "UTC") -> Figure:
-    """Sessions created per interval, stacked by the status they ended in."""
-    sessions = result.sessions
-    return _per_interval(
-        result, sessions, at="created_at", by="status", every=every, timezone=timezone,
-        ylabel=f"sessions created per {every}",
-        title=f"Sessions by final status (n = {len(sessions):,} sessions)",
-    )  # fmt: skip
-
-
-def startup_waits(result: RunResult, *, bins: int = 40) -> Figure:
-    """How long a customer waited for its avatar: created → first frame (queueing for a worker
-    plus its boot), for every session that started, and how many never did (``no_capacity``)."""
-    sessions = result.sessions
-    started = sessions.dropna(subset=["first_frame_at"])
-    waits = (started["first_frame_at"] - started["created_at"]).dt.total_seconds()
-    failed = int((sessions["error_code"] == "no_capacity").sum())
-    figure, ax = _new(7.0, 3.6)
-    ax.hist(waits, bins=bins, color="tab:blue", label=f"started sessions (n = {len(waits):,})")
-    if len(waits):
-        p95 = float(waits.quantile(0.95))
-        ax.axvline(p95, color="tab:orange", linestyle=":", label="95th percentile")
-    ax.set_xlabel("start-up wait, created to first frame (s)")
-    _counts(ax, "sessions")
-    ax.set_title(f"Start-up wait; {failed:,} more sessions failed no_capacity")
-    ax.legend(fontsize=8)
+def startup_waits(result: RunResult, view: View = View()) -> Figure:
+    """Both start-up waits of the sessions created in the measured window, as cumulative
+    shares, with their 95th percentiles as the metrics define them (``harness.waits``): the
+    placement wait (created → a worker takes it) and the first-frame wait (created → first
+    frame), and how many sessions failed ``no_capacity`` instead."""
+    counts = wait_counts(result, view.window)
+    metrics = summarize(result, view.window)
+    figure, ax = _new(7.0, 3.8)
+    edges = np.asarray(WAIT_EDGES)
+    finite = edges[:-1]
+    top = 5.0
+    names = {"placement": "placement wait (created → placed)",
+             "first_frame": "first-frame wait (created → first frame)"}  # fmt: skip
+    for kind, label in names.items():
+        values = None if counts is None else counts[kind]
+        total = 0 if values is None else int(values.sum())
+        if values is None or total == 0:
+            ax.plot([], [], label=f"{label}: no sessions")
+            continue
+        share = np.cumsum(values)[:-1] / total
+        p95 = quantile(values, 0.95)
+        top = max(top, min(quantile(values, 0.995) * 1.2, 600.0))
+        line = ax.step(finite, share, where="post", label=f"{label} (n = {total:,})")
+        ax.axvline(p95, color=line[0].get_color(), linestyle=":", linewidth=1,
+                   label=f"p95_{kind}_wait_seconds = {p95:,.2f} s")  # fmt: skip
+    ax.set_xlim(0, top)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("wait (s)")
+    ax.set_ylabel("share of sessions waiting at most this long")
+    failed = metrics["no_capacity"]
+    ax.set_title(
+        f"Start-up waits of sessions created in {_window_words(view.window)}; "
+        f"{format_value('no_capacity', failed)} more failed no_capacity",
+        fontsize=10,
+    )
+    ax.legend(fontsize=7, loc="lower right")
     return figure
 
 
-def pool_over_time(result: RunResult, *, timezone: str = "UTC", title: str = "") -> Figure:
-    """Busy workers and queued jobs against the pool's capacity, sampled on a fixed grid."""
+def pool_over_time(result: RunResult, view: View = View(), *, title: str = "") -> Figure:
+    """The pool per sampling interval: its intended size, its mean busy workers, and the most
+    busy workers and queued jobs at any instant of the interval (from the pool's meter, so a
+    spike between two samples shows)."""
     util = result.utilization
-    at = _local(util["at"], timezone)
+    at = _local(util["at"], view.timezone)
+    every = float(util["t"].iloc[1] - util["t"].iloc[0]) if len(util) > 1 else math.nan
     figure, ax = _new()
     ax.step(at, util["capacity"], where="post", color="grey", linestyle=":", label="capacity")
-    ax.step(at, util["busy"], where="post", label="busy workers")
-    ax.step(at, util["queued"], where="post", label="queued jobs")
-    _mark_capacity(ax, util, timezone)
-    _time_axis(ax, timezone)
-    _counts(ax, "workers or jobs")
-    mean = util["utilization"].mean()
-    ax.set_title(title or f"Worker pool (mean utilization {mean:.1%}, {len(util):,} samples)")
+    mean_busy = util["busy_seconds"] / every if every == every else util["busy"]
+    ax.step(at, mean_busy, where="post", label="busy workers (interval mean)")
+    ax.step(at, util["busy_max"], where="post", alpha=0.6, label="busy workers (interval max)")
+    ax.step(at, util["queued_max"], where="post", label="queued jobs (interval max)")
+    _mark(ax, view.marks, epoch_of(result))
+    _time_axis(ax, view.timezone)
+    ax.set_ylabel("workers or jobs")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    utilization = pool_utilization(result, view.window)
+    ax.set_title(
+        title
+        or f"Worker pool: mean_utilization {utilization:.1%} over {_window_words(view.window)}"
+        f"\n(busy / pool worker-seconds; {len(util):,} intervals of {every / 60:g} min)",
+        fontsize=10,
+    )
     ax.legend(fontsize=8)
     return figure
 
 
-def refusals_over_time(result: RunResult, *, every: str = "10min", timezone: str = "UTC") -> Figure:
-    """Refused requests per interval, stacked by error code."""
-    calls = result.api_calls
-    refused = calls[~calls["outcome"].isin(["ok", "replayed"])]
-    return _per_interval(
-        result, refused, at="at", by="outcome", every=every, timezone=timezone,
-        ylabel=f"refused requests per {every}",
-        title=f"Refusals by code (n = {len(refused):,} of {len(calls):,} requests)",
-    )  # fmt: skip
+def refusals_over_time(result: RunResult, view: View = View(), *, every: str = "10min") -> Figure:
+    """Refused requests per interval, stacked by error code (``requests``: the same at every
+    records level)."""
+    requests = result.requests
+    refused = requests[~requests["outcome"].isin(["ok", "replayed"])]
+    table = (
+        refused.assign(bin=refused["at"].dt.floor(every), outcome=refused["outcome"].astype(str))
+        .pivot_table(index="bin", columns="outcome", values="requests", aggfunc="sum")
+        .fillna(0)
+    )
+    figure, ax = _new()
+    if len(table):
+        _stacked_bars(ax, table, every, view.timezone)
+    else:
+        ax.plot([], [], label="none")
+    _mark(ax, view.marks, epoch_of(result))
+    _time_axis(ax, view.timezone)
+    _counts(ax, f"refused requests per {every}")
+    total, count = int(requests["requests"].sum()), int(refused["requests"].sum())
+    ax.set_title(f"Refusals by code (n = {count:,} of {total:,} requests)")
+    ax.legend(fontsize=8, ncols=2)
+    return figure
 
 
 def credits_per_day(result: RunResult, *, timezone: str = "UTC") -> Figure:

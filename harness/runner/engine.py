@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.runner.arrivals import (
     RecordedSession,
@@ -37,9 +37,11 @@ from harness.traffic.recording import load_recording
 from sim.columns import Table
 from sim.config import HistoryConfig, SimConfig
 from sim.platform import Platform
-from sim.sessions.scheduler import PoolStatus
+from sim.sessions.scheduler import PoolMeter, PoolStatus
 
 __all__ = ["RECORDS", "Installed", "RawRun", "install", "sim_config", "simulate"]
+
+T = TypeVar("T")
 
 #: What the platform keeps of its own history at each records level.
 RECORDS: dict[str, HistoryConfig] = {
@@ -60,6 +62,8 @@ class RawRun:
     organizations: tuple[OrgHandle, ...]
     pool: ClientPool
     samples: tuple[PoolStatus, ...]
+    #: The pool's meter read at each sample and once more at ``end``: one more than ``samples``.
+    meters: tuple[PoolMeter, ...]
     usage: tuple[tuple[str, str, dict[str, Any]], ...]  # (org name, timezone, usage summary)
     end: float
 
@@ -165,6 +169,13 @@ def _runs(
         yield at, (org, mix)
 
 
+def _from(plan: Iterator[tuple[float, T]], start: float) -> Iterator[tuple[float, T]]:
+    """The instants of ``plan`` from ``start`` on (all of them when ``start`` is 0)."""
+    if start <= 0.0:
+        return plan
+    return ((at, tag) for at, tag in plan if at >= start)
+
+
 def _grid(every: float, end: float) -> Iterator[tuple[float, None]]:
     """The sampling instants ``0, every, 2 every, ...`` up to ``end``."""
     for i in range(math.floor(end / every + 1e-9) + 1):
@@ -192,7 +203,12 @@ def _usage(
 
 
 def install(
-    platform: Platform, scenario: Scenario, door: Door | None = None, *, logs: bool | None = None
+    platform: Platform,
+    scenario: Scenario,
+    door: Door | None = None,
+    *,
+    logs: bool | None = None,
+    arrivals_from: float = 0.0,
 ) -> Installed:
     """Create the scenario's organizations on ``platform`` and start its traffic: arrivals and
     runs become timers on the platform's clock (``Clock.follow``), so they unfold as the clock
@@ -201,7 +217,10 @@ def install(
 
     Clients call through ``door`` (default: ``platform.call``; see ``harness.runner.door``).
     ``logs``: whether the clients log every request and arrival (default: unless the scenario's
-    records level is ``summary``); they always keep their per-interval tallies."""
+    records level is ``summary``); they always keep their per-interval tallies.
+    ``arrivals_from``: clients (of sessions and runs) that would arrive before this moment do
+    not come; the ones after it arrive exactly when they would have (a planner simulates a
+    window of a long scenario this way, with the time before it left empty)."""
     orgs, accounts = _organizations(platform, scenario)
     keep = scenario.records != "summary" if logs is None else logs
     pool = ClientPool.create(
@@ -212,15 +231,19 @@ def install(
         logs=keep,
         interval=scenario.sample_every,
     )
-    start_faults(platform, scenario.faults)
+    start_faults(platform, scenario.faults, scenario.pool_schedule)
     pool.organizations = WeightedPick(
         orgs, [o.weight for o in scenario.organizations], pool.streams.mix
     )
-    platform.clock.follow(_schedule(scenario, platform, orgs), pool.start_session_client)
-    for sessions in _recorded(scenario, platform, orgs):
-        platform.clock.follow(sessions, lambda tagged: pool.start_recorded_client(*tagged))
+    sessions = _from(_schedule(scenario, platform, orgs), arrivals_from)
+    platform.clock.follow(sessions, pool.start_session_client)
+    for recorded in _recorded(scenario, platform, orgs):
+        platform.clock.follow(
+            _from(recorded, arrivals_from), lambda tagged: pool.start_recorded_client(*tagged)
+        )
     if scenario.runs:
-        platform.clock.follow(_runs(pool, scenario, orgs), lambda run: pool.start_run_client(*run))
+        runs = _from(_runs(pool, scenario, orgs), arrivals_from)
+        platform.clock.follow(runs, lambda run: pool.start_run_client(*run))
     return Installed(orgs, accounts, pool)
 
 
@@ -236,27 +259,38 @@ def simulate(
     *,
     door: Callable[[Platform], Door] | None = None,
     progress: Callable[[float], None] | None = None,
+    arrivals_from: float = 0.0,
 ) -> RawRun:
     """Run ``scenario`` (with ``seed``, default the file's) and return its raw records.
 
     ``door`` builds the door the clients use from the platform (default: ``Platform.call``);
     ``progress`` is told the simulated time after each hundredth of the run (advancing in steps
-    runs exactly the same events as advancing at once).
+    runs exactly the same events as advancing at once); ``arrivals_from``: no client arrives
+    before it (``install``).
     """
     run_seed = scenario.seed if seed is None else seed
     platform = Platform.create(sim_config(scenario, run_seed))
-    installed = install(platform, scenario, None if door is None else door(platform))
+    installed = install(
+        platform, scenario, None if door is None else door(platform), arrivals_from=arrivals_from
+    )
     end = scenario.duration + scenario.cooldown
     samples: list[PoolStatus] = []
-    # One sampler on a fixed grid: its cost grows with the samples, not the sessions.
-    status = platform.sessions.pool_status
-    grid = _grid(scenario.sample_every, end)
-    platform.clock.follow(grid, lambda _: samples.append(status()))
+    meters: list[PoolMeter] = []
+    # One sampler on a fixed grid: its cost grows with the samples, not the sessions. It reads
+    # the pool as it is and its meter (worker-seconds, and the peaks since the last reading).
+    status, meter = platform.sessions.pool_status, platform.sessions.pool_meter
+
+    def sample(_: None) -> None:
+        samples.append(status())
+        meters.append(meter())
+
+    platform.clock.follow(_grid(scenario.sample_every, end), sample)
     steps = 1 if progress is None else 100
     for step in range(1, steps + 1):
         platform.clock.advance_to(end * step / steps)
         if progress is not None:
             progress(float(platform.clock.now))
+    meters.append(meter())  # the last interval runs to the end
     orgs = installed.organizations
     usage = _usage(platform, scenario, orgs, end)
     return RawRun(
@@ -267,6 +301,7 @@ def simulate(
         orgs,
         installed.pool,
         tuple(samples),
+        tuple(meters),
         usage,
         end,
     )

@@ -3,48 +3,96 @@
 Why from the tables: a sweep aggregates these over replications, and a notebook can recompute
 any of them from the Parquet files; nothing here looks at the simulator.
 
-Why a window: a queue starts empty, so the first minutes of a run are not its steady state. The
-scenario's ``warmup`` and ``measure`` give the window of *arrival* times that counts: a session,
-its API calls and its wait belong to the window its client arrived in; pool samples and ledger
-rows count by their own time.
+**One definition per metric**, whatever the run kept and wherever it is shown (the summary,
+the demo's report, a sweep's columns, a plan): each metric below says what it counts, and its
+population says which window rule applies. A queue starts empty, so the scenario's ``warmup``
+and ``measure`` give the measured window ``[start, end)``, and
 
-Every metric declares its kind, because the kind decides how a sweep builds its interval and
-how a summary prints it: a proportion knows its numerator and denominator (both metrics too),
-so replications can be pooled into one binomial interval.
+- a **client** counts in the window it *arrived* in (``session_clients``, the refusals);
+- a **session** counts in the window it was *created* in, with everything that became of it,
+  whenever that happened (its placement, first frame, failure, billable seconds);
+- a **request** counts in the window it was *made* in;
+- the **pool** counts over the sampling intervals that start in the window;
+- a **ledger row** counts in the window it was written in.
+
+The two start-up waits are named apart (``harness.waits``): the *placement* wait (created →
+a worker takes the job) and the *first-frame* wait (created → first frame, what the customer
+sees); their percentiles are read from the wait histogram at every records level.
+Utilization is defined once: busy worker-seconds over worker-seconds in the pool, a time
+average from the pool's meter (never a mean of snapshots).
+
+Refusals are split by cause, because their causes answer to different fixes: ``capacity``
+(``at_capacity``: the pool's queue was full), ``caps`` (``concurrent_sessions``: a key's or
+an organization's concurrency cap), ``rate_limit`` (``rate_limited``), ``credits``
+(``insufficient_credits``) and ``other``. Only the first is the pool's; adding workers cannot
+lower the others.
+
+Every metric declares its kind, because the kind decides how a sweep builds its interval and how
+a summary prints it: a proportion knows its numerator and denominator (both metrics too), so
+replications can be pooled into one binomial interval.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
 
 from harness.collect import USAGE_KINDS, RunResult
-from harness.runner.aggregate_metrics import summarize_aggregates
+from harness.runner.aggregate_metrics import CAUSES, summarize_aggregates, window_wait_counts
+from harness.waits import histogram, quantile
 
 __all__ = [
+    "CAUSES",
     "METRICS",
+    "RENAMED",
     "USAGE_KINDS",
+    "WINDOW_RULES",
     "Metric",
+    "cause_of",
+    "epoch_of",
     "format_value",
+    "pool_utilization",
+    "resolve_metric",
     "summarize",
     "summary_markdown",
+    "wait_counts",
+    "window_text",
 ]
 
 Kind = Literal["count", "proportion", "fraction", "seconds", "credits"]
+Population = Literal["clients", "sessions", "requests", "pool", "ledger"]
+#: How a metric moves as workers are added: ``down`` (waits, failures), ``up`` or ``none``
+#: (refusals by caps, rate limits or credits do not depend on the pool).
+Direction = Literal["down", "up", "none"]
+
+#: Population → the window rule, as a summary, report or plan states it.
+WINDOW_RULES: dict[str, str] = {
+    "clients": "clients that arrived in the window",
+    "sessions": "sessions created in the window, with whatever became of them later",
+    "requests": "requests made in the window",
+    "pool": "the pool over the sampling intervals that start in the window",
+    "ledger": "ledger rows written in the window",
+}
 
 
 @dataclass(frozen=True, slots=True)
 class Metric:
-    """What a metric measures, its kind, its range and (for proportions) what it divides."""
+    """What a metric measures, its kind, population and range; what a proportion divides; and
+    for a percentile of a wait, which wait and which quantile."""
 
     description: str
     kind: Kind
+    population: Population
     numerator: str | None = None
     denominator: str | None = None
     whole: bool = False  # a whole number whatever its kind (billable seconds are integers)
+    workers: Direction = "none"
+    percentile: tuple[str, float] | None = None  # (wait kind, quantile)
 
     @property
     def bounds(self) -> tuple[float, float]:
@@ -58,45 +106,152 @@ class Metric:
         return {"seconds": "s", "credits": "credits"}.get(self.kind, "")
 
 
-def _share(description: str, numerator: str, denominator: str) -> Metric:
-    return Metric(description, "proportion", numerator, denominator)
+def _share(
+    description: str, numerator: str, denominator: str, population: Population, workers: Direction
+) -> Metric:
+    return Metric(description, "proportion", population, numerator, denominator, workers=workers)
 
 
-#: Metric name → what it measures (the sweep's columns, the summary's lines).
+def _refusals() -> dict[str, Metric]:
+    metrics: dict[str, Metric] = {}
+    for cause, codes in CAUSES.items():
+        said = f"`{codes[0]}`" if codes else "any other code"
+        direction: Direction = "down" if cause == "capacity" else "none"
+        metrics[f"refused_{cause}"] = Metric(
+            f"session clients whose last attempt was refused with {said}", "count", "clients"
+        )
+        metrics[f"refused_{cause}_rate"] = _share(
+            f"refused_{cause} / session_clients",
+            f"refused_{cause}",
+            "session_clients",
+            "clients",
+            direction,
+        )
+    return metrics
+
+
+#: Metric name → what it measures (the sweep's columns, the summary's lines, a plan's SLOs).
 METRICS: dict[str, Metric] = {
-    "session_clients": Metric("clients that wanted a session", "count"),
-    "sessions_created": Metric("sessions the service accepted", "count"),
-    "sessions_started": Metric("sessions that reached their first frame", "count"),
-    "placed_sessions": Metric("sessions a worker took (started_at set)", "count"),
-    "waited_sessions": Metric("placed sessions that waited for a worker at all", "count"),
-    "no_capacity": Metric("sessions failed with no_capacity (start-up timeout)", "count"),
-    "no_capacity_rate": _share("no_capacity / sessions created", "no_capacity", "sessions_created"),
-    "at_capacity_refusals": Metric("create attempts refused with 503 at_capacity", "count"),
-    "first_attempts": Metric("first create attempts", "count"),
-    "first_attempt_at_capacity": Metric("first create attempts refused at_capacity", "count"),
+    "session_clients": Metric("clients that wanted a session", "count", "clients"),
+    "refused_clients": Metric(
+        "session clients that never got a session (every cause)", "count", "clients"
+    ),
+    **_refusals(),
+    "sessions_created": Metric("sessions the service accepted", "count", "sessions"),
+    "placed_sessions": Metric(
+        "sessions a worker took (`started_at` set)", "count", "sessions", workers="up"
+    ),
+    "sessions_started": Metric(
+        "sessions that reached their first frame", "count", "sessions", workers="up"
+    ),
+    "waited_sessions": Metric(
+        "placed sessions that waited for a worker at all", "count", "sessions", workers="down"
+    ),
+    "no_capacity": Metric(
+        "sessions failed `no_capacity` (no worker within the start-up timeout)",
+        "count",
+        "sessions",
+        workers="down",
+    ),
+    "no_capacity_rate": _share(
+        "no_capacity / sessions_created", "no_capacity", "sessions_created", "sessions", "down"
+    ),
+    "placement_wait_probability": _share(
+        "waited_sessions / placed_sessions",
+        "waited_sessions",
+        "placed_sessions",
+        "sessions",
+        "down",
+    ),
+    "mean_placement_wait_seconds": Metric(
+        "mean placement wait (created → a worker took it) of placed sessions",
+        "seconds",
+        "sessions",
+        workers="down",
+    ),
+    "p95_placement_wait_seconds": Metric(
+        "95th percentile of the placement wait (upper edge of its histogram bin)",
+        "seconds",
+        "sessions",
+        workers="down",
+        percentile=("placement", 0.95),
+    ),
+    "mean_first_frame_wait_seconds": Metric(
+        "mean first-frame wait (created → first frame) of sessions that reached it",
+        "seconds",
+        "sessions",
+        workers="down",
+    ),
+    "p95_first_frame_wait_seconds": Metric(
+        "95th percentile of the first-frame wait (upper edge of its histogram bin)",
+        "seconds",
+        "sessions",
+        workers="down",
+        percentile=("first_frame", 0.95),
+    ),
+    "billable_seconds": Metric(
+        "billable seconds of the sessions", "seconds", "sessions", whole=True, workers="up"
+    ),
+    "first_attempts": Metric("first create attempts", "count", "requests"),
+    "first_attempt_at_capacity": Metric(
+        "first create attempts refused `at_capacity`", "count", "requests", workers="down"
+    ),
     "first_attempt_at_capacity_rate": _share(
-        "first create attempts refused at_capacity / first attempts",
+        "first_attempt_at_capacity / first_attempts",
         "first_attempt_at_capacity",
         "first_attempts",
+        "requests",
+        "down",
     ),
-    "refused_clients": Metric("session clients that never got a session", "count"),
-    "refused_rate": _share(
-        "session clients that never got a session / session clients",
-        "refused_clients",
-        "session_clients",
+    "at_capacity_refusals": Metric(
+        "create attempts refused `at_capacity`", "count", "requests", workers="down"
     ),
-    "retried_calls": Metric("create attempts after the first", "count"),
-    "mean_wait_seconds": Metric(
-        "mean start-up wait (started_at - created_at) of placed sessions", "seconds"
+    "retried_calls": Metric("create attempts after the first", "count", "requests"),
+    "mean_utilization": Metric(
+        "busy worker-seconds / worker-seconds in the pool (a time average)",
+        "fraction",
+        "pool",
+        workers="down",
     ),
-    "p95_wait_seconds": Metric("95th percentile of that wait", "seconds"),
-    "wait_probability": _share(
-        "placed sessions that waited at all / placed sessions", "waited_sessions", "placed_sessions"
-    ),
-    "mean_utilization": Metric("mean busy / capacity over the samples", "fraction"),
-    "billable_seconds": Metric("billable seconds of every session", "seconds", whole=True),
-    "credits_charged": Metric("credits charged (ledger usage rows)", "credits"),
+    "credits_charged": Metric("credits charged (ledger usage rows)", "credits", "ledger"),
 }
+
+#: Names of earlier releases, still read (with a note) by sweep files and SLOs for one release:
+#: old name → new name (``None``: gone, the note says what replaces it).
+RENAMED: dict[str, str | None] = {
+    "mean_wait_seconds": "mean_placement_wait_seconds",
+    "p95_wait_seconds": "p95_placement_wait_seconds",
+    "wait_probability": "placement_wait_probability",
+    "refused_rate": None,
+}
+
+
+def resolve_metric(name: str) -> tuple[str, str | None]:
+    """The metric ``name`` stands for, and a note when it is an old name; ``ValueError`` (with
+    the closest names) for a name that is unknown or gone."""
+    if name in METRICS:
+        return name, None
+    if name in RENAMED:
+        new = RENAMED[name]
+        if new is None:
+            causes = ", ".join(f"refused_{c}_rate" for c in CAUSES)
+            raise ValueError(f"{name!r} is gone: refusals are split by cause ({causes})")
+        return new, f"{name!r} is now {new!r} (the old name is read for one more release)"
+    import difflib
+
+    close = difflib.get_close_matches(name, [*METRICS, *RENAMED], n=3)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    raise ValueError(f"unknown metric {name!r}{hint} (known: {', '.join(METRICS)})")
+
+
+def cause_of(outcome: str) -> str | None:
+    """The refusal cause of a client's final outcome (``None``: it got its session)."""
+    if outcome in ("ok", "replayed"):
+        return None
+    for cause, codes in CAUSES.items():
+        if outcome in codes:
+            return cause
+    return "other"
 
 
 def _ratio(numerator: float, denominator: float) -> float:
@@ -110,55 +265,103 @@ def _within(times: pd.Series, window: tuple[float, float] | None) -> pd.Series:
     return (times >= start) & (times < end)
 
 
+def epoch_of(result: RunResult) -> pd.Timestamp:
+    """The instant of simulated second 0 (every aggregate table carries ``at`` beside ``t``)."""
+    intervals = result.intervals
+    epoch: pd.Timestamp = intervals["at"].iloc[0] - pd.Timedelta(
+        seconds=float(intervals["t"].iloc[0])
+    )
+    return epoch
+
+
+def _seconds(result: RunResult, moments: pd.Series) -> pd.Series:
+    return (moments - epoch_of(result)) / pd.Timedelta(seconds=1)
+
+
+def pool_utilization(result: RunResult, window: tuple[float, float] | None = None) -> float:
+    """``mean_utilization``: busy worker-seconds over worker-seconds in the pool, over the
+    sampling intervals that start in ``window`` (the one definition, at every level)."""
+    pool = result.utilization
+    rows = pool[_within(pool["t"], window)]
+    present = float(rows["worker_seconds"].sum())
+    return float(rows["busy_seconds"].sum()) / present if present > 0 else math.nan
+
+
+def wait_counts(
+    result: RunResult, window: tuple[float, float] | None = None
+) -> dict[str, np.ndarray[Any, Any]] | None:
+    """The histogram of each wait (``harness.waits``) of the sessions created in ``window``:
+    from the rows when the run kept them, else from its ``waits`` table, ``None`` when the
+    window cuts one of its intervals that holds waits."""
+    if result.records == "summary":
+        return window_wait_counts(result, window)
+    sessions = result.sessions[_within(_seconds(result, result.sessions["created_at"]), window)]
+    return {
+        "placement": histogram(sessions["placement_wait_seconds"].dropna().to_numpy()),
+        "first_frame": histogram(sessions["first_frame_wait_seconds"].dropna().to_numpy()),
+    }
+
+
 def summarize(result: RunResult, window: tuple[float, float] | None = None) -> dict[str, float]:
-    """Every metric of ``METRICS`` for one run (NaN when undefined, e.g. no sessions), counting
-    the clients that arrived within ``window`` (simulated seconds ``[start, end)``; default:
-    every client) and the samples and ledger rows of that window.
+    """Every metric of ``METRICS`` for one run (NaN when undefined, e.g. no sessions) within
+    ``window`` (simulated seconds ``[start, end)``; default: the whole run), by the window
+    rules of the module's docstring.
 
     A ``records: summary`` run has no per-row tables: its metrics come from the aggregates,
-    NaN where those do not determine them (``harness.runner.aggregate_metrics``)."""
+    the same numbers for a window on its interval grid and NaN where the aggregates do not
+    determine them (``harness.runner.aggregate_metrics``)."""
     if result.records == "summary":
-        values = summarize_aggregates(result, window)
-        return {name: values[name] for name in METRICS}
+        aggregated = summarize_aggregates(result, window)
+        aggregated["mean_utilization"] = pool_utilization(result, window)
+        return {name: aggregated[name] for name in METRICS}
     clients = result.clients
     arrived = clients[_within(clients["t"], window)]
-    members = set(arrived["client"].tolist())
     session_clients = arrived[arrived["kind"] == "session"]
-    sessions = result.sessions[result.sessions["client"].isin(members)]
-    calls = result.api_calls[result.api_calls["client"].isin(members)]
+    causes = session_clients["final_outcome"].astype(str).map(cause_of)
+    created = _seconds(result, result.sessions["created_at"])
+    sessions = result.sessions[_within(created, window)]
+    calls = result.api_calls[_within(result.api_calls["t"], window)]
     creates = calls[calls["operation"] == "createSession"]
-    placed = sessions[sessions["started_at"].notna()]
-    wait = placed["wait_seconds"]
+    placed = sessions["placement_wait_seconds"].dropna()
+    framed = sessions["first_frame_wait_seconds"].dropna()
     first = creates[creates["attempt"] == 1]
     first_refused = float((first["outcome"] == "at_capacity").sum())
     no_capacity = float((sessions["error_code"] == "no_capacity").sum())
-    refused = float((~session_clients["final_outcome"].isin(["ok", "replayed"])).sum())
-    waited = float((wait > 1e-9).sum())
+    waited = float((placed > 1e-9).sum())
+    counts = wait_counts(result, window)
+    assert counts is not None  # the rows answer for any window
     ledger = result.ledger[_within(result.ledger["t"], window)]
     usage_rows = ledger[ledger["kind"].isin(USAGE_KINDS)]
-    utilization = result.utilization[_within(result.utilization["t"], window)]["utilization"]
-    return {
+    values: dict[str, float] = {
         "session_clients": float(len(session_clients)),
+        "refused_clients": float(causes.notna().sum()),
+    }
+    for cause in CAUSES:
+        refused = float((causes == cause).sum())
+        values[f"refused_{cause}"] = refused
+        values[f"refused_{cause}_rate"] = _ratio(refused, len(session_clients))
+    values |= {
         "sessions_created": float(len(sessions)),
-        "sessions_started": float(sessions["first_frame_at"].notna().sum()),
         "placed_sessions": float(len(placed)),
+        "sessions_started": float(len(framed)),
         "waited_sessions": waited,
         "no_capacity": no_capacity,
         "no_capacity_rate": _ratio(no_capacity, len(sessions)),
-        "at_capacity_refusals": float((creates["outcome"] == "at_capacity").sum()),
+        "placement_wait_probability": _ratio(waited, len(placed)),
+        "mean_placement_wait_seconds": float(placed.mean()) if len(placed) else math.nan,
+        "p95_placement_wait_seconds": quantile(counts["placement"], 0.95),
+        "mean_first_frame_wait_seconds": float(framed.mean()) if len(framed) else math.nan,
+        "p95_first_frame_wait_seconds": quantile(counts["first_frame"], 0.95),
+        "billable_seconds": float(sessions["billable_seconds"].sum()),
         "first_attempts": float(len(first)),
         "first_attempt_at_capacity": first_refused,
         "first_attempt_at_capacity_rate": _ratio(first_refused, len(first)),
-        "refused_clients": refused,
-        "refused_rate": _ratio(refused, len(session_clients)),
+        "at_capacity_refusals": float((creates["outcome"] == "at_capacity").sum()),
         "retried_calls": float(creates["retried"].sum()),
-        "mean_wait_seconds": float(wait.mean()) if len(wait) else math.nan,
-        "p95_wait_seconds": float(wait.quantile(0.95)) if len(wait) else math.nan,
-        "wait_probability": _ratio(waited, len(wait)),
-        "mean_utilization": float(utilization.mean()) if utilization.notna().any() else math.nan,
-        "billable_seconds": float(sessions["billable_seconds"].sum()),
+        "mean_utilization": pool_utilization(result, window),
         "credits_charged": float(usage_rows["credits"].sum()),
     }
+    return {name: values[name] for name in METRICS}
 
 
 def format_value(metric: str, value: float) -> str:
@@ -176,16 +379,52 @@ def format_value(metric: str, value: float) -> str:
     return f"{value:,.2f}"
 
 
-def summary_markdown(result: RunResult, window: tuple[float, float] | None = None) -> str:
-    """A short Markdown report: the metrics, then sessions by final status and refusals."""
+def window_text(window: tuple[float, float] | None, duration: float) -> str:
+    """The measured window in words, with the rule each population follows."""
+    start, end = (0.0, duration) if window is None else window
+    rules = "; ".join(f"{population}: {rule}" for population, rule in WINDOW_RULES.items())
+    return (
+        f"Measured window [{start:g} s, {end:g} s) of simulated time ({(end - start) / 3600:.2f} h)"
+        f". Each metric counts by its population ({rules})."
+    )
+
+
+def metrics_table(metrics: dict[str, float]) -> list[str]:
+    """The metrics as a Markdown table: value, unit, population and what each measures."""
+    lines = ["| metric | value | unit | counts | what it measures |", "|---|---|---|---|---|"]
+    for name, value in metrics.items():
+        spec = METRICS[name]
+        lines.append(
+            f"| {name} | {format_value(name, value)} | {spec.unit} | {spec.population} "
+            f"| {spec.description} |"
+        )
+    return lines
+
+
+def summary_markdown(
+    result: RunResult,
+    window: tuple[float, float] | None = None,
+    *,
+    warnings: Sequence[str] = (),
+) -> str:
+    """A short Markdown report: the window, any warning about a binding limit, the metrics,
+    refusals by cause, sessions by final status and refused requests."""
     metrics = summarize(result, window)
     lines = [f"# Scenario `{result.scenario}` (seed {result.seed})", ""]
-    lines += [f"Simulated {result.duration / 3600:.2f} h."]
-    if window is not None:
-        lines += [f"Metrics count the clients that arrived in [{window[0]:g} s, {window[1]:g} s)."]
-    lines += ["", "| metric | value | unit |", "|---|---|---|"]
-    for name, value in metrics.items():
-        lines.append(f"| {name} | {format_value(name, value)} | {METRICS[name].unit} |")
+    lines += [f"Simulated {result.duration / 3600:.2f} h. {window_text(window, result.duration)}"]
+    if warnings:
+        lines += ["", "## Warnings", ""]
+        lines += [f"- {warning}" for warning in warnings]
+    lines += ["", *metrics_table(metrics)]
+    lines += ["", "## Session clients refused, by cause", ""]
+    lines += ["| cause | codes | clients | share of session clients |", "|---|---|---|---|"]
+    for cause, codes in CAUSES.items():
+        count, rate = metrics[f"refused_{cause}"], metrics[f"refused_{cause}_rate"]
+        said = ", ".join(f"`{c}`" for c in codes) or "any other"
+        lines.append(
+            f"| {cause} | {said} | {format_value('refused_clients', count)} "
+            f"| {format_value(f'refused_{cause}_rate', rate)} |"
+        )
     lines += ["", "## Sessions by final status", "", "| status | sessions |", "|---|---|"]
     for status, count in _statuses(result).items():
         lines.append(f"| {status} | {count:,} |")

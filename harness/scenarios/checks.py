@@ -24,6 +24,7 @@ from harness.scenarios.parts import (
     CapacityLoss,
     Organization,
     Poisson,
+    PoolChange,
     Recorded,
     RunMix,
 )
@@ -79,6 +80,7 @@ class Parts:
     arrivals: list[tuple[int, Arrival]]
     runs: list[tuple[int, RunMix]]
     faults: list[tuple[int, CapacityLoss]]
+    pool_schedule: list[tuple[int, PoolChange]]
     idle_timeout: object
     max_duration: object
     usage_timezones: tuple[str, ...]
@@ -99,6 +101,7 @@ class Parts:
             arrivals=list(enumerate(scenario.arrivals)),
             runs=list(enumerate(scenario.runs)),
             faults=list(enumerate(scenario.faults)),
+            pool_schedule=list(enumerate(scenario.pool_schedule)),
             idle_timeout=scenario.sessions.idle_timeout_seconds,
             max_duration=scenario.sessions.max_duration_seconds,
             usage_timezones=scenario.usage_timezones,
@@ -137,6 +140,7 @@ class Parts:
             arrivals=_items(TypeAdapter(Arrival).validate_python, data.get("arrivals", ())),
             runs=_items(RunMix.model_validate, data.get("runs", ())),
             faults=_items(CapacityLoss.model_validate, data.get("faults", ())),
+            pool_schedule=_items(PoolChange.model_validate, data.get("pool_schedule", ())),
             idle_timeout=sessions.get("idle_timeout_seconds"),
             max_duration=sessions.get("max_duration_seconds"),
             usage_timezones=tuple(z for z in zones if isinstance(z, str))
@@ -216,6 +220,15 @@ def _timeline(parts: Parts) -> Iterator[Problem]:
                 yield Problem(
                     ("faults", i, "until"), f"is after the end of the run ({run_end:g} s)"
                 )
+    previous = None
+    for i, change in parts.pool_schedule:
+        if previous is not None and change.at <= previous:
+            yield Problem(("pool_schedule", i, "at"), "must be after the previous change")
+        elif run_end is not None and change.at >= run_end:
+            yield Problem(
+                ("pool_schedule", i, "at"), f"is not before the end of the run ({run_end:g} s)"
+            )
+        previous = change.at
     if duration is not None and parts.warmup is not None:
         if parts.warmup >= duration:
             yield Problem(("warmup",), f"must be shorter than the duration {duration:g} s")

@@ -41,7 +41,9 @@ class ScenarioError(ValueError):
     """A scenario or sweep file that cannot be used.
 
     ``problems`` lists one ``path: message`` line per problem and ``lines`` the line of each in
-    the file (``None`` where unknown); the message shows ``file:line: path: message``.
+    the file (``None`` where unknown); the message shows ``file:line: path: message``. A sweep
+    also reports the problems of the scenario file it names (``elsewhere``: each with its own
+    file and line), so that one round shows every problem of both.
     """
 
     def __init__(
@@ -49,21 +51,28 @@ class ScenarioError(ValueError):
         source: str,
         problems: Sequence[str | Problem],
         root: yaml.Node | None = None,
+        *,
+        elsewhere: Sequence[tuple[str, int | None, str]] = (),
     ) -> None:
         self.source = source
         located = [
-            (p, line_of(root, p.loc) if p.loc else None)
+            (source, line_of(root, p.loc) if p.loc else None, str(p))
             for p in (p if isinstance(p, Problem) else Problem((), p) for p in problems)
         ]
-        # In file order when the lines are known, so the list reads top to bottom.
-        located.sort(key=lambda item: math.inf if item[1] is None else item[1])
-        self.problems = tuple(str(p) for p, _line in located)
-        self.lines = tuple(line for _p, line in located)
+        located += list(elsewhere)
+        # By file (this one first), then in file order when the lines are known.
+        files = {source: 0}
+        for where, _line, _text in located:
+            files.setdefault(where, len(files))
+        located.sort(key=lambda item: (files[item[0]], math.inf if item[1] is None else item[1]))
+        self.located = tuple(located)
+        self.problems = tuple(text for _where, _line, text in located)
+        self.lines = tuple(line for _where, line, _text in located)
         count = len(self.problems)
         header = f"{source}: invalid ({count} problem{'s' if count != 1 else ''})"
         body = [
-            f"  {source}:{line}: {text}" if line is not None else f"  {text}"
-            for text, line in zip(self.problems, self.lines, strict=True)
+            f"  {where}:{line}: {text}" if line is not None else f"  {where}: {text}"
+            for where, line, text in located
         ]
         super().__init__("\n".join([header, *body]))
 

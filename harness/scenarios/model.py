@@ -34,6 +34,7 @@ from harness.scenarios.parts import (
     Diurnal,
     Organization,
     Poisson,
+    PoolChange,
     Recorded,
     RunMix,
     SessionProfile,
@@ -53,6 +54,7 @@ __all__ = [
     "Diurnal",
     "Organization",
     "Poisson",
+    "PoolChange",
     "Recorded",
     "RunMix",
     "Scenario",
@@ -84,6 +86,11 @@ class Scenario(Strict):
     client: ClientBehaviour = ClientBehaviour()
     runs: tuple[RunMix, ...] = ()
     faults: tuple[CapacityLoss, ...] = ()
+    pool_schedule: tuple[PoolChange, ...] = Field(
+        default=(),
+        description="the pool's planned size over time (config.scheduler.workers before the "
+        "first change)",
+    )
     usage_timezones: tuple[str, ...] = ("UTC",)
     records: Literal["full", "sessions", "summary"] = Field(
         default="full",

@@ -34,6 +34,7 @@ __all__ = [
     "Diurnal",
     "Organization",
     "Poisson",
+    "PoolChange",
     "Recorded",
     "RunMix",
     "SessionProfile",
@@ -239,6 +240,16 @@ class CapacityLoss(Strict):
     at: Seconds
     workers: int = Field(ge=0)
     until: Seconds | None = None
+
+
+class PoolChange(Strict):
+    """From ``at`` on, the pool is meant to have ``workers`` workers (a planned size, such as
+    ``avatar-sim plan`` writes): growing adds idle workers at once, shrinking removes idle ones
+    and lets busy ones finish their session first. A capacity fault overrides it while it
+    lasts."""
+
+    at: Seconds
+    workers: int = Field(ge=0)
 
 
 class RunMix(Strict):

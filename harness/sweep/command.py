@@ -2,7 +2,10 @@
 
 Runs on a local process pool (``--workers``, default: the CPU count) or, with ``--dask``, on the
 Dask scheduler at ADDRESS. Writes ``runs.parquet`` (one row per replication), ``summary.parquet``
-(mean and 95 % CI per point and metric) and ``summary.md``. Exit 2 on an invalid file.
+(mean and 95 % CI per point and metric) and ``summary.md``. A point where a concurrency cap, the
+rate limit or credits refused clients before they reached the pool is warned about (standard
+error and ``summary.md``): its metrics measure that limit, not the pool. Exit 2 on an invalid
+file (every problem of the sweep, its scenario and its grid points at once).
 """
 
 from __future__ import annotations
@@ -10,12 +13,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from pathlib import Path
 
 from harness.gc_policy import collect_rarely
 from harness.scenarios import ScenarioError
 from harness.sweep.model import load_sweep
-from harness.sweep.run import run_sweep
+from harness.sweep.run import point_warnings, run_sweep
 
 __all__ = ["add_arguments", "run"]
 
@@ -36,10 +40,14 @@ def run(args: argparse.Namespace) -> int:
         print("--replications must be >= 1", file=sys.stderr)
         return 2
     try:
-        sweep, _base, points = load_sweep(args.sweep)
+        with warnings.catch_warnings(record=True) as notes:
+            warnings.simplefilter("always", FutureWarning)
+            sweep, _base, points = load_sweep(args.sweep)
     except ScenarioError as error:
         print(error, file=sys.stderr)
         return 2
+    for note in notes:
+        print(f"note: {note.message}", file=sys.stderr)
     client = None
     if args.dask is not None:
         import distributed
@@ -62,9 +70,12 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if client is not None:
             client.close()  # type: ignore[no-untyped-call]
+    limits = point_warnings(points, result.runs)
+    for warning in limits:
+        print(f"warning: {warning}", file=sys.stderr)
     out = Path(args.out)
     result.write(out)
-    text = result.markdown()
+    text = result.markdown(warnings=limits)
     (out / "summary.md").write_text(text, encoding="utf-8")
     print(text, end="")
     print(f"tables written to {out}/")

@@ -13,6 +13,7 @@ import copy
 import hashlib
 import itertools
 import re
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from harness.runner.metrics import METRICS
+from harness.runner.metrics import METRICS, resolve_metric
 from harness.scenarios.loader import (
     ScenarioError,
     parse_scenario,
@@ -29,6 +30,7 @@ from harness.scenarios.loader import (
     resolve_paths,
 )
 from harness.scenarios.model import Scenario
+from harness.scenarios.problems import Problem
 
 __all__ = ["Point", "Sweep", "load_sweep", "parse_sweep", "replication_seed", "set_path"]
 
@@ -119,23 +121,87 @@ class Sweep(BaseModel):
     @field_validator("metrics")
     @classmethod
     def _metrics(cls, metrics: tuple[str, ...]) -> tuple[str, ...]:
-        unknown = [m for m in metrics if m not in METRICS]
-        if unknown:
-            raise ValueError(f"unknown metrics {', '.join(unknown)}; known: {', '.join(METRICS)}")
-        return metrics
+        """Known metrics; an old name is read as its new one for a release, with a warning."""
+        resolved, problems = [], []
+        for name in metrics:
+            try:
+                new, note = resolve_metric(name)
+            except ValueError as error:
+                problems.append(str(error))
+                continue
+            if note is not None:
+                warnings.warn(f"sweep metrics: {note}", FutureWarning, stacklevel=2)
+            resolved.append(new)
+        if problems:
+            raise ValueError("\n".join(problems))
+        return tuple(resolved)
 
     def points(self, base: Mapping[str, Any]) -> list[Point]:
         """Every combination of the grid's values, in file order (the first path varies slowest)."""
-        paths = list(self.grid)
-        points = []
-        for index, values in enumerate(itertools.product(*(self.grid[p] for p in paths))):
-            data: Any = dict(base)
-            for path, value in zip(paths, values, strict=True):
-                data = set_path(data, path, value)
-            points.append(
-                Point(index=index, params=dict(zip(paths, values, strict=True)), scenario=data)
-            )
-        return points
+        return _points(self.grid, base)
+
+
+def _points(grid: Mapping[str, list[Any]], base: Mapping[str, Any]) -> list[Point]:
+    paths = list(grid)
+    points = []
+    for index, values in enumerate(itertools.product(*(grid[p] for p in paths))):
+        data: Any = dict(base)
+        for path, value in zip(paths, values, strict=True):
+            data = set_path(data, path, value)
+        points.append(
+            Point(index=index, params=dict(zip(paths, values, strict=True)), scenario=data)
+        )
+    return points
+
+
+def _valid_grid(data: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """The grid entries that are well formed (the others are reported by ``Sweep``)."""
+    grid = data.get("grid", {})
+    if not isinstance(grid, Mapping):
+        return {}
+    valid = {}
+    for path, values in grid.items():
+        if isinstance(path, str) and _PATH.fullmatch(path) and isinstance(values, list) and values:
+            valid[path] = values
+    return valid
+
+
+def _grid_path_of(problem_path: str, grid: Mapping[str, list[Any]]) -> str | None:
+    """The grid path a point's problem comes from (the longest that prefixes it), if any."""
+
+    def dotted(path: str) -> str:
+        return path.replace("[", ".").replace("]", "")
+
+    normal = dotted(problem_path)
+    causes = [p for p in grid if normal == dotted(p) or normal.startswith(dotted(p) + ".")]
+    return max(causes, key=lambda p: len(dotted(p))) if causes else None
+
+
+def _point_problems(
+    points: list[Point], grid: Mapping[str, list[Any]], source: str
+) -> list[Problem]:
+    """Every grid point's problems, each once: at the grid path that caused it, naming the
+    values that have it (or, for a problem no one path explains, at the grid, naming the
+    points)."""
+    found: dict[tuple[str | None, str], list[Point]] = {}
+    for point in points:
+        try:
+            parse_scenario(point.scenario, f"{source}: grid point {point.index}")
+        except ScenarioError as error:
+            for text in error.problems:
+                path = text.split(": ", 1)[0] if ": " in text else ""
+                found.setdefault((_grid_path_of(path, grid), text), []).append(point)
+    problems = []
+    for (cause, text), having in found.items():
+        if cause is not None:
+            values = list(dict.fromkeys(repr(p.params[cause]) for p in having))
+            said = f"value{'s' if len(values) > 1 else ''} {', '.join(values)}"
+            problems.append(Problem(("grid", cause), f"{said}: {text}"))
+        else:
+            indexes = ", ".join(str(p.index) for p in having[:5])
+            more = f" and {len(having) - 5} more" if len(having) > 5 else ""
+            problems.append(Problem(("grid",), f"grid points {indexes}{more}: {text}"))
+    return problems
 
 
 def parse_sweep(
@@ -144,38 +210,56 @@ def parse_sweep(
     directory: Path | None = None,
     root: yaml.Node | None = None,
 ) -> tuple[Sweep, Scenario, list[Point]]:
-    """The sweep, its base scenario and its validated points; ``ScenarioError`` names the field
-    (and its line, given the file's YAML node tree ``root``)."""
+    """The sweep, its base scenario and its validated points.
+
+    A bad file is refused in one round: ``ScenarioError`` lists the sweep's own problems, the
+    base scenario's (from its file, with its lines) and every grid point's (once per problem,
+    at the line of the grid path that caused it), each with its file and line."""
     if not isinstance(data, Mapping):
         raise ScenarioError(source, ["the file must hold a mapping of sweep fields"])
+    problems: list[str | Problem] = []
+    elsewhere: list[tuple[str, int | None, str]] = []
+    sweep: Sweep | None = None
     try:
         sweep = Sweep.model_validate(dict(data))
     except ValidationError as error:
-        raise ScenarioError(source, problems_of(error), root) from None
-    if (sweep.base is None) == (sweep.scenario is None):
-        raise ScenarioError(source, ["give exactly one of `base` (a file) or `scenario` (inline)"])
-    if sweep.base is not None:
-        path = Path(sweep.base)
-        if not path.is_absolute() and directory is not None:
-            path = directory / path
-        document = read_yaml(path)
-        base_data, base_source, base_root = document.data, document.source, document.root
-        base_data = resolve_paths(base_data, path.parent)
-    else:
-        base_data, base_source, base_root = sweep.scenario, f"{source}: scenario", None
-        if directory is not None:
-            base_data = resolve_paths(base_data, directory)
-    base = parse_scenario(base_data, base_source, base_root)
-    assert isinstance(base_data, Mapping)
+        problems += problems_of(error)
+    base_name, inline = data.get("base"), data.get("scenario")
+    base: Scenario | None = None
+    base_data: Any = None
+    if (base_name is None) == (inline is None):
+        problems.append("give exactly one of `base` (a file) or `scenario` (inline)")
+    elif isinstance(base_name, str) or isinstance(inline, Mapping):
+        try:
+            if isinstance(base_name, str):
+                path = Path(base_name)
+                if not path.is_absolute() and directory is not None:
+                    path = directory / path
+                document = read_yaml(path)
+                base_data, base_source, base_root = document.data, document.source, document.root
+                base_data = resolve_paths(base_data, path.parent)
+            else:
+                base_data, base_source, base_root = inline, f"{source}: scenario", None
+                if directory is not None:
+                    base_data = resolve_paths(base_data, directory)
+            base = parse_scenario(base_data, base_source, base_root)
+        except ScenarioError as error:
+            if isinstance(base_name, str):
+                elsewhere += error.located
+            else:
+                problems += [Problem(("scenario",), text) for text in error.problems]
     points: list[Point] = []
-    try:
-        raw_points = sweep.points(base_data)
-    except ValueError as error:
-        raise ScenarioError(source, [f"grid.{error}"]) from None
-    for point in raw_points:
-        label = ", ".join(f"{k}={v!r}" for k, v in point.params.items())
-        parse_scenario(point.scenario, f"{source}: grid point {point.index} ({label})")
-        points.append(point)
+    if base is not None:
+        grid = _valid_grid(data)
+        try:
+            points = _points(grid, base_data)
+        except ValueError as error:
+            problems.append(f"grid.{error}")
+        else:
+            problems += _point_problems(points, grid, source)
+    if problems or elsewhere:
+        raise ScenarioError(source, problems, root, elsewhere=elsewhere)
+    assert sweep is not None and base is not None
     return sweep, base, points
 
 

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from harness.runner.metrics import format_value
+from harness.runner.binding import binding_limits
+from harness.runner.metrics import CAUSES, format_value
+from harness.scenarios.loader import parse_scenario
 from harness.sweep.aggregate import METHODS, aggregate
 from harness.sweep.execute import Task, run_local, run_on_dask
 from harness.sweep.model import Point, Sweep, replication_seed
 
-__all__ = ["SweepResult", "run_sweep", "tasks_of"]
+__all__ = ["SweepResult", "point_warnings", "run_sweep", "tasks_of"]
 
 
 @dataclass(frozen=True)
@@ -46,8 +48,11 @@ class SweepResult:
         self.summary.to_parquet(paths[1], index=False)
         return paths
 
-    def markdown(self) -> str:
-        lines = [f"# Sweep `{self.name}`", "", "Estimates with 95 % confidence intervals:"]
+    def markdown(self, warnings: Sequence[str] = ()) -> str:
+        lines = [f"# Sweep `{self.name}`", ""]
+        if warnings:
+            lines += ["## Warnings", "", *(f"- {w}" for w in warnings), ""]
+        lines += ["Estimates with 95 % confidence intervals:"]
         used = sorted(set(self.summary["method"])) if len(self.summary) else []
         lines += [f"- `{method}`: {METHODS[method]}" for method in used]
         header = [*self.params, "metric", "n", "estimate", "95 % CI", "method"]
@@ -60,6 +65,22 @@ class SweepResult:
             cells += [f"[{low}, {high}]", str(values["method"])]
             lines.append("| " + " | ".join(cells) + " |")
         return "\n".join(lines) + "\n"
+
+
+def point_warnings(points: Sequence[Point], runs: pd.DataFrame) -> list[str]:
+    """``harness.runner.binding.binding_limits`` of each point, over its replications: a point
+    whose clients a cap, the rate limit or credits refused measures that limit, not the pool."""
+    found = []
+    counts = [f"refused_{cause}" for cause in CAUSES] + ["session_clients"]
+    for point in points:
+        rows = runs[runs["point"] == point.index]
+        if rows.empty or not set(counts) <= set(rows.columns):
+            continue
+        totals = {name: float(rows[name].sum()) for name in counts}
+        scenario = parse_scenario(point.scenario, f"grid point {point.index}")
+        label = ", ".join(f"{k}={v!r}" for k, v in point.params.items()) or "the base scenario"
+        found += [f"point {point.index} ({label}): {w}" for w in binding_limits(scenario, totals)]
+    return found
 
 
 def tasks_of(sweep: Sweep, points: list[Point], replications: int | None = None) -> list[Task]:

@@ -58,7 +58,7 @@ from harness.collect import RunResult, collect
 from harness.runner import run_scenario
 from harness.runner.engine import RawRun, install
 from harness.runner.http_door import HttpDoor
-from harness.runner.metrics import METRICS, format_value, summarize
+from harness.runner.metrics import METRICS, epoch_of, format_value, summarize
 from harness.scenarios import Scenario, parse_scenario
 from harness.sweep.aggregate import CONFIDENCE, METHODS, aggregate, clip, wilson_interval
 from harness.traffic.capture import _row
@@ -247,8 +247,11 @@ class _Player:
                 break
             wake = min(next_poll, end, math.inf if due is None else due)
             self.sleep(max(wake - self.local_now(wall_start), 0.0) * self.time_factor)
+        # No pool samples: the deployment's pool is not this host's; its one meter reading
+        # closes the (empty) series, and usage comes from the deployment, not from here.
+        meters = (host.sessions.pool_meter(),)
         return RawRun(scenario, scenario.seed, "full", host, installed.organizations, pool, (),
-                      (), host.clock.now)  # fmt: skip
+                      meters, (), host.clock.now)  # fmt: skip
 
     def _poll(self, live: dict[str, Any], pool: Any, caller: Any) -> None:
         """Ask after each session still waiting for its first frame."""
@@ -296,13 +299,30 @@ class _Player:
         return [final[s] for s in session_ids if s in final]
 
 
-def _observed_sessions(resources: list[dict[str, Any]], clients: pd.DataFrame) -> pd.DataFrame:
-    """The deployment's sessions as the metrics read them: a ``sessions`` table's columns."""
+def _observed_sessions(
+    resources: list[dict[str, Any]], clients: pd.DataFrame, epoch: pd.Timestamp, lag: float
+) -> pd.DataFrame:
+    """The deployment's sessions as the metrics read them: a ``sessions`` table's columns.
+
+    Their instants move onto the local run's time (the metrics' windows are in it): by ``lag``,
+    the deployment's clock less the local one, and further for a session whose creation would
+    then precede its client's request (the lag is a median over answers that came a latency
+    late), so the window counts the sessions whose clients arrived in it, as the simulation's."""
     rows = [_row(r, "replayed", None) for r in resources]
     frame = recording_from_frame(pd.DataFrame(rows, columns=list(_row({}, "", None)))).frame
-    made = clients[clients["kind"] == "session"].set_index("resource_id")["client"]
+    sessions = clients[clients["kind"] == "session"].set_index("resource_id")
+    made, asked = sessions["client"], sessions["t"]
     frame["client"] = pd.array([made.get(s, pd.NA) for s in frame["session_id"]], dtype="Int64")
-    frame["wait_seconds"] = (frame["started_at"] - frame["created_at"]).dt.total_seconds()
+    local = (frame["created_at"] - epoch).dt.total_seconds() - lag
+    request = pd.Series([asked.get(s, -math.inf) for s in frame["session_id"]], index=frame.index)
+    moved = epoch + pd.to_timedelta(local.clip(lower=request), unit="s").dt.ceil("us")
+    shift = moved - frame["created_at"]
+    for column in ("started_at", "first_frame_at"):
+        frame[column] = frame[column] + shift
+    frame["created_at"] = moved
+    created = frame["created_at"]
+    frame["placement_wait_seconds"] = (frame["started_at"] - created).dt.total_seconds()
+    frame["first_frame_wait_seconds"] = (frame["first_frame_at"] - created).dt.total_seconds()
     return frame
 
 
@@ -453,7 +473,10 @@ def replay(
         resources = player.final([str(s) for s in made], caller)
     finally:
         door.close()
-    sessions = _observed_sessions(resources, observed.clients)
+    # The deployment's clock, read through its sessions' stamps, onto the local run's.
+    lag = statistics.median(offsets.samples) if offsets.samples else 0.0
+    epoch = epoch_of(observed)
+    sessions = _observed_sessions(resources, observed.clients, epoch, lag - epoch.timestamp())
     unfinished = int((~sessions["status"].astype(str).isin(TERMINAL)).sum())
     observed = replace(observed, sessions=sessions)
     window = (0.0, scenario.duration)

@@ -12,11 +12,12 @@ from __future__ import annotations
 from sim.config import BILLING_SURFACES
 from sim.sessions.audio import TalkSpurts
 from sim.sessions.records import Session, Transition
-from sim.sessions.scheduler import PoolStatus, Worker
+from sim.sessions.scheduler import PoolMeter, PoolStatus, Worker
 from sim.sessions.service import SessionService
 
 __all__ = [
     "BILLING_SURFACES",
+    "PoolMeter",
     "PoolStatus",
     "Session",
     "SessionService",

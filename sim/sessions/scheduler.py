@@ -13,6 +13,10 @@ Why these shapes:
 
 - The pool keeps its idle, busy and restarting counts as it changes and its idle workers in a
   heap by creation order, so admission and placement cost the same with 8 workers or 8,000.
+- The pool meters itself as it changes (``meter``): worker-seconds busy and in the pool, and the
+  most busy workers and waiting jobs since the last reading. A sampler that only looked at the
+  pool every few minutes would miss a short spike, and the mean of its snapshots is not the
+  time average a utilization must be.
 
 The scheduler knows nothing about sessions beyond their ids: the service gives it two callbacks,
 ``place`` (a worker took the job) and ``expire`` (the job waited too long), and ``defer`` (the
@@ -37,7 +41,7 @@ from sim.clock import Clock, Timer
 from sim.config import SchedulerConfig
 from sim.errors import ServiceUnavailable
 
-__all__ = ["PoolStatus", "Scheduler", "Worker", "WorkerStatus"]
+__all__ = ["PoolMeter", "PoolStatus", "Scheduler", "Worker", "WorkerStatus"]
 
 WorkerStatus = Literal["idle", "busy", "restarting"]
 
@@ -64,6 +68,24 @@ class PoolStatus:
     busy: int
     restarting: int
     queued: int
+
+
+@dataclass(frozen=True, slots=True)
+class PoolMeter:
+    """The pool's running totals at ``at``, and its peaks since the previous reading.
+
+    ``busy_seconds`` and ``worker_seconds`` are integrals since the start (worker-seconds spent
+    busy, and spent in the pool: idle, busy or restarting, retiring ones included), so the
+    difference of two readings is exactly what happened between them. ``busy_peak`` and
+    ``waiting_peak`` are the most busy workers, and the most jobs waiting for a worker (queued
+    beyond the idle workers about to take them), at any instant since the previous reading.
+    """
+
+    at: float
+    busy_seconds: float
+    worker_seconds: float
+    busy_peak: int
+    waiting_peak: int
 
 
 #: What the service queues with a session's id and gets back when it is placed or expires.
@@ -102,6 +124,12 @@ class Scheduler(Generic[Job]):
         self._on_dispatch: list[Callable[[Timer], None]] = [self._dispatch]
         self._on_watch: list[Callable[[Timer], None]] = [self._watch]
         self.capacity = config.workers
+        #: The meter: integrals up to ``_metered_at`` and the peaks since the last reading.
+        self._metered_at = clock.now
+        self._busy_seconds = 0.0
+        self._worker_seconds = 0.0
+        self._busy_peak = 0
+        self._waiting_peak = 0
         #: ``queue_bound``, for ``admit`` (every create asks).
         self._queue_bound = self.queue_bound
         for _ in range(config.workers):
@@ -136,6 +164,31 @@ class Scheduler(Generic[Job]):
             restarting=counts["restarting"],
             queued=len(self._queue),
         )
+
+    def meter(self) -> PoolMeter:
+        """The running totals up to now and the peaks since the previous reading (which this
+        reading ends: the next one's peaks start from the pool as it is now)."""
+        self._accrue()
+        reading = PoolMeter(
+            at=self._clock.now,
+            busy_seconds=self._busy_seconds,
+            worker_seconds=self._worker_seconds,
+            busy_peak=self._busy_peak,
+            waiting_peak=self._waiting_peak,
+        )
+        self._busy_peak = self._counts["busy"]
+        self._waiting_peak = max(len(self._queue) - self._counts["idle"], 0)
+        return reading
+
+    def _accrue(self) -> None:
+        """Add the worker-seconds since the last change: called before every count changes."""
+        now = self._clock.now
+        elapsed = now - self._metered_at
+        if elapsed > 0.0:
+            counts = self._counts
+            self._busy_seconds += counts["busy"] * elapsed
+            self._worker_seconds += len(self._workers) * elapsed
+            self._metered_at = now
 
     # -- admission and queueing ------------------------------------------------------------
 
@@ -172,7 +225,11 @@ class Scheduler(Generic[Job]):
         return max(1, math.ceil(moment - now - 1e-9))
 
     def enqueue(self, session_id: str, created_at: float, job: Job) -> None:
-        self._queue.append((session_id, created_at + self._startup_timeout, job))
+        queue = self._queue
+        queue.append((session_id, created_at + self._startup_timeout, job))
+        waiting = len(queue) - self._counts["idle"]
+        if waiting > self._waiting_peak:
+            self._waiting_peak = waiting
         self._defer(self._wake)
 
     def _wake(self) -> None:
@@ -198,6 +255,7 @@ class Scheduler(Generic[Job]):
     # -- workers ---------------------------------------------------------------------------
 
     def _add_worker(self) -> Worker:
+        self._accrue()
         self._next_worker += 1
         worker = Worker(id=f"worker-{self._next_worker:04d}", order=self._next_worker)
         self._workers[worker.id] = worker
@@ -207,15 +265,19 @@ class Scheduler(Generic[Job]):
         return worker
 
     def _set(self, worker: Worker, status: WorkerStatus) -> None:
-        """Change a worker's status, keeping the counts and the idle heap."""
+        """Change a worker's status, keeping the counts, the meter and the idle heap."""
+        self._accrue()
         counts = self._counts
         counts[worker.status] -= 1
         counts[status] += 1
         worker.status = status
         if status == "idle":
             heappush(self._idle, worker.order)
+        elif status == "busy" and counts["busy"] > self._busy_peak:
+            self._busy_peak = counts["busy"]
 
     def _remove(self, worker: Worker) -> None:
+        self._accrue()
         self._counts[worker.status] -= 1
         del self._workers[worker.id]
         del self._by_order[worker.order]

@@ -45,7 +45,7 @@ from sim.sessions.records import (
     SessionState,
     snapshot,
 )
-from sim.sessions.scheduler import PoolStatus, Scheduler, Worker
+from sim.sessions.scheduler import PoolMeter, PoolStatus, Scheduler, Worker
 from sim.sessions.store import SessionStore
 from sim.sessions.validation import (
     PipecatRequest,
@@ -369,6 +369,11 @@ class SessionService:
 
     def pool_status(self) -> PoolStatus:
         return self._scheduler.status()
+
+    def pool_meter(self) -> PoolMeter:
+        """The pool's running worker-seconds and its peaks since the previous reading
+        (``Scheduler.meter``: the reading restarts the peaks; one sampler reads it)."""
+        return self._scheduler.meter()
 
     def workers(self) -> builtins.list[Worker]:
         return [copy.copy(w) for w in self._scheduler.workers()]

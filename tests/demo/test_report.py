@@ -18,7 +18,7 @@ from harness import cli
 from harness.collect import TABLES
 from harness.examples import example
 from harness.figures import check_figure
-from harness.report import FIGURES, run_over_http
+from harness.report import FIGURES, run_over_http, view_of
 from harness.runner import run_scenario
 from harness.scenarios import load_scenario, parse_scenario
 from tests.scenarios.helpers import small
@@ -26,7 +26,7 @@ from tests.scenarios.helpers import small
 matplotlib.use("Agg")
 
 
-@pytest.mark.req("NB-2", "SIM-9", "SIM-7")
+@pytest.mark.req("NB-2", "SIM-9", "SIM-7", "NB-8", "NB-9")
 def test_the_demo_writes_a_report_with_figures_and_every_table(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -49,7 +49,19 @@ def test_the_demo_writes_a_report_with_figures_and_every_table(
     utilization = pd.read_parquet(out / "tables" / "utilization.parquet")
     assert utilization["capacity"].min() < utilization["capacity"].max()
     assert (sessions["error_code"] == "no_capacity").any()
-    assert "capacity lost at" in report
+    # Every scenario event is named (and marked on the figures), the burst too.
+    assert "burst of 30 (Acme Studios) at 10:00 until 10:03" in report
+    assert "capacity loss to 4 workers at 14:00 until 14:40" in report
+    # The scenario's description says what happens, and only that: each code it names occurs,
+    # and each code that occurs is named.
+    description = load_scenario(example("scenarios", "default.yaml")).description
+    calls = pd.read_parquet(out / "tables" / "api_calls.parquet")
+    happened = set(sessions["error_code"].dropna()) | set(calls["outcome"].astype(str))
+    for code in ("no_capacity", "at_capacity", "concurrent_sessions", "insufficient_credits",
+                 "rate_limited"):  # fmt: skip
+        assert (f"`{code}`" in description) == (code in happened), code
+    # The limits that held load back are said out loud.
+    assert "## Warnings" in report and "Concurrency caps refused" in report
     assert re.search(r"through the in-process HTTP facade \(\d[\d,]* requests\)", report)
     assert (out / "summary.md").is_file()  # the scripted day is still there
 
@@ -59,7 +71,7 @@ def test_every_report_figure_is_labelled() -> None:
     scenario = load_scenario(example("scenarios", "default.yaml"))
     result = run_scenario(scenario)
     for stem, (_caption, draw) in FIGURES.items():
-        figure = draw(result)
+        figure = draw(result, view_of(scenario))
         assert check_figure(figure) == [], stem
 
 

@@ -177,8 +177,12 @@ def test_metrics_count_only_the_measurement_window() -> None:
     arrived = result.clients[(result.clients["t"] >= start) & (result.clients["t"] < end)]
     assert window["session_clients"] == (arrived["kind"] == "session").sum()
     assert window["session_clients"] < everything["session_clients"]
+    created = (result.sessions["created_at"] - result.intervals["at"].iloc[0]).dt.total_seconds()
+    assert window["sessions_created"] == ((created >= start) & (created < end)).sum()
     text = summary_markdown(result, scenario.window())
-    assert "arrived in [300 s, 900 s)" in text
+    assert "Measured window [300 s, 900 s)" in text
+    for rule in ("clients that arrived in the window", "sessions created in the window"):
+        assert rule in text
     # One number format: counts with separators, proportions with four decimals.
     assert f"| sessions_created | {window['sessions_created']:,.0f} |" in text
-    assert "| wait_probability | " in text and "e+" not in text
+    assert "| placement_wait_probability | " in text and "e+" not in text

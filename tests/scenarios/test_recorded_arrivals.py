@@ -1,4 +1,4 @@
-"""NB-8: recorded arrivals play each recorded session at its offset with its length, quality
+"""NB-12: recorded arrivals play each recorded session at its offset with its length, quality
 and surface (``speed``, ``shift``, ``scale``, ``since``), and a run replayed from its own
 sessions table reproduces the run."""
 
@@ -19,7 +19,7 @@ from harness.scenarios import Recorded, ScenarioError, load_scenario, parse_scen
 from harness.sweep import aggregate, load_sweep
 from harness.traffic.recording import read_recording, recording_from_frame
 
-pytestmark = pytest.mark.req("NB-8")
+pytestmark = pytest.mark.req("NB-12")
 
 EPOCH = "2026-01-01T00:00:00Z"  # the default SimConfig.epoch: offset 0 is the run's start
 

@@ -63,19 +63,43 @@ def test_the_level_changes_what_is_kept_never_what_happens(results: dict[str, An
 def test_the_aggregates_summarize_the_rows(results: dict[str, Any]) -> None:
     full = results["full"]
     sessions, intervals = full.sessions, full.intervals
+    # Every column of ``intervals`` counts the sessions created in the interval.
+    cohort = ((sessions["created_at"] - intervals["at"].iloc[0]).dt.total_seconds() // 60).astype(
+        int
+    )
+    by = sessions.assign(cohort=cohort.to_numpy()).groupby("cohort")
+    indexed = intervals.set_index("interval")
+    assert (by.size() == indexed.loc[by.size().index, "sessions_created"]).all()
     assert intervals["sessions_created"].sum() == len(sessions)
     placed = sessions.dropna(subset=["started_at"])
+    framed = sessions.dropna(subset=["first_frame_at"])
     assert intervals["sessions_placed"].sum() == len(placed)
-    assert intervals["wait_seconds_sum"].sum() == pytest.approx(placed["wait_seconds"].sum())
-    assert intervals["wait_seconds_max"].max() == pytest.approx(placed["wait_seconds"].max())
-    assert intervals["waited"].sum() == int((placed["wait_seconds"] > 1e-9).sum())
+    assert intervals["sessions_started"].sum() == len(framed)
+    placement = placed["placement_wait_seconds"]
+    assert intervals["placement_wait_seconds_sum"].sum() == pytest.approx(placement.sum())
+    assert intervals["placement_wait_seconds_max"].max() == pytest.approx(placement.max())
+    first_frame = framed["first_frame_wait_seconds"]
+    assert intervals["first_frame_wait_seconds_sum"].sum() == pytest.approx(first_frame.sum())
+    waits_by = by["placement_wait_seconds"].sum()
+    assert indexed.loc[waits_by.index, "placement_wait_seconds_sum"].to_numpy() == pytest.approx(
+        waits_by.to_numpy()
+    )
+    assert intervals["waited"].sum() == int((placement > 1e-9).sum())
     for status in ("ended", "failed", "canceled"):
         assert intervals[f"sessions_{status}"].sum() == int((sessions["status"] == status).sum())
     assert intervals["no_capacity"].sum() == int((sessions["error_code"] == "no_capacity").sum())
     finished = sessions.dropna(subset=["ended_at"])
     assert intervals["billable_seconds"].sum() == finished["billable_seconds"].sum()
-    assert full.waits["sessions"].sum() == len(placed)
-    assert list(full.waits["low"]) == list(WAIT_EDGES[:-1])
+    # The waits' histograms: every placed and every started session once, in its bin.
+    waits = full.waits
+    for kind, rows in (("placement", placed), ("first_frame", framed)):
+        mine = waits[waits["kind"] == kind]
+        assert mine["sessions"].sum() == len(rows)
+        values = rows[f"{kind}_wait_seconds"].to_numpy()
+        for (low, high), count in mine.groupby(["low", "high"])["sessions"].sum().items():
+            inside = (values <= high) & ((values > low) if high > 0 else True)
+            assert int(inside.sum()) == count, (kind, low, high)
+    assert set(waits["high"]) <= set(WAIT_EDGES)
     calls = full.api_calls
     assert full.requests["requests"].sum() == len(calls)
     counted = full.requests.groupby(["operation", "outcome"])["requests"].sum()
@@ -113,11 +137,36 @@ def test_a_summary_run_keeps_nothing_that_grows_with_traffic() -> None:
         assert platform.sessions._history.keep is False and len(platform.sessions._history) == 0
         assert raw.pool.calls is None and raw.pool.clients is None
         result = collect(raw)
-        sizes.append({name: len(result.tables()[name]) for name in ("intervals", "waits")})
+        sizes.append({name: len(result.tables()[name]) for name in ("intervals", "utilization")})
         assert sum(result.arrivals["clients"]) > rate  # the traffic was really there
         per_interval = result.requests.groupby("interval").size()
         assert per_interval.max() <= 3 * 4  # operations x outcomes x first attempt, bounded
     assert sizes[0] == sizes[1]
+
+
+@pytest.mark.req("PERF-3")
+def test_the_wait_histograms_are_bounded_by_the_intervals_and_bins_not_the_traffic() -> None:
+    """The ``waits`` table keeps a row per interval, wait kind and bin that holds a wait: with
+    far more sessions than that bound, it stays within it (a table of one row per session
+    would not)."""
+    scenario = _scenario(
+        "summary",
+        duration="1h",
+        cooldown="5m",
+        sample_every="1h",
+        arrivals=[{"kind": "poisson", "rate_per_hour": 3000}],
+        runs=[],
+        limits={"concurrency": "off", "rate": "off"},
+        config={"scheduler": {"workers": 400, "worker_boot": {"kind": "constant", "value": 1}}},
+        organizations=[{"name": "Acme", "plan": "enterprise"}],
+    )
+    result = run_scenario(scenario)
+    created = int(result.intervals["sessions_created"].sum())
+    assert created > 2500
+    bound = len(result.intervals) * 2 * len(WAIT_EDGES)
+    assert len(result.waits) <= bound < created
+    counted = result.intervals[["sessions_placed", "sessions_started"]].to_numpy().sum()
+    assert result.waits["sessions"].sum() == counted
 
 
 @pytest.mark.req("NB-2", "PERF-2")

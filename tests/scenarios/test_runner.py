@@ -6,6 +6,7 @@ import itertools
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -56,8 +57,8 @@ def test_session_table_schema(result: RunResult) -> None:
         "worker_id": "category", "idle_timeout_seconds": "int", "max_duration_seconds": "int",
         "metadata": "str", "embed_id": "str", "charged": "bool", "barge_ins": "int",
         "created_at": "time", "started_at": "time", "first_frame_at": "time",
-        "ending_at": "time", "ended_at": "time", "wait_seconds": "float",
-        "planned_length": "float",
+        "ending_at": "time", "ended_at": "time", "placement_wait_seconds": "float",
+        "first_frame_wait_seconds": "float", "planned_length": "float",
     }  # fmt: skip
     assert result.sessions["session_id"].is_unique
     assert result.sessions["session_id"].str.startswith("sess_").all()
@@ -74,7 +75,9 @@ def test_api_calls_utilization_and_ledger_schemas(result: RunResult) -> None:
     }  # fmt: skip
     assert _kinds(result.utilization) == {
         "at": "time", "t": "float", "capacity": "int", "workers": "int", "idle": "int",
-        "busy": "int", "restarting": "int", "queued": "int", "utilization": "float",
+        "busy": "int", "restarting": "int", "queued": "int", "busy_max": "int",
+        "queued_max": "int", "busy_seconds": "float", "worker_seconds": "float",
+        "utilization": "float",
     }  # fmt: skip
     ledger = _kinds(result.ledger)
     for column, kind in {"id": "str", "at": "time", "t": "float", "kind": "category",
@@ -97,7 +100,11 @@ def test_tables_agree_with_each_other(result: RunResult) -> None:
     sessions = result.sessions
     placed = sessions[sessions["started_at"].notna()]
     wait = (placed["started_at"] - placed["created_at"]).dt.total_seconds()
-    assert wait.to_numpy() == pytest.approx(placed["wait_seconds"].to_numpy(), abs=1e-6)
+    assert wait.to_numpy() == pytest.approx(placed["placement_wait_seconds"].to_numpy(), abs=1e-6)
+    framed = sessions[sessions["first_frame_at"].notna()]
+    wait = (framed["first_frame_at"] - framed["created_at"]).dt.total_seconds()
+    assert wait.to_numpy() == pytest.approx(framed["first_frame_wait_seconds"].to_numpy(), abs=1e-6)
+    assert (framed["first_frame_wait_seconds"] > framed["placement_wait_seconds"]).all()
     # The API's own usage summary (UTC) equals the session table and the ledger, per organization.
     usage = result.usage[result.usage["timezone"] == "UTC"].set_index("organization")
     seconds = sessions.groupby("organization")["billable_seconds"].sum()
@@ -129,7 +136,16 @@ def test_utilization_is_sampled_on_a_fixed_grid(result: RunResult) -> None:
     assert list(grid) == expected
     util = result.utilization
     assert (util["busy"] + util["idle"] + util["restarting"] == util["workers"]).all()
-    assert util["utilization"].between(0, 1).all()
+    # Each row's meter covers its interval: worker-seconds are the pool's size times its length
+    # (the pool never changes here), the busy ones at most that, and the peaks at least the
+    # snapshots that open the interval and the next.
+    lengths = np.diff([*grid, result.duration])
+    assert util["worker_seconds"].to_numpy() == pytest.approx(util["workers"] * lengths)
+    assert (util["busy_seconds"] <= util["worker_seconds"] + 1e-9).all()
+    assert (util["busy_max"] >= util["busy"]).all()
+    assert (util["busy_max"].iloc[:-1].to_numpy() >= util["busy"].iloc[1:].to_numpy()).all()
+    defined = util["utilization"].dropna()
+    assert defined.between(0, 1).all() and len(defined) == (lengths > 0).sum()
 
 
 @pytest.mark.req("SIM-2", "NB-2")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -18,6 +19,7 @@ from harness.sweep import (
     SweepResult,
     aggregate,
     clip,
+    load_sweep,
     parse_sweep,
     replication_seed,
     run_sweep,
@@ -60,12 +62,63 @@ def test_set_path_creates_mappings_and_indexes_lists() -> None:
 def test_points_are_validated_naming_the_point_and_field() -> None:
     with pytest.raises(ScenarioError) as info:
         parse_sweep(_sweep(grid={"config.scheduler.workers": [2, -1]}), "s.yaml")
-    assert "grid point 1 (config.scheduler.workers=-1)" in info.value.source
-    assert info.value.problems[0].startswith("config.scheduler.workers: ")
-    with pytest.raises(ScenarioError, match="metrics: unknown metrics nope"):
+    assert info.value.problems == (
+        "grid.config.scheduler.workers: value -1: config.scheduler.workers: Input should be "
+        "greater than or equal to 0",
+    )
+    with pytest.raises(ScenarioError, match=r"metrics: unknown metric .nope."):
         parse_sweep(_sweep(metrics=["nope"]))
     with pytest.raises(ScenarioError, match="exactly one of"):
         parse_sweep(_sweep(scenario=None))
+
+
+@pytest.mark.req("NB-10")
+def test_a_bad_sweep_file_is_refused_in_one_round_with_files_and_lines(tmp_path: Path) -> None:
+    """The sweep's own fields, the scenario file it names and every grid value that makes a
+    bad point: all reported at once, each at its file and line (a grid value at the line of
+    its path, once however many points have it)."""
+    base = tmp_path / "base.yaml"
+    base.write_text(
+        "name: b\nduration: 1h\norganizations:\n  - {name: A, plan: gold}\n"
+        "arrivals:\n  - {kind: poisson, rate_per_hour: 10}\n",
+        encoding="utf-8",
+    )
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(
+        "name: s\nbase: base.yaml\nreplications: 0\ngrid:\n"
+        "  config.scheduler.workers: [2, -1, -3]\n  arrivals[0].rate_per_hour: [0, 5]\n"
+        "metrics: [nope]\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ScenarioError) as info:
+        load_sweep(sweep)
+    found = {(where, line): text for where, line, text in info.value.located}
+    assert found[(str(sweep), 3)].startswith("replications: ")
+    assert found[(str(sweep), 7)].startswith("metrics: unknown metric 'nope'")
+    assert found[(str(base), 4)].startswith("organizations[0].plan: unknown plan 'gold'")
+    assert len(found) == 3  # the base is broken: its grid points are not judged on top of it
+    base.write_text(base.read_text(encoding="utf-8").replace("gold", "pro"), encoding="utf-8")
+    with pytest.raises(ScenarioError) as info:
+        load_sweep(sweep)
+    found = {(where, line): text for where, line, text in info.value.located}
+    assert found[(str(sweep), 5)] == (
+        "grid.config.scheduler.workers: values -1, -3: config.scheduler.workers: Input should "
+        "be greater than or equal to 0"
+    )
+    assert found[(str(sweep), 6)].startswith("grid.arrivals[0].rate_per_hour: value 0: ")
+    assert len(found) == 4
+    message = str(info.value)
+    assert f"{sweep}:5: grid.config.scheduler.workers" in message
+    assert message.startswith(f"{sweep}: invalid (4 problems)")
+
+
+@pytest.mark.req("NB-3")
+def test_old_metric_names_are_read_for_one_release_with_a_note() -> None:
+    with pytest.warns(FutureWarning, match="'mean_wait_seconds' is now 'mean_placement_wait"):
+        sweep, _base, _points = parse_sweep(_sweep(metrics=["mean_wait_seconds"]))
+    assert sweep.metrics == ("mean_placement_wait_seconds",)
+    with pytest.raises(ScenarioError, match="refused_rate' is gone"):
+        parse_sweep(_sweep(metrics=["refused_rate"]))
 
 
 @pytest.mark.req("NB-3")
@@ -176,12 +229,14 @@ def test_proportions_pool_counts_and_bounded_metrics_stay_in_range() -> None:
             "sessions_created": [40.0, 60.0],
             "no_capacity_rate": [0.0, 0.05],
             "mean_utilization": [0.97, 0.999],
-            "mean_wait_seconds": [0.1, 9.0],
+            "mean_placement_wait_seconds": [0.1, 9.0],
         }
     )
     raw_low, _ = t_interval([0.0, 0.05])
     assert raw_low < 0  # what the notebooks used to draw
-    summary = aggregate(runs, [], ["no_capacity_rate", "mean_utilization", "mean_wait_seconds"])
+    summary = aggregate(
+        runs, [], ["no_capacity_rate", "mean_utilization", "mean_placement_wait_seconds"]
+    )
     rows = summary.set_index("metric")
     rate = rows.loc["no_capacity_rate"]
     assert rate["method"] == "wilson" and rate["trials"] == 100
@@ -189,6 +244,6 @@ def test_proportions_pool_counts_and_bounded_metrics_stay_in_range() -> None:
     assert (rate["ci_low"], rate["ci_high"]) == pytest.approx(wilson_interval(3, 100))
     util = rows.loc["mean_utilization"]
     assert util["method"] == "t-clipped" and util["ci_high"] == 1.0 and util["ci_low"] >= 0
-    wait = rows.loc["mean_wait_seconds"]
+    wait = rows.loc["mean_placement_wait_seconds"]
     assert wait["ci_low"] == 0.0 and wait["ci_high"] > 9
     assert set(summary["method"]) <= set(METHODS)

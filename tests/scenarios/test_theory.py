@@ -47,7 +47,10 @@ CHECKS: dict[str, tuple[str, int, float, int, dict[str, float]]] = {
     ),
     "erlang_c": (
         "erlang_c.yaml", 5, 3.5, 15,
-        {"wait_probability": erlang_c(5, 3.5), "mean_wait_seconds": mean_wait_mmc(5, 3.5, MEAN)},
+        {
+            "placement_wait_probability": erlang_c(5, 3.5),
+            "mean_placement_wait_seconds": mean_wait_mmc(5, 3.5, MEAN),
+        },
     ),
     "patience": (
         "patience.yaml", 4, 5.0, 8,

@@ -1,4 +1,4 @@
-"""NB-7: a recording reads from any of its three forms into one checked type, and a file that
+"""NB-11: a recording reads from any of its three forms into one checked type, and a file that
 cannot be used is refused naming the file, the column and the rows."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from harness.traffic.recording import (
     recording_from_frame,
 )
 
-pytestmark = pytest.mark.req("NB-7")
+pytestmark = pytest.mark.req("NB-11")
 
 
 def _run_tables(tmp_path: Path) -> Path:

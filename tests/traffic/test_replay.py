@@ -191,19 +191,19 @@ def test_compare_judges_each_kind_by_its_own_interval() -> None:
             "no_capacity": [10, 12, 11],
             "sessions_created": [100, 100, 100],
             "no_capacity_rate": [0.10, 0.12, 0.11],
-            "mean_wait_seconds": [1.0, 1.2, 1.1],
+            "mean_placement_wait_seconds": [1.0, 1.2, 1.1],
             "billable_seconds": [5000, 5000, 5000],
         }
     )
     observed = {
         "no_capacity": 30, "sessions_created": 100, "no_capacity_rate": 0.30,
-        "mean_wait_seconds": 1.15, "billable_seconds": 5003,
+        "mean_placement_wait_seconds": 1.15, "billable_seconds": 5003,
     }  # fmt: skip
     table = compare(observed, predicted, ran=80).set_index("metric")
     rate = table.loc["no_capacity_rate"]
     assert rate["method"] == "wilson" and not rate["agree"]  # 30 of 100 against 33 of 300
     assert rate["observed_low"] > rate["predicted_high"]
-    wait = table.loc["mean_wait_seconds"]
+    wait = table.loc["mean_placement_wait_seconds"]
     assert wait["agree"] and wait["next_run_low"] < 1.0 < 1.2 < wait["next_run_high"]
     assert wait["predicted_low"] > wait["next_run_low"]  # the mean's interval is narrower
     billable = table.loc["billable_seconds"]
