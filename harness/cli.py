@@ -69,6 +69,15 @@ COMMANDS: list[Command] = [
         "copy the example scenarios, sweeps, notebooks and test suite",
     ),
     Command("conformance", "harness.conformance.command", "hold a deployment to the contract"),
+    Command(
+        "capture", "harness.traffic.capture_command", "record a deployment's sessions to a file"
+    ),
+    Command(
+        "replay",
+        "harness.traffic.replay_command",
+        "play a recording against a deployment, beside the simulation's prediction",
+        True,
+    ),
     Command("spec", "harness.spec_cli", "build, check or diff the contract in spec/"),
     Command(
         "trace", "harness.trace", "list every requirement id with the passing tests that prove it"

@@ -221,6 +221,7 @@ def _limiters(clock: Clock, limits: LimitsConfig) -> dict[str, RateLimiter]:
         "run_create": rate.run_creates_per_window,
         "avatar_create": rate.avatar_creates_per_window,
         "run_delete": rate.run_deletes_per_window,
+        "read": rate.reads_per_window,  # every authenticated read, one bucket (off by default)
     }
     return {
         name: RateLimiter(clock, name, limit, rate.window_seconds)

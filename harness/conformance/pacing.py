@@ -19,13 +19,14 @@ from now, Unix seconds, or an HTTP date, counted from the response's ``Date`` wh
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
 from harness.conformance.target import Exchange
 
-__all__ = ["KeyPacer", "retry_hint"]
+__all__ = ["KeyPacer", "headers_hint", "retry_hint"]
 
 #: An ``X-RateLimit-Reset`` at least this large is a Unix time, not a delay (2001-09-09).
 _UNIX_TIME_FLOOR = 1_000_000_000
@@ -95,17 +96,22 @@ class KeyPacer:
 def retry_hint(exchange: Exchange, wall_now: float | None = None) -> float | None:
     """Seconds to wait before retrying, from ``Retry-After`` or else ``X-RateLimit-Reset``, or
     ``None`` when neither says. Negative values become 0."""
+    return headers_hint(exchange.headers, wall_now)
+
+
+def headers_hint(headers: Mapping[str, str], wall_now: float | None = None) -> float | None:
+    """``retry_hint`` of a response's headers (names in lower case, as httpx gives them)."""
     for name in ("retry-after", "x-ratelimit-reset"):
-        raw = (exchange.headers.get(name) or "").strip()
+        raw = (headers.get(name) or "").strip()
         if not raw:
             continue
-        seconds = _seconds_from(raw, exchange, wall_now)
+        seconds = _seconds_from(raw, headers, wall_now)
         if seconds is not None:
             return max(seconds, 0.0)
     return None
 
 
-def _seconds_from(raw: str, exchange: Exchange, wall_now: float | None) -> float | None:
+def _seconds_from(raw: str, headers: Mapping[str, str], wall_now: float | None) -> float | None:
     number = raw.split(",")[0].split(";")[0].strip()
     try:
         value = float(number)
@@ -114,17 +120,17 @@ def _seconds_from(raw: str, exchange: Exchange, wall_now: float | None) -> float
     if value is not None:
         if value < _UNIX_TIME_FLOOR:
             return value
-        return value - _target_now(exchange, wall_now)
+        return value - _target_now(headers, wall_now)
     try:
         until = parsedate_to_datetime(raw)
     except (TypeError, ValueError):
         return None
-    return until.timestamp() - _target_now(exchange, wall_now)
+    return until.timestamp() - _target_now(headers, wall_now)
 
 
-def _target_now(exchange: Exchange, wall_now: float | None) -> float:
+def _target_now(headers: Mapping[str, str], wall_now: float | None) -> float:
     """The target's idea of now: its ``Date`` header, else this machine's clock."""
-    date = exchange.headers.get("date")
+    date = headers.get("date")
     if date:
         try:
             return parsedate_to_datetime(date).timestamp()

@@ -18,19 +18,25 @@ import heapq
 import math
 import random
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from itertools import repeat
 from operator import itemgetter
 from typing import TypeVar
 
-from harness.scenarios.model import Arrival, Burst, Diurnal, Poisson
+import pandas as pd
+
+from harness.scenarios.model import Arrival, Burst, Diurnal, Poisson, Recorded
+from harness.traffic.recording import Recording
 
 __all__ = [
+    "RecordedSession",
     "arrival_instants",
     "arrival_times",
     "merged",
     "poisson_instants",
     "poisson_times",
+    "recorded_sessions",
 ]
 
 HOUR = 3600.0
@@ -93,6 +99,8 @@ def arrival_instants(
     if isinstance(arrival, Burst):  # a flash crowd is drawn whole: its instants come unsorted
         times = sorted(arrival.at + rng.uniform(0.0, arrival.within) for _ in range(arrival.count))
         return iter([t for t in times if t < duration])
+    if isinstance(arrival, Recorded):
+        raise TypeError("a recorded arrival brings sessions, not instants: recorded_sessions")
     raise TypeError(f"unknown arrival {arrival!r}")  # pragma: no cover
 
 
@@ -121,3 +129,68 @@ def merged(sources: Iterable[tuple[Iterator[float], T]]) -> Iterator[tuple[float
     if len(tagged) == 1:
         return tagged[0]
     return heapq.merge(*tagged, key=itemgetter(0))
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedSession:
+    """One recorded session as it arrives: its organization's label (``None``: drawn by
+    weight), quality, surface and length (``None``: drawn from the scenario's)."""
+
+    organization: str | None
+    quality: str
+    surface: str
+    length: float | None
+
+
+def recorded_sessions(
+    arrival: Recorded, recording: Recording, duration: float, rng: random.Random
+) -> Iterator[tuple[float, RecordedSession]]:
+    """The sessions of ``recording`` as ``arrival`` plays them in ``[0, duration)``, in time
+    order (ties: the recording's order, then the copy's): see ``Recorded`` for ``since``,
+    ``speed``, ``shift`` and ``scale``. Every draw is made here, from ``rng``, in a fixed order:
+    the copies' shifts, then one draw per session for the thinned copy."""
+    if arrival.since is not None:
+        recording = recording.since(pd.Timestamp(arrival.since))
+    frame = recording.frame
+    speed = arrival.speed
+    times = (frame["offset_seconds"].to_numpy(dtype=float) / speed + arrival.shift).tolist()
+    lengths = (frame["length_seconds"].to_numpy(dtype=float) / speed).tolist()
+    labels = frame["organization"].tolist()
+    qualities = frame["quality"].astype(str).tolist()
+    surfaces = frame["surface"].astype(str).tolist()
+    count = len(times)
+    whole, fraction = divmod(arrival.scale, 1.0)
+    copies = int(whole) + (1 if fraction > 1e-12 else 0)
+    gap = recording.span / speed / count if count else 0.0
+    shifts = [0.0] + [rng.uniform(0.0, gap) for _ in range(copies - 1)]
+    keep = [rng.random() < fraction for _ in range(count)] if copies > whole else None
+    fixed = arrival.organization
+
+    def copy(index: int) -> Iterator[tuple[float, RecordedSession]]:
+        thinned = keep if index == copies - 1 and keep is not None else None
+        delta = shifts[index]
+        for row in range(count):
+            at = times[row] + delta
+            if thinned is not None and not thinned[row]:
+                continue
+            if at < 0.0 or at >= duration:
+                continue
+            label = labels[row]
+            length = lengths[row]
+            yield (
+                at,
+                RecordedSession(
+                    fixed if fixed is not None else (None if _missing(label) else str(label)),
+                    qualities[row],
+                    surfaces[row],
+                    None if math.isnan(length) else length,
+                ),
+            )
+
+    if copies == 1:
+        return copy(0)
+    return heapq.merge(*(copy(i) for i in range(copies)), key=itemgetter(0))
+
+
+def _missing(value: object) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.runner.arrivals import RecordedSession
 from harness.runner.door import Door
 from harness.runner.picks import WeightedPick
 from harness.runner.records import CallLog, CallRecorder, ClientLog, ClientRecorder, Tallies
@@ -204,19 +205,20 @@ class _SessionClient(_Client):
             self.session_id = session_id
             pool.live[session_id] = self  # until the service or the client ends it
 
-    def first_frame(self) -> None:
-        """The session runs: talk until the planned length has passed, then hang up."""
+    def first_frame(self, at: float | None = None) -> None:
+        """The session runs since ``at`` (default: now): talk until the planned length has
+        passed since then, then hang up."""
         pool = self.pool
-        length = self.length
         now = pool.clock.now
+        until = (now if at is None else at) + self.length
         if pool.talk is not None:
             assert self.session_id is not None
             pool.platform.sessions.play_audio(
-                self.session_id, pool.talk, rng=pool.streams.audio, until=now + length
+                self.session_id, pool.talk, rng=pool.streams.audio, until=until
             )
         timer = Timer()
         timer.callbacks, timer.value = _ON_HANG_UP, self
-        pool.clock.after(length, timer)
+        pool.clock.after(until - now, timer)
 
     @staticmethod
     def hang_up(timer: Timer) -> None:
@@ -376,13 +378,24 @@ class ClientPool:
 
     def _on_event(self, event: Event) -> None:
         session_id = event.subject
-        client = self.live.get(session_id) if session_id is not None else None
-        if client is None:
+        if session_id is None:
             return
         if event.type == _FIRST_FRAME:
-            client.first_frame()
-        else:  # the service ended the session: the client will not hang up
-            del self.live[session_id]  # type: ignore[arg-type]
+            self.session_started(session_id)
+        else:
+            self.session_over(session_id)
+
+    def session_started(self, session_id: str, at: float | None = None) -> None:
+        """``session_id`` had its first frame at ``at`` (default: now): its client talks and
+        hangs up its planned length after. The platform's events say it in process; a client
+        of a deployment learns it by asking (``harness.traffic.replay``)."""
+        client = self.live.get(session_id)
+        if client is not None:
+            client.first_frame(at)
+
+    def session_over(self, session_id: str) -> None:
+        """The service ended ``session_id``: its client, if still waiting, will not hang up."""
+        self.live.pop(session_id, None)
 
     # -- arrivals: each client makes its first attempt at once ------------------------------
 
@@ -397,6 +410,18 @@ class ClientPool:
         length = self.length()
         self._count = number = self._count + 1
         _SessionClient(self, number, org, quality, surface, length).attempt()
+
+    def start_recorded_client(self, org: OrgHandle | None, session: RecordedSession) -> None:
+        """A recorded session's client arrives now, from ``org`` (``None``: drawn from
+        ``organizations``), asking for the recorded quality and surface and keeping the
+        session for its recorded length (drawn from the profile when it has none)."""
+        if org is None:
+            if self.organizations is None:
+                raise ValueError("an arrival without organization needs the pool's organizations")
+            org = self.organizations()
+        length = self.length() if session.length is None else session.length
+        self._count = number = self._count + 1
+        _SessionClient(self, number, org, session.quality, session.surface, length).attempt()
 
     def start_run_client(self, org: OrgHandle, mix: RunMix) -> None:
         self._count = number = self._count + 1

@@ -21,13 +21,20 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from harness.runner.arrivals import arrival_instants, merged, poisson_instants
+from harness.runner.arrivals import (
+    RecordedSession,
+    arrival_instants,
+    merged,
+    poisson_instants,
+    recorded_sessions,
+)
 from harness.runner.clients import ClientPool, OrgHandle
 from harness.runner.door import Door
 from harness.runner.faults import start_faults
 from harness.runner.picks import WeightedPick
 from harness.runner.records import CallLog, ClientLog
-from harness.scenarios.model import RunMix, Scenario
+from harness.scenarios.model import Recorded, RunMix, Scenario
+from harness.traffic.recording import load_recording
 from sim.columns import Table
 from sim.config import HistoryConfig, SimConfig
 from sim.platform import Platform
@@ -99,7 +106,8 @@ def _organizations(
 def _schedule(
     scenario: Scenario, platform: Platform, orgs: tuple[OrgHandle, ...]
 ) -> Iterator[tuple[float, OrgHandle | None]]:
-    """Every arrival as (time, fixed organization or None), in time order, drawn as it comes."""
+    """Every arrival but the recorded ones as (time, fixed organization or None), in time
+    order, drawn as it comes."""
     by_name = {o.name: o for o in orgs}
     epoch = platform.config.epoch
     stream = platform.kernel.streams.stream
@@ -111,7 +119,29 @@ def _schedule(
             None if arrival.organization is None else by_name[arrival.organization],
         )
         for index, arrival in enumerate(scenario.arrivals)
+        if not isinstance(arrival, Recorded)
     )
+
+
+def _recorded(
+    scenario: Scenario, platform: Platform, orgs: tuple[OrgHandle, ...]
+) -> Iterator[Iterator[tuple[float, tuple[OrgHandle | None, RecordedSession]]]]:
+    """Each recorded arrival's sessions as (time, (organization or None, session)), in time
+    order; every one draws from the stream its position gives it, as the other kinds do."""
+    by_name = {o.name: o for o in orgs}
+    stream = platform.kernel.streams.stream
+    for index, arrival in enumerate(scenario.arrivals):
+        if isinstance(arrival, Recorded):
+            sessions = recorded_sessions(
+                arrival,
+                load_recording(arrival.path),
+                scenario.duration,
+                stream(f"scenario.arrivals.{index}"),
+            )
+            yield (
+                (at, (None if s.organization is None else by_name[s.organization], s))
+                for at, s in sessions
+            )
 
 
 def _runs(
@@ -212,6 +242,10 @@ def install(
     window = (arrivals_from, arrivals_until)
     sessions = _between(_schedule(scenario, platform, orgs), *window)
     platform.clock.follow(sessions, pool.start_session_client)
+    for recorded in _recorded(scenario, platform, orgs):
+        platform.clock.follow(
+            _from(recorded, arrivals_from), lambda tagged: pool.start_recorded_client(*tagged)
+        )
     if scenario.runs:
         runs = _between(_runs(pool, scenario, orgs), *window)
         platform.clock.follow(runs, lambda run: pool.start_run_client(*run))

@@ -1,23 +1,35 @@
-"""The HTTP door (``harness.runner.door``): a scenario's traffic through the real facade.
+"""The HTTP door (``harness.runner.door``): a scenario's traffic through a real facade.
 
 ``HttpDoor`` sends each call as an HTTP request built from the contract's route table (path,
-query and header parameters, JSON body) to the in-process ASGI app, on an event loop of its own:
-SimPy processes are plain generators, so each request is run to completion before the process
-continues, exactly like a blocking call.
+query and header parameters, JSON body) on an event loop of its own: SimPy processes are plain
+generators, so each request is run to completion before the process continues, exactly like a
+blocking call. Two targets:
+
+* ``HttpDoor(platform)``: the platform's own facade, in process (the demo's scenario);
+* ``HttpDoor.remote(base_url, secrets)``: a deployment by URL (``avatar-sim replay``). Each
+  caller's key is replaced by the deployment's secret ``secrets`` names for it, so the runner's
+  clients, which hold the keys of a local platform, speak for the deployment's keys. A refusal
+  becomes the domain error of its envelope's ``type``, with the wait its ``Retry-After`` or
+  ``X-RateLimit-Reset`` names in any form (``harness.conformance.pacing.headers_hint``); an
+  answer that is no envelope (a proxy's 502) or no answer at all becomes ``ServiceUnavailable``
+  (``http_<status>`` or ``target_unreachable``), which the clients treat as any refusal.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
+from harness.conformance.pacing import headers_hint
 from sim.accounts import Caller
 from sim.asgi.app import create_app
-from sim.asgi.routes import Route
+from sim.asgi.openapi import load_openapi
+from sim.asgi.routes import Route, RouteTable
+from sim.asgi.validation import SpecSchemas
 from sim.errors import (
     AuthenticationFailed,
     Conflict,
@@ -33,7 +45,7 @@ from sim.errors import (
 )
 from sim.platform import Outcome, Params, Platform
 
-__all__ = ["HttpDoor"]
+__all__ = ["Answered", "HttpDoor"]
 
 _ERRORS: dict[str, type[DomainError]] = {
     cls.type: cls
@@ -44,15 +56,49 @@ _ERRORS: dict[str, type[DomainError]] = {
 }  # fmt: skip
 BASE_URL = "http://avatar-sim.local"
 
+#: Told of every answer that is not a refusal: ``(operation_id, outcome)``.
+Answered = Callable[[str, Outcome], None]
+
 
 class HttpDoor:
-    """``Platform.call`` answered over HTTP by the in-process facade of ``platform``."""
+    """``Platform.call`` answered over HTTP, by the in-process facade of ``platform``."""
 
     def __init__(self, platform: Platform) -> None:
         app = create_app(platform)
-        self._routes: dict[str, Route] = {r.operation_id: r for r in app.state.route_table.routes}
+        client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE_URL)
+        self._setup(app.state.route_table, client, None)
+        self._remote = False
+
+    @classmethod
+    def remote(
+        cls,
+        base_url: str,
+        secrets: Mapping[str, str],
+        *,
+        timeout: float = 30.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+        answered: Answered | None = None,
+    ) -> HttpDoor:
+        """A deployment at ``base_url``: a caller whose key ``secrets`` maps sends the secret
+        it maps to (any other caller its own key). ``transport``: httpx's (a test's in-process
+        app); ``answered`` is told of every answer that is not a refusal."""
+        door = cls.__new__(cls)
+        client = httpx.AsyncClient(
+            base_url=base_url.rstrip("/"), timeout=timeout, transport=transport
+        )
+        door._setup(RouteTable(SpecSchemas(load_openapi())), client, secrets)
+        door._remote = True
+        door._answered = answered
+        return door
+
+    def _setup(
+        self, table: RouteTable, client: httpx.AsyncClient, secrets: Mapping[str, str] | None
+    ) -> None:
+        self._routes: dict[str, Route] = {r.operation_id: r for r in table.routes}
         self._loop = asyncio.new_event_loop()
-        self._client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE_URL)
+        self._client = client
+        self._secrets = secrets
+        self._answered: Answered | None = None
         self.requests = 0
 
     def close(self) -> None:
@@ -64,6 +110,10 @@ class HttpDoor:
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
+
+    def _secret(self, caller: Caller) -> str:
+        secret = caller.key.secret
+        return secret if self._secrets is None else self._secrets.get(secret, secret)
 
     def _request(self, route: Route, params: Mapping[str, Any], caller: Caller | None) -> Any:
         path_names = {p.name for p in route.parameters_in("path")}
@@ -77,7 +127,7 @@ class HttpDoor:
             if params.get(key) is not None:
                 headers[parameter.name] = str(params[key])
         if caller is not None:
-            headers["Authorization"] = f"Bearer {caller.key.secret}"
+            headers["Authorization"] = f"Bearer {self._secret(caller)}"
         body = params.get("body")
         return self._client.request(
             route.method, path, params=query, headers=headers, json=body if route.body else None
@@ -88,18 +138,41 @@ class HttpDoor:
     ) -> Outcome:  # ``reads_body``: HTTP always answers the whole body, which has the id
         route = self._routes[operation_id]
         values = params() if callable(params) else params
-        response = self._loop.run_until_complete(self._request(route, values, caller))
+        try:
+            response = self._loop.run_until_complete(self._request(route, values, caller))
+        except httpx.TransportError as error:
+            if not self._remote:
+                raise
+            raise ServiceUnavailable("target_unreachable", f"{operation_id}: {error}") from None
         self.requests += 1
         if response.status_code >= 400:
-            error = response.json()["error"]
-            retry = response.headers.get("retry-after")
-            raise _ERRORS.get(error["type"], InternalError)(
-                error["code"],
-                error["message"],
-                param=error.get("param"),
-                retry_after=float(retry) if retry is not None else None,
-            )
+            raise self._refusal(response)
         replayed = response.headers.get("idempotent-replayed", "false") == "true"
         if response.headers.get("content-type", "").startswith("application/json"):
-            return Outcome(body=response.json(), replayed=replayed)
-        return Outcome(body=response.content, media_type=response.headers["content-type"])
+            outcome = Outcome(body=response.json(), replayed=replayed)
+        else:
+            outcome = Outcome(body=response.content, media_type=response.headers["content-type"])
+        if self._answered is not None:
+            self._answered(operation_id, outcome)
+        return outcome
+
+    def _refusal(self, response: httpx.Response) -> DomainError:
+        try:
+            error = response.json()["error"]
+            kind, code, message = error["type"], error["code"], error["message"]
+        except (ValueError, KeyError, TypeError):
+            if not self._remote:
+                raise
+            return ServiceUnavailable(
+                f"http_{response.status_code}",
+                f"an answer without the error envelope: {response.text[:200]!r}",
+                retry_after=headers_hint(response.headers),
+            )
+        if self._remote:
+            retry = headers_hint(response.headers)
+        else:
+            header = response.headers.get("retry-after")
+            retry = float(header) if header is not None else None
+        return _ERRORS.get(kind, InternalError)(
+            code, message, param=error.get("param"), retry_after=retry
+        )

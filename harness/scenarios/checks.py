@@ -25,6 +25,7 @@ from harness.scenarios.parts import (
     Organization,
     Poisson,
     PoolChange,
+    Recorded,
     RunMix,
 )
 from harness.scenarios.problems import Loc, Problem
@@ -241,6 +242,55 @@ def _timeline(parts: Parts) -> Iterator[Problem]:
         yield Problem(("measure",), "must be > 0")
 
 
+def _recordings(parts: Parts) -> Iterator[Problem]:
+    """Each recorded arrival's file reads as a recording, its organizations are the
+    scenario's, and some of its sessions fall within the run."""
+    from harness.traffic.recording import RecordingError, load_recording  # pandas: on demand
+
+    for i, arrival in parts.arrivals:
+        if not isinstance(arrival, Recorded):
+            continue
+        try:
+            recording = load_recording(arrival.path)
+        except RecordingError as error:
+            for problem in error.problems:
+                yield Problem(("arrivals", i, "path"), f"{error.source}: {problem}")
+            continue
+        timeless = arrival.since is not None and recording.start is None
+        if timeless:
+            yield Problem(
+                ("arrivals", i, "since"),
+                f"{arrival.path} is written in offsets (offset_seconds), with no instants",
+            )
+        if arrival.organization is None:
+            unknown = [o for o in recording.organizations() if o not in parts.names]
+            if unknown:
+                shown = ", ".join(repr(o) for o in unknown[:5])
+                more = f" (and {len(unknown) - 5} more)" if len(unknown) > 5 else ""
+                yield Problem(
+                    ("arrivals", i, "path"),
+                    f"{arrival.path} has sessions of {shown}{more}, not among the scenario's "
+                    "organizations: add them, or set `organization` to send every session "
+                    "of the recording as one of them",
+                )
+        if parts.duration is None or timeless:
+            continue
+        if arrival.shift >= parts.duration:
+            yield Problem(
+                ("arrivals", i, "shift"), f"is not before the duration {parts.duration:g} s"
+            )
+            continue
+        played = recording if arrival.since is None else recording.since(arrival.since)
+        offsets = played.frame["offset_seconds"] / arrival.speed + arrival.shift
+        if not ((offsets >= 0) & (offsets < parts.duration)).any():
+            yield Problem(
+                ("arrivals", i, "path"),
+                f"none of the {len(played)} sessions of {arrival.path} falls within the run "
+                f"(offsets {played.span / arrival.speed:g} s long from {arrival.shift:g} s, "
+                f"duration {parts.duration:g} s)",
+            )
+
+
 def _limits(parts: Parts) -> Iterator[Problem]:
     limits, config = parts.limits, parts.config
     if limits is None:
@@ -281,6 +331,7 @@ def cross_field_problems(parts: Parts) -> list[Problem]:
         *parts.non_finite,
         *_organizations(parts),
         *_timeline(parts),
+        *_recordings(parts),
         *_limits(parts),
         *_usage_window(parts),
     ]

@@ -33,6 +33,7 @@ __all__ = [
     "parse_scenario",
     "problems_of",
     "read_yaml",
+    "resolve_paths",
 ]
 
 
@@ -165,7 +166,28 @@ def load_yaml(path: str | Path) -> Any:
     return read_yaml(path).data
 
 
+def resolve_paths(data: Any, directory: Path) -> Any:
+    """``data`` with every relative ``path`` of a recorded arrival made relative to
+    ``directory`` (the scenario file's), so the scenario reads the same file from anywhere;
+    anything else is left as it is (the model reports it)."""
+    if not isinstance(data, Mapping) or not isinstance(data.get("arrivals"), list):
+        return data
+    arrivals = []
+    for arrival in data["arrivals"]:
+        path = arrival.get("path") if _is_recorded(arrival) else None
+        if isinstance(path, str) and path and not Path(path).is_absolute():
+            arrival = {**arrival, "path": str((directory / path).absolute())}
+        arrivals.append(arrival)
+    return {**data, "arrivals": arrivals}
+
+
+def _is_recorded(arrival: Any) -> bool:
+    return isinstance(arrival, Mapping) and arrival.get("kind") == "recorded"
+
+
 def load_scenario(path: str | Path) -> Scenario:
-    """Read and validate a scenario YAML file; problems name their line."""
+    """Read and validate a scenario YAML file; problems name their line. A recorded
+    arrival's relative ``path`` is read next to the file."""
     document = read_yaml(path)
-    return parse_scenario(document.data, document.source, document.root)
+    data = resolve_paths(document.data, Path(path).parent)
+    return parse_scenario(data, document.source, document.root)

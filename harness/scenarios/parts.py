@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from harness.scenarios.durations import Seconds
 from sim.config import (
@@ -35,6 +35,7 @@ __all__ = [
     "Organization",
     "Poisson",
     "PoolChange",
+    "Recorded",
     "RunMix",
     "SessionProfile",
     "Strict",
@@ -102,7 +103,37 @@ class Burst(_ArrivalBase):
     within: Seconds = 0.0
 
 
-Arrival = Annotated[Poisson | Diurnal | Burst, Field(discriminator="kind")]
+class Recorded(_ArrivalBase):
+    """The sessions of a recording (``harness.traffic.recording``: a capture, a CSV or Parquet
+    file, or a run's ``tables/sessions.parquet``), each at its recorded offset with its recorded
+    length, quality and surface.
+
+    The file is read and checked with the scenario (its problems are reported at ``path``); a
+    relative ``path`` is read next to the scenario file. Offsets count from ``since`` (default:
+    the recording's start); time runs ``speed`` times faster (offsets and lengths divided by
+    it); the whole plays ``shift`` seconds into the run; only sessions that then fall within
+    ``[0, duration)`` arrive. ``scale`` multiplies the traffic: below 1 each session is kept
+    with that probability, above 1 whole copies are added (the last one thinned to the
+    fraction), each shifted by a random offset within the recording's mean gap between
+    sessions, so that copies do not arrive in lockstep; the draws are the run's seed's.
+
+    A session's organization is the arrival's ``organization`` when given, else its recorded
+    label, which must then name one of the scenario's organizations (a session without one is
+    drawn by weight, like any arrival). A session without a recorded length (it never ran)
+    draws one from ``sessions.length``.
+    """
+
+    kind: Literal["recorded"] = "recorded"
+    path: str = Field(min_length=1, description="the recording: CSV or Parquet")
+    since: AwareDatetime | None = Field(
+        default=None, description="the recorded instant played at the shift; earlier: left out"
+    )
+    speed: float = Field(default=1.0, gt=0, le=1e6, description="time runs this much faster")
+    shift: Seconds = Field(default=0.0, description="when the recording starts in the run")
+    scale: float = Field(default=1.0, gt=0, le=1000, description="traffic multiplier")
+
+
+Arrival = Annotated[Poisson | Diurnal | Burst | Recorded, Field(discriminator="kind")]
 
 
 class AudioPattern(Strict):

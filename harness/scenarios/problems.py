@@ -20,7 +20,7 @@ Loc = tuple[str | int, ...]
 
 #: Discriminator tags pydantic inserts into locations of tagged unions; they are not YAML keys.
 _TAGS = frozenset(
-    {"poisson", "diurnal", "burst", "constant", "exponential", "lognormal", "uniform"}
+    {"poisson", "diurnal", "burst", "recorded", "constant", "exponential", "lognormal", "uniform"}
 )
 
 

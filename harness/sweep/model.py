@@ -22,7 +22,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from harness.runner.metrics import METRICS, resolve_metric
-from harness.scenarios.loader import ScenarioError, parse_scenario, problems_of, read_yaml
+from harness.scenarios.loader import (
+    ScenarioError,
+    parse_scenario,
+    problems_of,
+    read_yaml,
+    resolve_paths,
+)
 from harness.scenarios.model import Scenario
 from harness.scenarios.problems import Problem
 
@@ -231,8 +237,11 @@ def parse_sweep(
                     path = directory / path
                 document = read_yaml(path)
                 base_data, base_source, base_root = document.data, document.source, document.root
+                base_data = resolve_paths(base_data, path.parent)
             else:
                 base_data, base_source, base_root = inline, f"{source}: scenario", None
+                if directory is not None:
+                    base_data = resolve_paths(base_data, directory)
             base = parse_scenario(base_data, base_source, base_root)
         except ScenarioError as error:
             if isinstance(base_name, str):

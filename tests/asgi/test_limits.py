@@ -7,8 +7,11 @@ import math
 import pytest
 from httpx import Client
 
+from harness.conformance.target import SyncASGITransport
+from sim.asgi import create_app
+from sim.config import SimConfig
 from sim.platform import Platform
-from tests.asgi.support import ADMIN, Org, assert_envelope, session_body
+from tests.asgi.support import ADMIN, Org, assert_envelope, make_org, session_body
 
 
 def _create_and_end(client: Client, org: Org) -> dict[str, str]:
@@ -243,3 +246,31 @@ def test_replays_skip_the_limiter_through_the_python_api_too(platform: Platform,
         again = platform.call("createSession", caller, dict(params))
         assert again.replayed and again.body == first.body
         assert again.rate is not None and again.rate.remaining == 9
+
+
+@pytest.mark.req("LIM-9", "LIM-4", "SIM-6")
+def test_reads_are_limited_only_when_configured(client: Client, org: Org) -> None:
+    """``limits.rate.reads_per_window`` (GAP-LIM-1: off by default) limits every authenticated
+    read of a key in one bucket, with the headers of any limited operation."""
+    for _ in range(30):
+        assert client.get("/v1/sessions", headers=org.auth()).status_code == 200
+    assert "x-ratelimit-limit" not in client.get("/v1/billing/quota", headers=org.auth()).headers
+    config = SimConfig().model_dump()
+    config["limits"]["rate"]["reads_per_window"] = 2
+    platform = Platform.create(SimConfig.model_validate(config))
+    limited = make_org(platform, "Acme", "pro")
+    other_key = platform.admin.create_key(limited.id)["key"]
+    with Client(
+        transport=SyncASGITransport(create_app(platform)), base_url="http://testserver"
+    ) as http:
+        first = http.get("/v1/sessions", headers=limited.auth())
+        assert first.status_code == 200 and first.headers["x-ratelimit-remaining"] == "1"
+        assert http.get("/v1/billing/quota", headers=limited.auth()).status_code == 200
+        refused = http.get("/v1/runs", headers=limited.auth())
+        assert_envelope(refused, 429, "rate_limit", "rate_limited")
+        assert refused.headers["retry-after"] == "60"
+        other = http.get("/v1/sessions", headers={"Authorization": f"Bearer {other_key}"})
+        assert other.status_code == 200  # per key
+        assert http.get("/v1/status").status_code == 200  # public reads are never limited
+        platform.advance(60)
+        assert http.get("/v1/sessions", headers=limited.auth()).status_code == 200

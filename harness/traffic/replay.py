@@ -1,0 +1,557 @@
+"""``replay``: a recording played against a deployment, its observed metrics beside the
+simulation's prediction for the same traffic.
+
+The traffic is a scenario (``prediction_scenario``): one organization, speaking through the
+given keys round-robin, whose only arrival is the recording (``kind: recorded``), with the
+client behaviour (retries, backoff, idempotency keys) and the configuration of ``--scenario``
+when one is given. The same scenario is played twice:
+
+* **against the deployment**, by the runner's own clients (``harness.runner.engine.install``
+  on a local platform that only hosts them: their clock, their draws, their keys), through the
+  runner's HTTP door to the deployment's URL (``HttpDoor.remote``), the local clock following
+  the wall clock scaled to the deployment's time. A client of a deployment has no webhooks to
+  learn when its session ran: the replay asks (``GET /v1/sessions/{id}``) for each session
+  still waiting for its first frame, every ``poll`` wall seconds, and hangs up the recorded
+  length after the first frame the deployment stamped (not after the moment the replay saw
+  it), mapped to the local clock by the offset between the ``created_at`` of each create and
+  the local moment it was sent (their median). Once every session is over, each one is read
+  again for its final state;
+* **in the simulator**, ``replications`` times with fresh seeds (``run_scenario``).
+
+Both are summarized by ``harness.runner.metrics.summarize`` over the same window (the
+recording's arrivals); a metric the replay cannot observe (``UNOBSERVED``: the deployment's
+ledger and its pool) is left out of the observed side rather than shown as zero.
+
+What agreeing means, per metric (``compare``): a proportion agrees when the observed Wilson
+interval (its own counts) and the predicted one (the replications' pooled counts) overlap; any
+other metric when the observed value lies within the 95 % prediction interval of one more
+replication (Student t over the replications: mean ± t · s · sqrt(1 + 1/n), clipped to the
+metric's range), since one replay is one draw of the run, not the mean of many; billable
+seconds (whole seconds per session, rounded up) when that interval meets the observed value
+give or take one second per session that ran, since the replay hangs up at the deployment's
+millisecond stamps and a request's latency later, either of which can carry a session across
+a second's boundary.
+
+Limits of a replay, said in its report: it sends no audio (a deployment's media path is out of
+reach), so the prediction's clients send none either and sessions longer than the idle
+timeout end by it in both; sessions of a surface only the service's own front ends create
+(playground, embed, ...) are created through the API (``api``), in both; and what is observed
+is shifted by the latency of each request, in the deployment's time (``time_factor`` magnifies
+it for a fast served clock).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pandas as pd
+from scipy import stats
+
+from harness.collect import RunResult, collect
+from harness.runner import run_scenario
+from harness.runner.engine import RawRun, install
+from harness.runner.http_door import HttpDoor
+from harness.runner.metrics import METRICS, epoch_of, format_value, summarize
+from harness.scenarios import Scenario, parse_scenario
+from harness.sweep.aggregate import CONFIDENCE, METHODS, aggregate, clip, wilson_interval
+from harness.traffic.capture import _row
+from harness.traffic.recording import Recording, recording_from_frame
+from sim.accounts import ApiKey, Caller
+from sim.errors import DomainError
+from sim.lifecycle import TERMINAL
+from sim.platform import Outcome, Platform
+
+__all__ = [
+    "API_SURFACES",
+    "UNOBSERVED",
+    "ReplayError",
+    "ReplayResult",
+    "compare",
+    "played",
+    "prediction_scenario",
+    "replay",
+]
+
+#: The surfaces a client can create sessions of through the API; others become ``api``.
+API_SURFACES = ("api", "pipecat")
+#: Metrics a replay cannot observe: the deployment's ledger and its worker pool.
+UNOBSERVED = ("credits_charged", "mean_utilization")
+#: Seconds after the run's end (the deployment's time) to wait for the last sessions to end.
+SETTLE_SECONDS = 120.0
+_CREATES = ("createSession", "createPipecatSession")
+
+
+class ReplayError(Exception):
+    """The replay could not be made (an unusable scenario for the recording, a refused key)."""
+
+
+@dataclass
+class ReplayResult:
+    """What a replay observed, what the simulation predicted, and the two side by side."""
+
+    scenario: Scenario
+    recording: Recording  # as played: surfaces the API cannot create made ``api``
+    observed: RunResult
+    observed_metrics: dict[str, float]
+    predicted: pd.DataFrame  # one row per replication: its seed and every metric
+    comparison: pd.DataFrame  # one row per metric (``compare``)
+    notes: list[str] = field(default_factory=list)
+    unfinished: int = 0  # sessions not over when the replay stopped waiting
+
+
+def played(recording: Recording) -> tuple[Recording, int]:
+    """``recording`` as a replay can play it: sessions of a surface the API cannot create are
+    created through the API; and how many were changed."""
+    frame = recording.frame.copy()
+    moved = ~frame["surface"].astype(str).isin(API_SURFACES)
+    surfaces = frame["surface"].astype(str).where(~moved, "api")
+    frame["surface"] = pd.Categorical(surfaces, categories=frame["surface"].cat.categories)
+    return Recording(frame, recording.source, recording.start, dict(recording.info)), int(
+        moved.sum()
+    )
+
+
+def prediction_scenario(
+    path: Path,
+    recording: Recording,
+    *,
+    keys: int,
+    speed: float,
+    base: Scenario | None = None,
+    plan: str | None = None,
+) -> Scenario:
+    """The scenario a replay plays: ``base`` (or a default one) with its first organization
+    alone, ``keys`` keys, and one arrival, the recording at ``path`` played ``speed`` times
+    faster in the deployment's time; no other traffic, no faults, no audio.
+
+    Without ``base`` the run lasts until the recording's last arrival and then long enough for
+    its longest session; with one, its own ``duration`` and ``cooldown`` must hold the
+    recording (so the limits it lifts reach as far in the replay as where it is served)."""
+    span = recording.span / speed
+    lengths = recording.frame["length_seconds"].dropna()
+    longest = float(lengths.max()) / speed if len(lengths) else 0.0
+    if base is None:
+        plans = [p.key for p in parse_scenario({"duration": 1, "organizations": [{"name": "x"}]})
+                 .sim_config().billing.plans]  # fmt: skip
+        data: dict[str, Any] = {
+            "name": "replay",
+            "duration": math.floor(span) + 1.0,
+            "cooldown": math.ceil(longest) + SETTLE_SECONDS,
+            "organizations": [{"name": "replayed", "plan": plan if plan in plans else "free"}],
+        }
+    else:
+        if span >= base.duration:
+            raise ReplayError(
+                f"the recording lasts {span:g} s at speed {speed:g}, not within the scenario's "
+                f"duration {base.duration:g} s: lengthen it or play faster"
+            )
+        data = base.model_dump(mode="json")
+    first = dict(data["organizations"][0])
+    first.update(keys=keys, weight=1.0)
+    sessions = dict(data.get("sessions", {}))
+    sessions["audio"] = None
+    arrival = {
+        "kind": "recorded", "path": str(path), "speed": speed, "organization": first["name"],
+    }  # fmt: skip
+    data.update(
+        organizations=[first],
+        arrivals=[arrival],
+        runs=[],
+        faults=[],
+        sessions=sessions,
+        warmup=0.0,
+        measure=None,
+        records="full",
+        usage_timezones=[],
+    )
+    return parse_scenario(data, f"the replay of {recording.source}")
+
+
+# -- playing against a deployment ------------------------------------------------------------
+
+
+@dataclass
+class _Offsets:
+    """Where the deployment's instants fall on the local clock: their median difference."""
+
+    samples: list[float] = field(default_factory=list)
+
+    def add(self, deployment_unix: float, local: float) -> None:
+        self.samples.append(deployment_unix - local)
+
+    def local(self, stamp: str) -> float | None:
+        if not self.samples:
+            return None
+        return pd.Timestamp(stamp).timestamp() - statistics.median(self.samples)
+
+
+def _created(outcome: Outcome) -> dict[str, Any] | None:
+    body = outcome.body
+    if isinstance(body, dict) and isinstance(body.get("session"), dict):
+        body = body["session"]  # a pipecat create
+    return body if isinstance(body, dict) and "created_at" in body else None
+
+
+@dataclass
+class _Player:
+    scenario: Scenario
+    door: HttpDoor
+    host: Platform
+    time_factor: float
+    poll: float
+    sleep: Callable[[float], None]
+    monotonic: Callable[[], float]
+    offsets: _Offsets
+    started: set[str] = field(default_factory=set)
+
+    def local_now(self, wall_start: float) -> float:
+        return (self.monotonic() - wall_start) / self.time_factor
+
+    def play(
+        self,
+        secrets: dict[str, str],
+        api_keys: Sequence[str],
+        progress: Callable[[float, float], None] | None,
+    ) -> RawRun:
+        """Install the scenario's clients on the host, its organization's keys speaking for
+        ``api_keys`` round-robin, and follow the wall clock until every session is over."""
+        scenario, host = self.scenario, self.host
+        installed = install(host, scenario, self.door)
+        org = installed.organizations[0]
+        for index, local in enumerate(org.callers):
+            secrets[local.key.secret] = api_keys[index % len(api_keys)]
+        pool = installed.pool
+        caller = org.callers[0]
+        end = scenario.duration + scenario.cooldown
+        step = self.poll / self.time_factor  # a poll every ``poll`` wall seconds
+        wall_start = self.monotonic()
+        next_poll = 0.0
+        while True:
+            now = min(self.local_now(wall_start), end)
+            host.clock.advance_to(max(now, host.clock.now))
+            if now >= next_poll:
+                self._poll(pool.live, pool, caller)
+                next_poll = now + step
+            if progress is not None:
+                progress(now, end)
+            due = host.clock.next_event_at()
+            idle = due is None or due > end  # the host's own timers (its billing month) wait
+            if now >= end or (now >= scenario.duration and not pool.live and idle):
+                break
+            wake = min(next_poll, end, math.inf if due is None else due)
+            self.sleep(max(wake - self.local_now(wall_start), 0.0) * self.time_factor)
+        # No pool samples: the deployment's pool is not this host's; its one meter reading
+        # closes the (empty) series, and usage comes from the deployment, not from here.
+        meters = (host.sessions.pool_meter(),)
+        return RawRun(scenario, scenario.seed, "full", host, installed.organizations, pool, (),
+                      meters, (), host.clock.now)  # fmt: skip
+
+    def _poll(self, live: dict[str, Any], pool: Any, caller: Any) -> None:
+        """Ask after each session still waiting for its first frame."""
+        for session_id in [s for s in live if s not in self.started]:
+            try:
+                body = self.door.call("retrieveSession", caller, {"session_id": session_id}).body
+            except DomainError:
+                return  # refused (a read limit): ask again at the next poll
+            if not isinstance(body, dict):
+                continue
+            first_frame = body.get("first_frame_at")
+            if first_frame:
+                self.started.add(session_id)
+                at = self.offsets.local(str(first_frame))
+                pool.session_started(session_id, at if at is None else min(at, self.host.clock.now))
+            elif body.get("status") in TERMINAL:
+                pool.session_over(session_id)
+
+    def final(self, session_ids: Sequence[str], caller: Any) -> list[dict[str, Any]]:
+        """Each session as the deployment finally shows it, waiting (in the deployment's
+        time, at most ``SETTLE_SECONDS``) for those still ending."""
+        final: dict[str, dict[str, Any]] = {}
+        deadline = self.monotonic() + SETTLE_SECONDS * self.time_factor
+        pending = list(session_ids)
+        while pending:
+            waiting = []
+            for session_id in pending:
+                try:
+                    body = self.door.call("retrieveSession", caller, {"session_id": session_id})
+                except DomainError as error:
+                    if error.type != "rate_limit":
+                        raise
+                    self.sleep((error.retry_after or 1.0) * self.time_factor)
+                    waiting.append(session_id)
+                    continue
+                resource = body.body
+                assert isinstance(resource, dict)
+                final[session_id] = resource
+                if resource.get("status") not in TERMINAL:
+                    waiting.append(session_id)
+            pending = waiting
+            if not pending or self.monotonic() > deadline:
+                break
+            self.sleep(self.poll)
+        return [final[s] for s in session_ids if s in final]
+
+
+def _observed_sessions(
+    resources: list[dict[str, Any]], clients: pd.DataFrame, epoch: pd.Timestamp, lag: float
+) -> pd.DataFrame:
+    """The deployment's sessions as the metrics read them: a ``sessions`` table's columns.
+
+    Their instants move onto the local run's time (the metrics' windows are in it): by ``lag``,
+    the deployment's clock less the local one, and further for a session whose creation would
+    then precede its client's request (the lag is a median over answers that came a latency
+    late), so the window counts the sessions whose clients arrived in it, as the simulation's."""
+    rows = [_row(r, "replayed", None) for r in resources]
+    frame = recording_from_frame(pd.DataFrame(rows, columns=list(_row({}, "", None)))).frame
+    sessions = clients[clients["kind"] == "session"].set_index("resource_id")
+    made, asked = sessions["client"], sessions["t"]
+    frame["client"] = pd.array([made.get(s, pd.NA) for s in frame["session_id"]], dtype="Int64")
+    local = (frame["created_at"] - epoch).dt.total_seconds() - lag
+    request = pd.Series([asked.get(s, -math.inf) for s in frame["session_id"]], index=frame.index)
+    moved = epoch + pd.to_timedelta(local.clip(lower=request), unit="s").dt.ceil("us")
+    shift = moved - frame["created_at"]
+    for column in ("started_at", "first_frame_at"):
+        frame[column] = frame[column] + shift
+    frame["created_at"] = moved
+    created = frame["created_at"]
+    frame["placement_wait_seconds"] = (frame["started_at"] - created).dt.total_seconds()
+    frame["first_frame_wait_seconds"] = (frame["first_frame_at"] - created).dt.total_seconds()
+    return frame
+
+
+# -- comparing -------------------------------------------------------------------------------
+
+
+def _prediction_interval(
+    values: Sequence[float], bounds: tuple[float, float]
+) -> tuple[float, float]:
+    clean = [v for v in values if not math.isnan(v)]
+    n = len(clean)
+    if n < 2:
+        return math.nan, math.nan
+    mean, sd = statistics.fmean(clean), statistics.stdev(clean)
+    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1)) * sd * math.sqrt(1 + 1 / n)
+    return clip((mean - half, mean + half), bounds)
+
+
+def compare(
+    observed: dict[str, float], predicted: pd.DataFrame, ran: int | None = None
+) -> pd.DataFrame:
+    """One row per metric: the observed value (and, for a proportion, its Wilson interval),
+    the predicted mean with its 95 % interval and method over the replications, the interval
+    one more replication falls in, and whether the two agree (see the module's docstring).
+
+    ``ran``: how many observed sessions had a first frame. A metric counted in whole seconds
+    per session (billable seconds, each rounded up) then gets the observed interval ``value ±
+    ran``: the replay hangs up at the deployment's millisecond stamps, a request's latency
+    later, where the simulation's clients hang up exactly, and either can carry a session
+    across a second's boundary."""
+    names = [m for m in observed if m in METRICS and m in predicted]
+    table = aggregate(predicted.assign(point=0), [], names).set_index("metric")
+    rows = []
+    for name in names:
+        spec = METRICS[name]
+        row: dict[str, Any] = {str(k): v for k, v in table.loc[name].to_dict().items()}
+        value = observed[name]
+        low = high = math.nan
+        agree: bool | None = None
+        if spec.kind == "proportion" and spec.numerator and spec.denominator:
+            trials = observed.get(spec.denominator, math.nan)
+            if not math.isnan(trials) and trials > 0:
+                low, high = wilson_interval(int(observed[spec.numerator]), int(trials))
+            pred_low, pred_high = float(row["ci_low"]), float(row["ci_high"])
+            if not (math.isnan(low) or math.isnan(pred_low)):
+                agree = low <= pred_high and pred_low <= high
+        else:
+            pred_low, pred_high = _prediction_interval(predicted[name].tolist(), spec.bounds)
+            grain = spec.whole and spec.kind == "seconds" and ran is not None
+            if grain and ran is not None and not math.isnan(value):
+                low, high = max(value - ran, 0.0), value + ran
+            lowest, highest = (value, value) if math.isnan(low) else (low, high)
+            if not (math.isnan(value) or math.isnan(pred_low)):
+                agree = lowest <= pred_high and pred_low <= highest
+        rows.append(
+            {
+                "metric": name,
+                "kind": spec.kind,
+                "observed": value,
+                "observed_low": low,
+                "observed_high": high,
+                "predicted": float(row["mean"]),
+                "predicted_low": float(row["ci_low"]),
+                "predicted_high": float(row["ci_high"]),
+                "method": row["method"],
+                "next_run_low": pred_low if spec.kind != "proportion" else math.nan,
+                "next_run_high": pred_high if spec.kind != "proportion" else math.nan,
+                "replications": int(row["n"]),
+                "agree": agree,
+            }
+        )
+    frame = pd.DataFrame(rows)
+    frame["agree"] = frame["agree"].astype("boolean")
+    return frame
+
+
+# -- the whole replay ------------------------------------------------------------------------
+
+
+def replay(
+    recording: Recording,
+    base_url: str,
+    api_keys: Sequence[str],
+    *,
+    out: Path,
+    speed: float | None = None,
+    time_factor: float = 1.0,
+    base: Scenario | None = None,
+    replications: int = 10,
+    seed: int | None = None,
+    poll: float = 0.25,
+    timeout: float = 30.0,
+    transport: httpx.AsyncBaseTransport | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    monotonic: Callable[[], float] = time.monotonic,
+    progress: Callable[[float, float], None] | None = None,
+) -> ReplayResult:
+    """Play ``recording`` against the deployment at ``base_url`` through ``api_keys`` (of one
+    organization), ``speed`` times faster than recorded in wall time (default: as recorded
+    in the deployment's time, ``1 / time_factor``), and predict the same traffic with
+    ``replications`` runs; the played recording is written to ``out/recording.parquet``.
+
+    ``time_factor``: the deployment's wall seconds per second of its own time (``avatar-sim
+    serve --time-factor``). ``transport``, ``sleep`` and ``monotonic``: for a test's
+    in-process deployment and clock."""
+    if not api_keys:
+        raise ReplayError("give at least one API key")
+    wall_speed = 1.0 / time_factor if speed is None else speed
+    target_speed = wall_speed * time_factor
+    notes: list[str] = []
+    traffic, moved = played(recording)
+    if moved:
+        notes.append(
+            f"{moved} sessions of surfaces only the service's own front ends create were "
+            "created through the API (surface api), in the replay and the prediction alike"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    path = traffic.write(out / "recording.parquet")
+    offsets = _Offsets()
+    secrets: dict[str, str] = {}
+
+    def answered(operation_id: str, outcome: Outcome) -> None:
+        created = _created(outcome) if operation_id in _CREATES else None
+        if created is not None:
+            offsets.add(pd.Timestamp(created["created_at"]).timestamp(), host.clock.now)
+
+    door = HttpDoor.remote(
+        base_url, secrets, timeout=timeout, transport=transport, answered=answered
+    )
+    try:
+        quota = door.call("getQuota", _probe_caller(api_keys[0]), {}).body
+    except DomainError as error:
+        door.close()
+        raise ReplayError(f"the deployment refused the key: {error.code}") from None
+    plan = quota.get("plan_key") if isinstance(quota, dict) else None
+    scenario = prediction_scenario(
+        path, traffic, keys=len(api_keys), speed=target_speed, base=base, plan=plan
+    )
+    if seed is not None:
+        scenario = scenario.model_copy(update={"seed": seed})
+    host = Platform.create(scenario.sim_config())
+    player = _Player(scenario, door, host, time_factor, poll, sleep, monotonic, offsets)
+    try:
+        raw = player.play(secrets, api_keys, progress)
+        observed = collect(raw)
+        caller = raw.organizations[0].callers[0]
+        made = observed.clients[observed.clients["kind"] == "session"]["resource_id"].dropna()
+        resources = player.final([str(s) for s in made], caller)
+    finally:
+        door.close()
+    # The deployment's clock, read through its sessions' stamps, onto the local run's.
+    lag = statistics.median(offsets.samples) if offsets.samples else 0.0
+    epoch = epoch_of(observed)
+    sessions = _observed_sessions(resources, observed.clients, epoch, lag - epoch.timestamp())
+    unfinished = int((~sessions["status"].astype(str).isin(TERMINAL)).sum())
+    observed = replace(observed, sessions=sessions)
+    window = (0.0, scenario.duration)
+    metrics = summarize(observed, window)
+    for name in UNOBSERVED:
+        if name in metrics:
+            metrics[name] = math.nan
+    first = scenario.seed + 1 if seed is None else seed + 1
+    rows = []
+    for index in range(replications):
+        run_seed = first + index
+        rows.append({"seed": run_seed, **summarize(run_scenario(scenario, run_seed), window)})
+    predicted = pd.DataFrame(rows)
+    comparison = compare(metrics, predicted, int(sessions["first_frame_at"].notna().sum()))
+    if unfinished:
+        notes.append(f"{unfinished} sessions were not over when the replay stopped waiting")
+    notes.append(
+        f"the replay sent no audio; so did the prediction's clients: sessions longer than "
+        f"the idle timeout ({_idle(scenario)} s) end by it in both"
+    )
+    return ReplayResult(scenario, traffic, observed, metrics, predicted, comparison, notes,
+                        unfinished)  # fmt: skip
+
+
+def _idle(scenario: Scenario) -> int:
+    named = scenario.session_profile().idle_timeout_seconds
+    return named if named is not None else scenario.sim_config().limits.idle_timeout_default_seconds
+
+
+def _probe_caller(secret: str) -> Caller:
+    """A caller carrying ``secret`` for the door, before any local key speaks for it."""
+    return Caller("", ApiKey(secret, "", "production", None, 0.0))
+
+
+def report_markdown(result: ReplayResult, target: str) -> str:
+    """The replay's report: the traffic, the metrics side by side, how they were judged."""
+    scenario, table = result.scenario, result.comparison
+    n = int(table["replications"].max()) if len(table) else 0
+    lines = [
+        f"# Replay of `{result.recording.source}` against {target}",
+        "",
+        f"{len(result.recording)} recorded sessions, played over {scenario.duration:g} s of the "
+        f"deployment's time; the prediction is {n} runs of the same traffic "
+        "(`recording.parquet`, its organization, keys, client behaviour and configuration).",
+        "",
+        "| metric | observed | predicted (95 % CI) | next run in | agree |",
+        "|---|---|---|---|---|",
+    ]
+    for row in table.to_dict("records"):
+        name = str(row["metric"])
+
+        def shown(column: str, name: str = name, row: dict[Any, Any] = row) -> str:
+            return format_value(name, float(row[column]))
+
+        observed = shown("observed")
+        if not math.isnan(float(row["observed_low"])):
+            observed += f" [{shown('observed_low')}, {shown('observed_high')}]"
+        predicted = f"{shown('predicted')} [{shown('predicted_low')}, {shown('predicted_high')}]"
+        following = (
+            "" if math.isnan(float(row["next_run_low"]))
+            else f"[{shown('next_run_low')}, {shown('next_run_high')}]"
+        )  # fmt: skip
+        agree = "" if pd.isna(row["agree"]) else ("yes" if row["agree"] else "**no**")
+        lines.append(f"| {name} | {observed} | {predicted} | {following} | {agree} |")
+    methods = sorted(set(table["method"])) if len(table) else []
+    lines += ["", "How they are judged:", ""]
+    lines += [f"- `{m}`: {METHODS[m]} (n = {n} replications)." for m in methods]
+    lines += [
+        "- A proportion agrees when the observed Wilson interval (its own counts) overlaps the "
+        "predicted one; any other metric when the observed value lies within the 95 % "
+        "interval of one more run (t over the replications, sqrt(1 + 1/n) wide). Billable "
+        "seconds are whole seconds per session, rounded up: their observed interval is one "
+        "second per session that ran either side, since the replay hangs up at the "
+        "deployment's millisecond stamps and a request's latency later.",
+        f"- Not observed against a deployment (n/a): {', '.join(UNOBSERVED)}.",
+    ]
+    lines += [f"- {note}" for note in result.notes]
+    return "\n".join(lines) + "\n"
