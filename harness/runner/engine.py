@@ -40,7 +40,15 @@ from sim.config import HistoryConfig, SimConfig
 from sim.platform import Platform
 from sim.sessions.scheduler import PoolMeter, PoolStatus
 
-__all__ = ["RECORDS", "Installed", "RawRun", "install", "sim_config", "simulate"]
+__all__ = [
+    "RECORDS",
+    "Installed",
+    "RawRun",
+    "install",
+    "session_arrivals",
+    "sim_config",
+    "simulate",
+]
 
 T = TypeVar("T")
 
@@ -244,12 +252,28 @@ def install(
     platform.clock.follow(sessions, pool.start_session_client)
     for recorded in _recorded(scenario, platform, orgs):
         platform.clock.follow(
-            _from(recorded, arrivals_from), lambda tagged: pool.start_recorded_client(*tagged)
+            _between(recorded, *window), lambda tagged: pool.start_recorded_client(*tagged)
         )
     if scenario.runs:
         runs = _between(_runs(pool, scenario, orgs), *window)
         platform.clock.follow(runs, lambda run: pool.start_run_client(*run))
     return Installed(orgs, accounts, pool)
+
+
+def session_arrivals(
+    scenario: Scenario, seed: int | None = None
+) -> list[tuple[float, float | None]]:
+    """Every session client's arrival of ``scenario`` with ``seed`` (default: the file's) as
+    (time, recorded length or ``None``), drawn exactly as a run with that seed draws them
+    (the same named streams), without running anything: the demand a planner sizes for."""
+    platform = Platform.create(sim_config(scenario, seed))
+    orgs, _ = _organizations(platform, scenario)
+    found: list[tuple[float, float | None]] = [
+        (at, None) for at, _ in _schedule(scenario, platform, orgs)
+    ]
+    for recorded in _recorded(scenario, platform, orgs):
+        found += [(at, session.length) for at, (_, session) in recorded]
+    return sorted(found, key=lambda item: item[0])
 
 
 def sim_config(scenario: Scenario, seed: int | None = None) -> SimConfig:
