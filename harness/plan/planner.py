@@ -8,8 +8,9 @@ The search, step by step (``harness.plan.search`` says why each step is a window
    a step: common random numbers, so candidates differ by their size, not by luck), and meets
    the objectives when every objective's *unfavourable* bound of its 95 % interval does
    (``Slo.unfavourable``; proportions: the Wilson interval of the counts pooled over the
-   replications, other metrics: the Student t interval of the replications, clipped to the
-   metric's range, as ``harness.sweep.aggregate``).
+   replications, widened to the t interval of the replications' rates where wider
+   (``harness.plan.search.intervals`` says why); other metrics: the Student t interval of the
+   replications, clipped to the metric's range, as ``harness.sweep.aggregate``).
 3. Candidates are tried two at a time (both cores busy): down from the guess while they meet the
    objectives, up while they do not, every result kept; the step's size is the smallest that
    meets them with one fewer failing. If a candidate fails although its pool never saturated
@@ -47,6 +48,7 @@ from harness.plan.search import (
     derived_seed,
     evidence,
     idle,
+    intervals,
     judged,
     retry_span,
     run_window,
@@ -57,7 +59,6 @@ from harness.runner.binding import binding_limits
 from harness.runner.engine import session_arrivals
 from harness.scenarios.loader import load_scenario
 from harness.scenarios.model import Scenario
-from harness.sweep.aggregate import aggregate
 from harness.sweep.execute import Runner, open_runner, progress_bar
 
 __all__ = ["PlanError", "PlanResult", "StepPlan", "plan_capacity"]
@@ -306,7 +307,7 @@ def _confirm(result: PlanResult, runner: Runner, seed: int, progress: bool) -> p
             )  # fmt: skip
     runs = pd.DataFrame(flat)
     metrics = [slo.metric for slo in result.slos]
-    table = aggregate(runs, ("plan", "step"), metrics)
+    table = intervals(runs, ("plan", "step"), metrics)
     grouped = runs.groupby(["plan", "step"])
     counts = grouped[list(COUNTS)].sum()
     counts["busy_at_start"] = grouped["busy_at_start"].mean()

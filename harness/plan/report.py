@@ -19,9 +19,10 @@ from matplotlib.ticker import MaxNLocator
 
 from harness.figures import check_figure, mark_events, save_figure, scenario_marks, time_axis
 from harness.plan.baseline import ErlangModel
+from harness.plan.search import METHOD_LABELS, METHODS
 from harness.plan.slo import Slo
 from harness.runner.metrics import METRICS, WINDOW_RULES, format_value
-from harness.sweep.aggregate import CONFIDENCE, METHOD_LABELS, METHODS
+from harness.sweep.aggregate import CONFIDENCE
 
 if TYPE_CHECKING:
     from harness.plan.planner import PlanResult, StepPlan
@@ -203,7 +204,7 @@ def render_plan(result: PlanResult) -> str:
         lines += [scenario.description, ""]
     lines += ["## Objectives and method", ""]
     lines += [f"- `{slo.text}`: {METRICS[slo.metric].description}" for slo in result.slos]
-    methods = "; ".join(f"`{k}`: {v}" for k, v in METHODS.items())
+    methods = "; ".join(f"`{k}`: {v}" for k, v in METHODS.items() if k != "wilson")
     populations = sorted({METRICS[slo.metric].population for slo in result.slos})
     rules = "; ".join(f"{p}: {WINDOW_RULES[p]}" for p in populations)
     lines += [
