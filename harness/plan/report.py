@@ -183,13 +183,21 @@ def _why(result: PlanResult, step: StepPlan, model: ErlangModel, missed: bool) -
             f"the queue holds {bound}, so the long waits it reads never form"
         )
     for slo in result.slos:
-        reading = model.reading(slo.metric, step.workers, demand)
-        chosen = step.tried[step.workers].table
-        row = chosen[chosen["metric"] == slo.metric].iloc[0]
+        if missed:  # Erlang C's own size: what it promised against what the confirmation saw
+            size = step.erlang_c
+            row = here[here["metric"] == slo.metric].iloc[0]
+            source = "the confirmation measured"
+        else:  # the plan's size: what Erlang C feared against what the search measured
+            size = step.workers
+            chosen = step.tried[step.workers].table
+            row = chosen[chosen["metric"] == slo.metric].iloc[0]
+            source = "the simulation measured"
+        reading = model.reading(slo.metric, size, demand)
         measured = _interval(slo.metric, *(float(row[k]) for k in ("mean", "ci_low", "ci_high")))
+        who = "its own" if missed else "the plan's"
         reasons.append(
-            f"at the plan's {step.workers} workers Erlang C reads {slo.metric} = "
-            f"{format_value(slo.metric, reading)}; the simulation measured {measured}"
+            f"at {who} {size} workers Erlang C reads {slo.metric} = "
+            f"{format_value(slo.metric, reading)}; {source} {measured}"
         )
     return reasons
 
