@@ -11,10 +11,10 @@ in a fresh subprocess (what ``avatar-sim plan --workers 2`` does).
 Goal (judged here, never in tests): within 600 s on two cores. As for ``bench_month``, the wall
 time is also scaled to the reference machine by the bare-SimPy yardstick timed before and after
 (``bench.reference``); the goal is judged on the scaled time with its uncertainty
-(``meets_goal``) and as measured here (``meets_goal_here``). Reported beside it: the steps, the
-candidates simulated, the simulations run, the CPU seconds of the two worker processes (half of
-it is what two otherwise idle cores need: the machine is shared, and its other load stretches the
-wall time) and the plan's worker-hours against Erlang C's.
+(``meets_goal``) and as measured here (``meets_goal_here``), and met only if both are. Reported
+beside it: the steps, the candidates simulated, the simulations run, the CPU seconds of the two
+worker processes (half of it is what two otherwise idle cores need: the machine is shared, and
+its other load stretches the wall time) and the plan's worker-hours against Erlang C's.
 """
 
 from __future__ import annotations
@@ -112,7 +112,9 @@ def run(
                 f"±{SCALING_UNCERTAINTY:.0%} on the reference)"
             ),
             "goal": f"<= {GOAL_SECONDS:g} s on 2 cores",
-            "met": report["meets_goal_here"],
+            # Met on the reference (the project's rule: judged against the yardstick timed in
+            # the same run) and here too, on this machine's two cores, as the goal says.
+            "met": report["meets_goal"] and report["meets_goal_here"],
         }
     ]
     return report

@@ -10,7 +10,7 @@ import pytest
 from bench import bench_plan
 from bench.__main__ import discover
 
-pytestmark = pytest.mark.req("PLAN-4")
+pytestmark = pytest.mark.req("PERF-5")
 
 
 def _week(seconds: float) -> Any:
