@@ -280,3 +280,19 @@ def test_local_processes_and_dask_give_the_same_plan(tmp_path: Path) -> None:
     assert here.confirmation is not None and remote.confirmation is not None
     pd.testing.assert_frame_equal(here.confirmation, remote.confirmation)
     assert not math.isnan(float(here.table["worker_hours"].sum()))
+
+
+@pytest.mark.req("PLAN-1")
+def test_a_recorded_day_is_planned_from_its_own_arrivals_and_lengths(tmp_path: Path) -> None:
+    """Recorded traffic (a CSV a user writes): the demand per step is the recording's, and the
+    Erlang-C holding time uses its recorded lengths."""
+    offsets = [i * 6.0 for i in range(200)] + [1200 + i * 30.0 for i in range(40)]
+    frame = pd.DataFrame({"offset_seconds": offsets, "length_seconds": 300.0})
+    frame.to_csv(tmp_path / "day.csv", index=False)
+    data = _scenario(duration="40m", arrivals=[{"kind": "recorded", "path": "day.csv"}])
+    (tmp_path / "day.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+    result = plan_capacity(tmp_path / "day.yaml", SLOS, step=1200, replications=2, confirm=False)
+    first, second = result.steps
+    assert (first.demand.arrivals, second.demand.arrivals) == (200, 40)
+    assert first.demand.mean_holding_seconds > 300  # 300 s recorded, plus start-up latency
+    assert first.workers > second.workers > 0 and first.shown and second.shown
