@@ -38,7 +38,22 @@ from harness.erlang import erlang_b, erlang_c
 from harness.plan.slo import Slo
 from harness.scenarios.model import Scenario
 
-__all__ = ["ErlangModel", "StepDemand", "demand_per_step", "erlang_c_workers"]
+__all__ = ["READINGS", "ErlangModel", "StepDemand", "demand_per_step", "erlang_c_workers"]
+
+#: Metric → how Erlang C reads it (the module's list, one line each, for a plan's report).
+READINGS: dict[str, str] = {
+    "placement_wait_probability": "C, the probability of waiting",
+    "mean_placement_wait_seconds": "C/δ",
+    "p95_placement_wait_seconds": "max(0, ln(C/0.05)/δ), from P(W > t) = C·e^(-δt)",
+    "mean_first_frame_wait_seconds": "C/δ plus the mean start-up latency",
+    "p95_first_frame_wait_seconds": "the placement wait's 95th percentile plus the mean start-up "
+    "latency",
+    "no_capacity_rate": "P(W > τ) = C·e^(-δτ), τ the start-up timeout (infinite patience, the "
+    "time-out read as the wait's tail)",
+    "refused_capacity_rate": "P(Q >= K) = C·(a/c)^K, K the queue's bound",
+    "first_attempt_at_capacity_rate": "P(Q >= K) = C·(a/c)^K, K the queue's bound",
+    "mean_utilization": "a/c",
+}
 
 #: Above this many workers the baseline gives up (a step it cannot staff is reported as such).
 _MOST = 100_000

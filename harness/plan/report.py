@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from harness.figures import check_figure, mark_events, save_figure, scenario_marks, time_axis
-from harness.plan.baseline import ErlangModel
+from harness.plan.baseline import READINGS, ErlangModel
 from harness.plan.search import METHOD_LABELS, METHODS
 from harness.plan.slo import Slo
 from harness.runner.metrics import METRICS, WINDOW_RULES, format_value
@@ -228,8 +228,11 @@ def render_plan(result: PlanResult) -> str:
         f"({rules}). Every simulation keeps `records: summary`.",
         "",
         "The Erlang-C plan sizes each step alone, as a stationary M/M/c queue with the step's "
-        "arrivals and mean holding time (start-up latency, session length and drain: "
-        "`harness.plan.baseline` gives its reading of each metric).",
+        "arrivals λ and mean holding time E[H] (start-up latency, session length and drain), "
+        "offered load a = λ·E[H], the smallest c > a whose readings meet every objective "
+        "(δ = c/E[H] - λ):",
+        "",
+        *(f"- `{slo.metric}`: {READINGS[slo.metric]}" for slo in result.slos),
     ]
     if result.warnings:
         lines += ["", "## Warnings", "", *(f"- {w}" for w in result.warnings)]

@@ -3,10 +3,10 @@
 Why only some metrics: a plan looks for the fewest workers, so an objective has to be one that
 adding workers moves towards being met (``Metric.workers`` in ``harness.runner.metrics``):
 ``<=`` on a metric that falls as workers are added (waits, ``no_capacity_rate``, utilization),
-``>=`` on one that rises. A count (``no_capacity``, ``waited_sessions``) grows with the traffic,
-so a target on it means something else every hour: its rate is the objective to set. Refusals
-by caps, the rate limit or credits do not depend on the pool at all, so no pool size can meet
-a target on them. Old metric names are read with a note (``resolve_metric``).
+``>=`` on one that rises. A count (``no_capacity``, ``waited_sessions``) or a total
+(``billable_seconds``) grows with the traffic, so a target on it means something else every
+hour: a rate is the objective to set. Refusals by caps, the rate limit or credits do not depend
+on the pool at all, so no pool size can meet a target on them. Old metric names are read with a note (``resolve_metric``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class SloError(ValueError):
 
 def _direction_of(metric: str) -> str | None:
     spec = METRICS[metric]
-    if spec.kind in ("count", "credits") or spec.workers == "none":
+    if spec.kind in ("count", "credits") or spec.whole or spec.workers == "none":
         return None
     return "<=" if spec.workers == "down" else ">="
 
@@ -83,8 +83,8 @@ def parse_slo(text: str) -> Slo:
     if metric not in SLO_METRICS:
         spec = METRICS[metric]
         why = (
-            "it is a count, which grows with the traffic; set a target on its rate instead"
-            if spec.kind in ("count", "credits")
+            "it is a count or a total, which grows with the traffic; set a target on a rate"
+            if spec.kind in ("count", "credits") or spec.whole
             else "it does not depend on the pool's size"
         )
         raise SloError(

@@ -198,6 +198,7 @@ def test_on_a_flash_crowd_the_erlang_c_plan_misses_and_the_report_says_why(
         ("no_capacity_rate < 0.01", "METRIC<=TARGET"),
         ("no_capacity_rte<=0.01", "did you mean no_capacity_rate"),
         ("no_capacity<=3", "it is a count"),
+        ("billable_seconds>=3600", "or a total"),
         ("refused_caps_rate<=0.1", "does not depend on the pool"),
         ("no_capacity_rate>=0.01", "only no_capacity_rate<=TARGET"),
         ("no_capacity_rate<=1.5", "within [0, 1]"),
