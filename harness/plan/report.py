@@ -74,7 +74,11 @@ def demand_figure(result: PlanResult) -> Figure:
     arrivals = [s.demand.arrivals for s in result.steps]
     peaks = [s.demand.arrivals * s.demand.peak_ratio for s in result.steps]
     ax.bar(x, arrivals, width=width, align="edge", label="session arrivals in the step")
-    ax.step(x, peaks, where="post", color="tab:red", label="busiest sub-interval, at a step's rate")
+    ends = [*x, _day(_when(result, result.steps[-1].end))]
+    ax.step(
+        ends, [*peaks, peaks[-1]], where="post", color="tab:red",
+        label="busiest sub-interval, at a step's rate",
+    )  # fmt: skip
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     hours = result.step / 3600
     return _finish(figure, result, f"clients per {hours:g} h", "Demand per step (scenario's seed)")

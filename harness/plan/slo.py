@@ -6,7 +6,8 @@ adding workers moves towards being met (``Metric.workers`` in ``harness.runner.m
 ``>=`` on one that rises. A count (``no_capacity``, ``waited_sessions``) or a total
 (``billable_seconds``) grows with the traffic, so a target on it means something else every
 hour: a rate is the objective to set. Refusals by caps, the rate limit or credits do not depend
-on the pool at all, so no pool size can meet a target on them. Old metric names are read with a note (``resolve_metric``).
+on the pool at all, so no pool size can meet a target on them. Old metric names are read with
+a note (``resolve_metric``).
 """
 
 from __future__ import annotations
