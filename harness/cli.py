@@ -62,6 +62,12 @@ COMMANDS: list[Command] = [
     Command(
         "sweep", "harness.sweep.command", "run a parameter sweep with replications and CIs", True
     ),
+    Command(
+        "plan",
+        "harness.plan.command",
+        "find the fewest workers per step that meet SLOs; confirm against Erlang C",
+        True,
+    ),
     Command("serve", "harness.serve.command", "serve the simulated API on a real HTTP port"),
     Command(
         "examples",

@@ -51,6 +51,7 @@ __all__ = [
     "check_figure",
     "credits_per_day",
     "daily_credits_by_timezone",
+    "mark_events",
     "pool_over_time",
     "refusals_over_time",
     "save_figure",
@@ -59,6 +60,7 @@ __all__ = [
     "stacked_totals",
     "startup_waits",
     "sweep_figure",
+    "time_axis",
 ]
 
 _CAPACITY_LOST = "capacity lost"
@@ -117,7 +119,7 @@ def _new(width: float = 9.0, height: float = 3.6) -> tuple[Figure, Axes]:
     return figure, figure.add_subplot()
 
 
-def _time_axis(ax: Axes, timezone: str) -> None:
+def time_axis(ax: Axes, timezone: str) -> None:
     locator = mdates.AutoDateLocator(tz=timezone)  # type: ignore[no-untyped-call]
     ax.xaxis.set_major_locator(locator)
     formatter = mdates.ConciseDateFormatter(locator, tz=timezone)  # type: ignore[no-untyped-call]
@@ -152,7 +154,7 @@ def capacity_changes(utilization: pd.DataFrame) -> list[tuple[pd.Timestamp, str]
     return changes
 
 
-def _mark(ax: Axes, marks: Sequence[Mark], epoch: pd.Timestamp) -> None:
+def mark_events(ax: Axes, marks: Sequence[Mark], epoch: pd.Timestamp) -> None:
     """A line at each mark (shaded while it lasts), labelled once per label."""
     seen: set[str] = set()
     for mark in marks:
@@ -206,8 +208,8 @@ def sessions_by_status(result: RunResult, view: View = View(), *, every: str = "
         _stacked_bars(ax, table, every, view.timezone)
     else:
         ax.plot([], [], label="no sessions")
-    _mark(ax, view.marks, epoch_of(result))
-    _time_axis(ax, view.timezone)
+    mark_events(ax, view.marks, epoch_of(result))
+    time_axis(ax, view.timezone)
     _counts(ax, f"sessions created per {every}")
     total = int(result.intervals["sessions_created"].sum())
     ax.set_title(f"Sessions created, by final status (n = {total:,} sessions)")
@@ -267,8 +269,8 @@ def pool_over_time(result: RunResult, view: View = View(), *, title: str = "") -
     ax.step(at, mean_busy, where="post", label="busy workers (interval mean)")
     ax.step(at, util["busy_max"], where="post", alpha=0.6, label="busy workers (interval max)")
     ax.step(at, util["queued_max"], where="post", label="queued jobs (interval max)")
-    _mark(ax, view.marks, epoch_of(result))
-    _time_axis(ax, view.timezone)
+    mark_events(ax, view.marks, epoch_of(result))
+    time_axis(ax, view.timezone)
     ax.set_ylabel("workers or jobs")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     utilization = pool_utilization(result, view.window)
@@ -297,8 +299,8 @@ def refusals_over_time(result: RunResult, view: View = View(), *, every: str = "
         _stacked_bars(ax, table, every, view.timezone)
     else:
         ax.plot([], [], label="none")
-    _mark(ax, view.marks, epoch_of(result))
-    _time_axis(ax, view.timezone)
+    mark_events(ax, view.marks, epoch_of(result))
+    time_axis(ax, view.timezone)
     _counts(ax, f"refused requests per {every}")
     total, count = int(requests["requests"].sum()), int(refused["requests"].sum())
     ax.set_title(f"Refusals by code (n = {count:,} of {total:,} requests)")
@@ -371,7 +373,7 @@ def balance_over_time(
             )
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set(title=f"{name} ({plans.loc[name, 'plan']} plan)", ylabel="credits")
-        _time_axis(ax, timezone)
+        time_axis(ax, timezone)
         ax.legend(fontsize=7, loc="upper right")
     figure.suptitle("Balance over the month")
     return figure

@@ -15,6 +15,7 @@ gives the same simulation at every level.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -39,7 +40,15 @@ from sim.config import HistoryConfig, SimConfig
 from sim.platform import Platform
 from sim.sessions.scheduler import PoolMeter, PoolStatus
 
-__all__ = ["RECORDS", "Installed", "RawRun", "install", "sim_config", "simulate"]
+__all__ = [
+    "RECORDS",
+    "Installed",
+    "RawRun",
+    "install",
+    "session_arrivals",
+    "sim_config",
+    "simulate",
+]
 
 T = TypeVar("T")
 
@@ -169,11 +178,13 @@ def _runs(
         yield at, (org, mix)
 
 
-def _from(plan: Iterator[tuple[float, T]], start: float) -> Iterator[tuple[float, T]]:
-    """The instants of ``plan`` from ``start`` on (all of them when ``start`` is 0)."""
-    if start <= 0.0:
+def _between(
+    plan: Iterator[tuple[float, T]], start: float, end: float
+) -> Iterator[tuple[float, T]]:
+    """The instants of ``plan`` in ``[start, end)`` (all of them by default)."""
+    if start <= 0.0 and end == math.inf:
         return plan
-    return ((at, tag) for at, tag in plan if at >= start)
+    return itertools.takewhile(lambda item: item[0] < end, (i for i in plan if i[0] >= start))
 
 
 def _grid(every: float, end: float) -> Iterator[tuple[float, None]]:
@@ -209,6 +220,7 @@ def install(
     *,
     logs: bool | None = None,
     arrivals_from: float = 0.0,
+    arrivals_until: float = math.inf,
 ) -> Installed:
     """Create the scenario's organizations on ``platform`` and start its traffic: arrivals and
     runs become timers on the platform's clock (``Clock.follow``), so they unfold as the clock
@@ -218,9 +230,9 @@ def install(
     Clients call through ``door`` (default: ``platform.call``; see ``harness.runner.door``).
     ``logs``: whether the clients log every request and arrival (default: unless the scenario's
     records level is ``summary``); they always keep their per-interval tallies.
-    ``arrivals_from``: clients (of sessions and runs) that would arrive before this moment do
-    not come; the ones after it arrive exactly when they would have (a planner simulates a
-    window of a long scenario this way, with the time before it left empty)."""
+    ``arrivals_from``, ``arrivals_until``: clients (of sessions and runs) that would arrive
+    before the one or from the other on do not come; the ones between arrive exactly when they
+    would have (a planner simulates a window of a long scenario this way)."""
     orgs, accounts = _organizations(platform, scenario)
     keep = scenario.records != "summary" if logs is None else logs
     pool = ClientPool.create(
@@ -235,16 +247,33 @@ def install(
     pool.organizations = WeightedPick(
         orgs, [o.weight for o in scenario.organizations], pool.streams.mix
     )
-    sessions = _from(_schedule(scenario, platform, orgs), arrivals_from)
+    window = (arrivals_from, arrivals_until)
+    sessions = _between(_schedule(scenario, platform, orgs), *window)
     platform.clock.follow(sessions, pool.start_session_client)
     for recorded in _recorded(scenario, platform, orgs):
         platform.clock.follow(
-            _from(recorded, arrivals_from), lambda tagged: pool.start_recorded_client(*tagged)
+            _between(recorded, *window), lambda tagged: pool.start_recorded_client(*tagged)
         )
     if scenario.runs:
-        runs = _from(_runs(pool, scenario, orgs), arrivals_from)
+        runs = _between(_runs(pool, scenario, orgs), *window)
         platform.clock.follow(runs, lambda run: pool.start_run_client(*run))
     return Installed(orgs, accounts, pool)
+
+
+def session_arrivals(
+    scenario: Scenario, seed: int | None = None
+) -> list[tuple[float, float | None]]:
+    """Every session client's arrival of ``scenario`` with ``seed`` (default: the file's) as
+    (time, recorded length or ``None``), drawn exactly as a run with that seed draws them
+    (the same named streams), without running anything: the demand a planner sizes for."""
+    platform = Platform.create(sim_config(scenario, seed))
+    orgs, _ = _organizations(platform, scenario)
+    found: list[tuple[float, float | None]] = [
+        (at, None) for at, _ in _schedule(scenario, platform, orgs)
+    ]
+    for recorded in _recorded(scenario, platform, orgs):
+        found += [(at, session.length) for at, (_, session) in recorded]
+    return sorted(found, key=lambda item: item[0])
 
 
 def sim_config(scenario: Scenario, seed: int | None = None) -> SimConfig:
@@ -260,20 +289,27 @@ def simulate(
     door: Callable[[Platform], Door] | None = None,
     progress: Callable[[float], None] | None = None,
     arrivals_from: float = 0.0,
+    arrivals_until: float = math.inf,
+    end: float | None = None,
 ) -> RawRun:
     """Run ``scenario`` (with ``seed``, default the file's) and return its raw records.
 
     ``door`` builds the door the clients use from the platform (default: ``Platform.call``);
     ``progress`` is told the simulated time after each hundredth of the run (advancing in steps
-    runs exactly the same events as advancing at once); ``arrivals_from``: no client arrives
-    before it (``install``).
+    runs exactly the same events as advancing at once); ``arrivals_from``, ``arrivals_until``:
+    only the clients between them arrive (``install``); ``end``: where the run stops (default:
+    the scenario's duration and cooldown).
     """
     run_seed = scenario.seed if seed is None else seed
     platform = Platform.create(sim_config(scenario, run_seed))
     installed = install(
-        platform, scenario, None if door is None else door(platform), arrivals_from=arrivals_from
+        platform,
+        scenario,
+        None if door is None else door(platform),
+        arrivals_from=arrivals_from,
+        arrivals_until=arrivals_until,
     )
-    end = scenario.duration + scenario.cooldown
+    end = scenario.duration + scenario.cooldown if end is None else end
     samples: list[PoolStatus] = []
     meters: list[PoolMeter] = []
     # One sampler on a fixed grid: its cost grows with the samples, not the sessions. It reads

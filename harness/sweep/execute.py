@@ -1,4 +1,5 @@
-"""Running a sweep's (point, replication) tasks: a local process pool, or a Dask cluster.
+"""Running a sweep's (point, replication) tasks, or any batch of simulations (a planner's): in
+process, on a local process pool, or on a Dask cluster, with one progress bar (``Runner``).
 
 Why one plain top-level task function over plain data: the same function pickles to a
 ``ProcessPoolExecutor`` worker and to a Dask worker, and it carries the scenario as data, so a
@@ -9,10 +10,11 @@ replication) order whatever order they finish in, so the executor never changes 
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from tqdm import tqdm
 
@@ -20,7 +22,18 @@ from harness.runner import run_scenario
 from harness.runner.metrics import summarize
 from harness.scenarios.loader import parse_scenario
 
-__all__ = ["Task", "run_local", "run_on_dask", "run_serial", "run_task"]
+__all__ = [
+    "Runner",
+    "Task",
+    "open_runner",
+    "progress_bar",
+    "run_local",
+    "run_on_dask",
+    "run_serial",
+    "run_task",
+]
+
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,19 +75,78 @@ class _Silent:
         return None
 
 
-def _bar(total: int, progress: bool) -> Any:
+def progress_bar(total: int | None, progress: bool, desc: str = "sweep", unit: str = "run") -> Any:
+    """The progress bar every simulating command shows (``tqdm`` on standard error), or none."""
     if not progress:
         return _Silent()
-    return tqdm(total=total, desc="sweep", unit="run", leave=False)
+    return tqdm(total=total, desc=desc, unit=unit, leave=False)
+
+
+class Runner:
+    """Maps a picklable top-level function over tasks: in this process, on a local process pool
+    it keeps open across batches (a planner runs hundreds of small batches, and starting a pool
+    of spawned processes for each would cost more than the batch), or on a Dask cluster.
+    ``open_runner`` makes one."""
+
+    def __init__(self, pool: ProcessPoolExecutor | None = None, client: Any = None) -> None:
+        self._pool = pool
+        self._client = client
+
+    def map(
+        self,
+        work: Callable[[Any], R],
+        tasks: Sequence[Any],
+        *,
+        progress: bool = False,
+        desc: str = "sweep",
+    ) -> list[R]:
+        """``work`` of every task, in the tasks' order whatever order they finish in."""
+        with progress_bar(len(tasks), progress, desc) as bar:
+            if self._client is not None:
+                from distributed import as_completed as _dask_completed
+
+                dask_completed = cast(Callable[[list[Any]], Iterable[Any]], _dask_completed)
+                futures = self._client.map(work, list(tasks), pure=False)
+                for _done in dask_completed(futures):
+                    bar.update(1)
+                return [future.result() for future in futures]
+            if self._pool is not None:
+                submitted = [self._pool.submit(work, task) for task in tasks]
+                for _done in as_completed(submitted):
+                    bar.update(1)
+                return [future.result() for future in submitted]
+            results = []
+            for task in tasks:
+                results.append(work(task))
+                bar.update(1)
+            return results
+
+
+@contextmanager
+def open_runner(
+    workers: int = 1,
+    *,
+    dask_client: Any = None,
+    setup: Callable[[], None] | None = None,
+) -> Iterator[Runner]:
+    """A ``Runner`` on ``dask_client`` when given, else on a local pool of ``workers`` spawned
+    processes (no fork of a threaded parent), each of which calls ``setup`` first (a
+    process-wide choice of the caller's, made in the processes it starts; a picklable top-level
+    function), else (one worker) in this process. The pool is shut down on leaving."""
+    if dask_client is not None:
+        yield Runner(client=dask_client)
+    elif workers <= 1:
+        yield Runner()
+    else:
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(
+            max_workers=workers, mp_context=context, initializer=setup
+        ) as pool:
+            yield Runner(pool=pool)
 
 
 def run_serial(tasks: Sequence[Task], progress: bool = True) -> list[dict[str, Any]]:
-    rows = []
-    with _bar(len(tasks), progress) as bar:
-        for task in tasks:
-            rows.append(run_task(task))
-            bar.update(1)
-    return _ordered(rows)
+    return _ordered(Runner().map(run_task, tasks, progress=progress))
 
 
 def run_local(
@@ -83,34 +155,12 @@ def run_local(
     progress: bool = True,
     setup: Callable[[], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """On a local process pool of ``workers`` processes (spawned: no fork of a threaded parent),
-    each of which calls ``setup`` first (a process-wide choice of the caller's, made in the
-    processes it starts; a picklable top-level function)."""
-    if workers <= 1:
-        return run_serial(tasks, progress)
-    context = multiprocessing.get_context("spawn")
-    rows = []
-    with (
-        ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=setup) as pool,
-        _bar(len(tasks), progress) as bar,
-    ):
-        futures = [pool.submit(run_task, task) for task in tasks]
-        for future in as_completed(futures):
-            rows.append(future.result())
-            bar.update(1)
-    return _ordered(rows)
+    """On a local process pool of ``workers`` processes (``open_runner``)."""
+    with open_runner(workers, setup=setup) as runner:
+        return _ordered(runner.map(run_task, tasks, progress=progress))
 
 
 def run_on_dask(tasks: Sequence[Task], client: Any, progress: bool = True) -> list[dict[str, Any]]:
     """On a Dask cluster through ``client`` (a ``distributed.Client``)."""
-    from distributed import as_completed as _dask_completed
-
-    dask_completed = cast(Callable[[list[Any]], Iterable[Any]], _dask_completed)
-
-    futures = client.map(run_task, list(tasks), pure=False)
-    rows = []
-    with _bar(len(tasks), progress) as bar:
-        for future in dask_completed(futures):
-            rows.append(future.result())
-            bar.update(1)
-    return _ordered(rows)
+    with open_runner(dask_client=client) as runner:
+        return _ordered(runner.map(run_task, tasks, progress=progress))

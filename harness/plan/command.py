@@ -1,0 +1,108 @@
+"""``avatar-sim plan SCENARIO --slo EXPR [--slo EXPR ...] [--step 1h] [--replications N]
+[--warmup D] [--worker-cost X] [--workers N] [--dask ADDRESS] --out DIR``.
+
+Finds, per step of the scenario, the fewest workers whose simulated metrics meet every objective
+with 95 % confidence, confirms the whole schedule with fresh seeds beside the Erlang-C
+per-step plan, and writes ``plan.csv``, ``confirmation.csv``, ``figures/`` and ``report.md``
+into DIR (``harness.plan``). A limit other than the pool that held the load back is warned
+about. Exit 2 on a bad scenario, objective, step or warm-up (every objective's problem at once).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from harness.gc_policy import collect_rarely
+from harness.plan.planner import PlanError, plan_capacity
+from harness.plan.slo import SloError, parse_slos
+from harness.scenarios import ScenarioError, load_scenario
+from harness.scenarios.durations import parse_duration
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("scenario", help="scenario YAML file (recorded arrivals too)")
+    parser.add_argument(
+        "--slo",
+        action="append",
+        default=[],
+        metavar="EXPR",
+        help="an objective such as 'no_capacity_rate<=0.01' (repeat for several)",
+    )
+    parser.add_argument("--step", default="1h", help="length of a step (default 1h)")
+    parser.add_argument("--replications", type=int, default=5, help="per candidate (>= 2)")
+    parser.add_argument("--warmup", default=None, help="simulated before each step")
+    parser.add_argument("--worker-cost", type=float, default=None, help="per worker-hour")
+    parser.add_argument(
+        "--workers", type=int, default=os.cpu_count() or 1, help="local worker processes"
+    )
+    parser.add_argument("--dask", metavar="ADDRESS", default=None, help="Dask scheduler address")
+    parser.add_argument("--out", default="out/plan", help="directory for the plan's files")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def _seconds(text: str | None, name: str) -> float | None:
+    if text is None:
+        return None
+    try:
+        return parse_duration(float(text) if text.replace(".", "", 1).isdigit() else text)
+    except ValueError as error:
+        raise PlanError(f"--{name} {text!r}: {error}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        slos = parse_slos(args.slo)
+        step = _seconds(args.step, "step")
+        warmup = _seconds(args.warmup, "warmup")
+        scenario = load_scenario(args.scenario)
+    except (SloError, PlanError, ScenarioError) as error:
+        print(error, file=sys.stderr)
+        return 2
+    for slo in slos:
+        if slo.note:
+            print(f"note: {slo.note}", file=sys.stderr)
+    if args.worker_cost is not None and args.worker_cost < 0:
+        print("--worker-cost must be >= 0", file=sys.stderr)
+        return 2
+    client = None
+    if args.dask is not None:
+        import distributed
+
+        try:
+            client = distributed.Client(args.dask, timeout="10s")  # type: ignore[no-untyped-call]
+        except OSError as error:
+            print(f"cannot reach the Dask scheduler at {args.dask}: {error}", file=sys.stderr)
+            return 2
+    try:
+        result = plan_capacity(
+            scenario,
+            slos,
+            step=step if step is not None else 3600.0,
+            replications=args.replications,
+            warmup=warmup,
+            worker_cost=args.worker_cost,
+            workers=args.workers,
+            dask_client=client,
+            setup=collect_rarely,  # in the worker processes this command starts
+            progress=not args.no_progress,
+        )
+    except PlanError as error:
+        print(error, file=sys.stderr)
+        return 2
+    finally:
+        if client is not None:
+            client.close()  # type: ignore[no-untyped-call]
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    out = Path(args.out)
+    result.write(out)
+    table = result.table
+    print(f"plan of {len(table)} steps: {table['worker_hours'].sum():,.0f} worker-hours", end="")
+    print(f" (Erlang C: {table['erlang_c_worker_hours'].sum():,.0f})")
+    print(f"plan written to {out}/ (plan.csv, report.md)")
+    return 0
