@@ -18,7 +18,6 @@ from harness.runner import clients
 from harness.runner.picks import WeightedPick
 from sim import idempotency, pipeline, values
 from sim.clock import Clock
-from sim.ids import IdFactory
 from sim.sessions import validation
 from sim.sessions.heartbeat import HeartbeatTrack
 
@@ -70,22 +69,9 @@ FAST_PATHS: tuple[FastPath, ...] = (
         ),
     ),
     FastPath(
-        "token",
-        "IdFactory.token draws base62 characters by hand; reference: random.choice",
-        ((IdFactory, "token", IdFactory.token_by_choice),),
-    ),
-    FastPath(
         "values_quick_pass",
         "check_values reads values without paths first; reference: the full check alone",
         ((pipeline, "check_values", values.check_values_by_path),),
-    ),
-    FastPath(
-        "id_time_text",
-        "IdFactory keeps an instant's ULID time text; reference: format_id from the clock",
-        (
-            (IdFactory, "new", IdFactory.new_from_clock),
-            (IdFactory, "value", IdFactory.value_from_clock),
-        ),
     ),
     FastPath(
         "heartbeat_usage",

@@ -39,8 +39,6 @@ PREFIXES: dict[str, str] = {
 }
 
 _BASE62 = string.digits + string.ascii_letters
-_BASE62_SIZE = len(_BASE62)
-_BASE62_BITS = _BASE62_SIZE.bit_length()  # what ``random.choice`` draws per character
 
 
 # Crockford's base32, two characters per 10 bits from a table of pairs: a ULID's text is 13
@@ -105,67 +103,20 @@ def format_id(kind: str, epoch_ms: int, randomness: int) -> str:
 class IdFactory:
     def __init__(self, clock: Clock, rng: random.Random) -> None:
         self._clock = clock
-        self._epoch_us = clock.epoch_us
         self._rng = rng
-        self._at: float | None = None  # the instant whose millisecond is cached
-        self._shifted = 0  # its Unix millisecond, shifted into the time part of a ULID
-        self._text_at: float | None = None  # the instant whose ULID time text is cached
-        self._time_text = ""  # that text: the first 10 characters of a ULID made then
-        self._block: int | None = None  # its millisecond >> 20, the first 6 characters':
-        self._block_text = ""  # ids are made at new instants, mostly in the same block
         #: ``draw()``: the random part of an id made now; ``format_id`` with the time makes the
         #: id (records that keep raw values draw it and format the id when read).
         self.draw: Callable[[], int] = partial(rng.getrandbits, 80)
 
-    # ``value`` and ``new`` are a fast path beside their references (``value_from_clock``,
-    # ``new_from_clock``; ``make bench`` prints what it saves a month): the time part of the
-    # ids made at one instant is computed once for that instant.
-
     def value(self) -> int:
         """A ULID made now, as its 128-bit integer (``format_ulid`` of its parts reads it)."""
-        now = self._clock.now
-        if now != self._at:
-            ms = int((self._epoch_us + round(now * 1_000_000)) / 1_000_000 * 1000)
-            self._at, self._shifted = now, ms << 80
-        return self._shifted | self._rng.getrandbits(80)
-
-    def value_from_clock(self) -> int:
-        """``value``'s reference: the clock's ``epoch_ms`` and fresh random bits."""
         return self._clock.epoch_ms() << 80 | self._rng.getrandbits(80)
 
     def new(self, kind: str) -> str:
-        """A fresh id for resource ``kind`` (a key of ``PREFIXES``); the text of the time part
-        is kept per instant, and its first six characters for as long as they last."""
-        now = self._clock.now
-        if now != self._text_at:
-            ms = int((self._epoch_us + round(now * 1_000_000)) / 1_000_000 * 1000)
-            if ms >> 20 != self._block:  # the first six characters change every 17.5 minutes
-                self._block, self._block_text = ms >> 20, _encode_time(ms)[:6]
-            self._text_at = now
-            self._time_text = self._block_text + _PAIRS[(ms >> 10) & 0x3FF] + _PAIRS[ms & 0x3FF]
-        return PREFIXES[kind] + self._time_text + _encode_random(self._rng.getrandbits(80))
-
-    def new_from_clock(self, kind: str) -> str:
-        """``new``'s reference: ``format_id`` of the clock's ``epoch_ms`` and fresh bits."""
+        """A fresh id for resource ``kind`` (a key of ``PREFIXES``)."""
         return format_id(kind, self._clock.epoch_ms(), self._rng.getrandbits(80))
 
     def token(self, prefix: str, length: int = 32) -> str:
-        """A random base62 secret such as an API key (``sk_live_``) or webhook secret.
-
-        A fast path beside its reference, ``token_by_choice`` (``make bench`` prints what it
-        saves a month): each character is drawn as ``random.choice(_BASE62)`` draws it, six
-        random bits drawn again while they name no character, so the characters and the state
-        of the stream are the same."""
-        getrandbits, size, bits = self._rng.getrandbits, _BASE62_SIZE, _BASE62_BITS
-        chars = []
-        for _ in range(length):
-            drawn = getrandbits(bits)
-            while drawn >= size:
-                drawn = getrandbits(bits)
-            chars.append(_BASE62[drawn])
-        return prefix + "".join(chars)
-
-    def token_by_choice(self, prefix: str, length: int = 32) -> str:
-        """``token``'s reference: ``random.choice`` for each character."""
+        """A random base62 secret such as an API key (``sk_live_``) or webhook secret."""
         choice = self._rng.choice
         return prefix + "".join([choice(_BASE62) for _ in range(length)])

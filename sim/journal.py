@@ -49,11 +49,10 @@ class Journal:
     """The undo list and held-back actions of the operation in progress.
 
     ``atomic()`` returns the journal itself as the context manager, and nested blocks keep their
-    savepoints on a stack: a generator-based ``contextmanager`` cost about 1.5 µs per block, and
-    every create opens two (the platform's door and the service's commit), a tenth of what a
-    session costs on top of bare SimPy. Every platform call opens an outermost block, so that
-    one is cheaper still: it keeps no savepoint (it is always the start of both lists) and runs
-    what it held back in place (``tests/sim/kernel/test_journal.py`` holds the rules).
+    savepoints on a stack, because every create opens two blocks (the platform's door and the
+    service's commit) and a block must stay cheap beside the session it guards. The outermost
+    block keeps no savepoint (it is always the start of both lists) and runs what it held back
+    in place (``tests/sim/kernel/test_journal.py`` holds the rules).
     """
 
     def __init__(self) -> None:

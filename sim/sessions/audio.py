@@ -43,9 +43,8 @@ class TalkSpurts:
     """A speaker's rhythm: speech and silence intervals alternate, each from its distribution.
 
     What observing it needs of the two distributions (their means, their length-biased draws)
-    is bound once here: a pattern is built once per scenario and observed once per talking
-    session, and reading a mean or dispatching on a distribution's kind cost more than the
-    draws themselves."""
+    is bound once here, because a pattern is built once per scenario and observed once per
+    talking session."""
 
     speech: Distribution
     silence: Distribution

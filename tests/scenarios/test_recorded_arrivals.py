@@ -80,8 +80,9 @@ def test_a_run_replayed_from_its_sessions_with_its_seed_is_the_same_run(tmp_path
 
 #: The metrics a replay must reproduce: what the pool did with the traffic.
 REPRODUCED = [
-    "sessions_created", "no_capacity_rate", "wait_probability", "mean_wait_seconds",
-    "p95_wait_seconds", "mean_utilization", "billable_seconds",
+    "sessions_created", "no_capacity_rate", "placement_wait_probability",
+    "mean_placement_wait_seconds", "p95_placement_wait_seconds", "mean_first_frame_wait_seconds",
+    "p95_first_frame_wait_seconds", "mean_utilization", "billable_seconds",
 ]  # fmt: skip
 
 
