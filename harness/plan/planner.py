@@ -2,13 +2,15 @@
 
 The search, step by step (``harness.plan.search`` says why each step is a window):
 
-1. The step's Erlang-C size (``harness.plan.baseline``) is the first guess.
+1. The step's Erlang-C size (``harness.plan.baseline``), moved by the median of how far the
+   last three steps' sizes fell from theirs, is the first guess.
 2. A candidate is simulated over ``replications`` seeds (the same seeds for every candidate of
    a step: common random numbers, so candidates differ by their size, not by luck), and meets
    the objectives when every objective's *unfavourable* bound of its 95 % interval does
    (``Slo.unfavourable``; proportions: the Wilson interval of the counts pooled over the
-   replications, other metrics: the Student t interval of the replications, clipped to the
-   metric's range, as ``harness.sweep.aggregate``).
+   replications, widened to the t interval of the replications' rates where wider
+   (``harness.plan.search.intervals`` says why); other metrics: the Student t interval of the
+   replications, clipped to the metric's range, as ``harness.sweep.aggregate``).
 3. Candidates are tried two at a time (both cores busy): down from the guess while they meet the
    objectives, up while they do not, every result kept; the step's size is the smallest that
    meets them with one fewer failing. If a candidate fails although its pool never saturated
@@ -25,6 +27,7 @@ objective whether the estimate met the target and whether its interval shows it.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +47,9 @@ from harness.plan.search import (
     WindowTask,
     derived_seed,
     evidence,
+    idle,
+    intervals,
+    judged,
     retry_span,
     run_window,
     with_schedule,
@@ -53,11 +59,12 @@ from harness.runner.binding import binding_limits
 from harness.runner.engine import session_arrivals
 from harness.scenarios.loader import load_scenario
 from harness.scenarios.model import Scenario
-from harness.sweep.aggregate import aggregate
 from harness.sweep.execute import Runner, open_runner, progress_bar
 
 __all__ = ["PlanError", "PlanResult", "StepPlan", "plan_capacity"]
 
+#: The Erlang-C size of a step it cannot staff (none up to ``baseline``'s limit).
+_LARGE = 100_000
 #: The plans a confirmation runs, in order.
 PLANS: tuple[str, ...] = ("plan", "erlang_c")
 
@@ -216,7 +223,10 @@ class _Search:
             found[size] = evidence(size, mine, self.slos)
         return found
 
-    def step(self, index: int, demand: StepDemand, guess: int) -> StepPlan:
+    def step(self, index: int, demand: StepDemand, guess: int, erlang: int) -> StepPlan:
+        """Search one step from ``guess``: two candidates per batch, galloping away from the
+        guess until a meeting and a failing size bracket the answer, then narrowing the
+        bracket in thirds until they are one apart."""
         tried: dict[int, Evidence] = {}
 
         def need(*sizes: int) -> None:
@@ -224,24 +234,31 @@ class _Search:
             if fresh:
                 tried.update(self._try(index, demand, fresh))
 
-        size, shown = guess, True
-        need(size - 1, size)
-        if tried[size].meets:
-            while size > 0:
-                need(size - 1, size - 2)
-                if not tried[size - 1].meets:
+        ceiling = max(4 * max(guess, erlang), guess + 50)
+        need(max(guess, 1) - 1, max(guess, 1))
+        stride = 1
+        while True:
+            meeting = [n for n, e in tried.items() if e.meets]
+            failing = [n for n, e in tried.items() if not e.meets]
+            high = min(meeting) if meeting else None
+            low = max((n for n in failing if high is None or n < high), default=None)
+            if high is not None and (high == 0 or low == high - 1):
+                size, shown = high, True
+                break
+            if high is None:
+                assert low is not None
+                if not tried[low].saturated or low >= ceiling:
+                    size, shown = low, False  # more workers cannot change a thing
                     break
-                size -= 1
-        else:
-            ceiling = max(4 * guess, guess + 50)
-            while not tried[size].meets:
-                if not tried[size].saturated or size >= ceiling:
-                    shown = False
-                    break
-                need(size + 1, size + 2)
-                size += 1
+                stride *= 2
+                need(low + stride // 2, low + stride)
+            elif low is None:
+                stride *= 2
+                need(max(0, high - stride // 2), max(0, high - stride))
+            else:
+                third = max(1, (high - low) // 3)
+                need(low + third, min(high - 1, low + 2 * third))
         self.schedule.append((demand.start, size))
-        erlang = guess
         return StepPlan(index, demand, size, erlang, tried, shown)
 
 
@@ -290,32 +307,28 @@ def _confirm(result: PlanResult, runner: Runner, seed: int, progress: bool) -> p
             )  # fmt: skip
     runs = pd.DataFrame(flat)
     metrics = [slo.metric for slo in result.slos]
-    table = aggregate(runs, ("plan", "step"), metrics)
-    by_metric = {slo.metric: slo for slo in result.slos}
-    table["target"] = [by_metric[m].target for m in table["metric"]]
-    table["op"] = [by_metric[m].op for m in table["metric"]]
-    table["met"] = [
-        by_metric[m].holds(v) for m, v in zip(table["metric"], table["mean"], strict=True)
-    ]
-    table["shown"] = [
-        by_metric[m].holds(by_metric[m].unfavourable(lo, hi))
-        if not math.isnan(by_metric[m].unfavourable(lo, hi))
-        else math.isnan(mean)
-        for m, lo, hi, mean in zip(
-            table["metric"], table["ci_low"], table["ci_high"], table["mean"], strict=True
-        )
-    ]
-    # The favourable bound beyond the target too: the miss is shown at 95 %.
-    table["shown_missed"] = [
-        not by_metric[m].holds(by_metric[m].unfavourable(hi, lo))
-        for m, lo, hi in zip(table["metric"], table["ci_low"], table["ci_high"], strict=True)
-    ]
-    starts = {s.index: s.start for s in result.steps}
-    table["start_seconds"] = table["step"].map(starts)
+    table = intervals(runs, ("plan", "step"), metrics)
     grouped = runs.groupby(["plan", "step"])
     counts = grouped[list(COUNTS)].sum()
     counts["busy_at_start"] = grouped["busy_at_start"].mean()
-    return table.merge(counts.reset_index(), on=["plan", "step"], how="left")
+    table = table.merge(counts.reset_index(), on=["plan", "step"], how="left")
+    by_metric = {slo.metric: slo for slo in result.slos}
+    verdicts = [
+        judged(by_metric[str(row["metric"])], row["mean"], row["ci_low"], row["ci_high"],
+               idle({name: float(row[name]) for name in COUNTS}))
+        for row in table.to_dict("records")
+    ]  # fmt: skip
+    table["target"] = [by_metric[m].target for m in table["metric"]]
+    table["op"] = [by_metric[m].op for m in table["metric"]]
+    table["met"] = [met for met, _ in verdicts]
+    table["shown"] = [shown for _, shown in verdicts]
+    # The favourable end beyond the target too: the miss is shown at 95 %, not bad luck.
+    table["shown_missed"] = [
+        not math.isnan(hi) and not by_metric[m].holds(by_metric[m].unfavourable(hi, lo))
+        for m, lo, hi in zip(table["metric"], table["ci_low"], table["ci_high"], strict=True)
+    ]
+    table["start_seconds"] = table["step"].map({s.index: s.start for s in result.steps})
+    return table
 
 
 def _objectives(slos: Sequence[str | Slo]) -> tuple[Slo, ...]:
@@ -345,11 +358,12 @@ def plan_capacity(
 
     ``step``: seconds per step (a whole number of the scenario's ``sample_every``);
     ``replications`` (>= 2) per candidate and per confirmation; ``warmup``: seconds simulated
-    before each step (default: the longer of one step and four mean holding times, on the
-    grid); ``worker_cost``: per worker-hour, for the cost column; ``workers``: local
-    processes, or ``dask_client`` (a ``distributed.Client``); ``setup``: called first in each
-    local process; ``progress``: a bar over the steps and the confirmation; ``seed``: the base
-    of every seed (default: the scenario's). Raises ``SloError`` or ``PlanError`` on bad input.
+    before each step (default: four mean holding times, rounded up to the grid: the sessions
+    running when a step begins started within it, bar a few); ``worker_cost``: per
+    worker-hour, for the cost column; ``workers``: local processes, or ``dask_client`` (a
+    ``distributed.Client``); ``setup``: called first in each local process; ``progress``: a
+    bar over the steps and the confirmation; ``seed``: the base of every seed (default: the
+    scenario's). Raises ``SloError`` or ``PlanError`` on bad input.
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
@@ -361,7 +375,7 @@ def plan_capacity(
     holding = model.startup_latency + scenario.sessions.length.mean
     every = scenario.sample_every
     if warmup is None:
-        warmup = math.ceil(max(step, 4 * holding) / every) * every
+        warmup = math.ceil(4 * holding / every) * every
     problems = _grid_problems(scenario, step, warmup)
     if problems:
         raise PlanError("; ".join(problems))
@@ -374,9 +388,15 @@ def plan_capacity(
     with open_runner(workers, dask_client=dask_client, setup=setup) as runner:
         search = _Search(scenario, objectives, runner, replications, warmup, tail, base)
         with progress_bar(len(demands), progress, desc="plan", unit="step") as bar:
+            offsets: list[int] = []  # how far the last steps' plans fell from Erlang C's
             for index, demand in enumerate(demands):
-                guess = erlang_c_workers(model, demand, objectives)
-                planned.append(search.step(index, demand, guess if guess is not None else 1))
+                erlang = erlang_c_workers(model, demand, objectives)
+                erlang = erlang if erlang is not None else _LARGE
+                offset = round(statistics.median(offsets[-3:])) if offsets else 0
+                guess = max(0, erlang + offset) if demand.arrivals else 0
+                planned.append(search.step(index, demand, guess, erlang))
+                if demand.arrivals and planned[-1].shown:
+                    offsets.append(planned[-1].workers - erlang)
                 bar.update(1)
         result = PlanResult(
             scenario, objectives, step, warmup, tail, replications, worker_cost,
@@ -396,6 +416,11 @@ def plan_capacity(
         if not s.shown
     ]
     notes += [f"note: {slo.note}" for slo in objectives if slo.note]
+    if not any(slo.metric == "no_capacity_rate" for slo in objectives):
+        notes.append(
+            "no objective on no_capacity_rate: the waits count only the sessions a worker "
+            "took, so a pool too small to take them would look fast; add one"
+        )
     return PlanResult(
         scenario, objectives, step, warmup, tail, replications, worker_cost,
         tuple(planned), confirmation, tuple(notes),

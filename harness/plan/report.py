@@ -19,9 +19,10 @@ from matplotlib.ticker import MaxNLocator
 
 from harness.figures import check_figure, mark_events, save_figure, scenario_marks, time_axis
 from harness.plan.baseline import ErlangModel
+from harness.plan.search import METHOD_LABELS, METHODS
 from harness.plan.slo import Slo
 from harness.runner.metrics import METRICS, WINDOW_RULES, format_value
-from harness.sweep.aggregate import CONFIDENCE, METHOD_LABELS, METHODS
+from harness.sweep.aggregate import CONFIDENCE
 
 if TYPE_CHECKING:
     from harness.plan.planner import PlanResult, StepPlan
@@ -182,13 +183,21 @@ def _why(result: PlanResult, step: StepPlan, model: ErlangModel, missed: bool) -
             f"the queue holds {bound}, so the long waits it reads never form"
         )
     for slo in result.slos:
-        reading = model.reading(slo.metric, step.workers, demand)
-        chosen = step.tried[step.workers].table
-        row = chosen[chosen["metric"] == slo.metric].iloc[0]
+        if missed:  # Erlang C's own size: what it promised against what the confirmation saw
+            size = step.erlang_c
+            row = here[here["metric"] == slo.metric].iloc[0]
+            source = "the confirmation measured"
+        else:  # the plan's size: what Erlang C feared against what the search measured
+            size = step.workers
+            chosen = step.tried[step.workers].table
+            row = chosen[chosen["metric"] == slo.metric].iloc[0]
+            source = "the simulation measured"
+        reading = model.reading(slo.metric, size, demand)
         measured = _interval(slo.metric, *(float(row[k]) for k in ("mean", "ci_low", "ci_high")))
+        who = "its own" if missed else "the plan's"
         reasons.append(
-            f"at the plan's {step.workers} workers Erlang C reads {slo.metric} = "
-            f"{format_value(slo.metric, reading)}; the simulation measured {measured}"
+            f"at {who} {size} workers Erlang C reads {slo.metric} = "
+            f"{format_value(slo.metric, reading)}; {source} {measured}"
         )
     return reasons
 
@@ -203,7 +212,7 @@ def render_plan(result: PlanResult) -> str:
         lines += [scenario.description, ""]
     lines += ["## Objectives and method", ""]
     lines += [f"- `{slo.text}`: {METRICS[slo.metric].description}" for slo in result.slos]
-    methods = "; ".join(f"`{k}`: {v}" for k, v in METHODS.items())
+    methods = "; ".join(f"`{k}`: {v}" for k, v in METHODS.items() if k != "wilson")
     populations = sorted({METRICS[slo.metric].population for slo in result.slos})
     rules = "; ".join(f"{p}: {WINDOW_RULES[p]}" for p in populations)
     lines += [
