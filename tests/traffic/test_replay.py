@@ -292,6 +292,29 @@ def test_the_command_refuses_what_it_cannot_replay(
     assert "the deployment refused the key: target_unreachable" in capsys.readouterr().err
 
 
+def _replay_served(
+    tmp_path: Path, deployed: dict[str, Any], predicted: dict[str, Any]
+) -> tuple[int, float, pd.DataFrame]:
+    """``avatar-sim serve --scenario DEPLOYED --time-factor 0.02`` and ``avatar-sim replay`` of
+    a run of ``predicted`` with ``--scenario PREDICTED``: the exit code, the replay's wall
+    seconds and ``comparison.csv``."""
+    (tmp_path / "deployed.yaml").write_text(json.dumps(deployed), encoding="utf-8")
+    (tmp_path / "predicted.yaml").write_text(json.dumps(predicted), encoding="utf-8")
+    _recording(tmp_path, predicted)
+    options = ("--time-factor", "0.02", "--scenario", str(tmp_path / "deployed.yaml"))
+    with served_process(tmp_path, *options) as server:
+        key = server.keys["organizations"][0]["keys"]["unrestricted"]
+        started = time.monotonic()
+        code = cli.main(
+            ["replay", str(tmp_path / "run" / "sessions.parquet"), "--base-url",
+             server.base_url, "--api-key", key, "--time-factor", "0.02", "--scenario",
+             str(tmp_path / "predicted.yaml"), "--out", str(tmp_path / "out")]
+        )  # fmt: skip
+        took = time.monotonic() - started
+        server.stop()
+    return code, took, pd.read_csv(tmp_path / "out" / "comparison.csv")
+
+
 @pytest.mark.slow
 def test_replay_against_avatar_sim_serve(tmp_path: Path) -> None:
     """Real time, about a minute: ``avatar-sim serve --scenario S --time-factor 0.02`` and
@@ -303,23 +326,21 @@ def test_replay_against_avatar_sim_serve(tmp_path: Path) -> None:
     are those of the simulation at the same seed, and lie 1.5 below, 1.5 below, 4.1 below and
     2.4 above the prediction's mean in its standard deviations."""
     served = _served()
-    (tmp_path / "served.yaml").write_text(json.dumps(served), encoding="utf-8")
-    _recording(tmp_path, served)
-    options = ("--time-factor", "0.02", "--scenario", str(tmp_path / "served.yaml"))
-    with served_process(tmp_path, *options) as server:
-        key = server.keys["organizations"][0]["keys"]["unrestricted"]
-        started = time.monotonic()
-        code = cli.main(
-            ["replay", str(tmp_path / "run" / "sessions.parquet"), "--base-url",
-             server.base_url, "--api-key", key, "--time-factor", "0.02", "--scenario",
-             str(tmp_path / "served.yaml"), "--out", str(tmp_path / "out")]
-        )  # fmt: skip
-        took = time.monotonic() - started
-        server.stop()
+    code, took, table = _replay_served(tmp_path, served, served)
     assert code == 0
     assert took < 66  # it stops once every session is over, before the cooldown's end
-    table = pd.read_csv(tmp_path / "out" / "comparison.csv")
     judged = table.dropna(subset=["agree"])
     assert len(judged) >= 15 and judged["agree"].astype(bool).all(), judged.to_string()
     sessions = pd.read_parquet(tmp_path / "out" / "sessions.parquet")
     assert len(sessions) == len(read_recording(tmp_path / "run" / "sessions.parquet"))
+
+
+@pytest.mark.slow
+def test_replay_against_a_served_deployment_unlike_the_prediction(tmp_path: Path) -> None:
+    """Real time, about a minute: served with 2 workers, predicted with 3: the replay calls the
+    deployment different on what the missing worker changes, under the same family verdict."""
+    deployed = _served(config={"scheduler": {"workers": 2}})
+    code, _took, table = _replay_served(tmp_path, deployed, _served())
+    assert code == 0
+    disagree = set(table.loc[table["agree"].eq(False), "metric"])
+    assert {"no_capacity", "sessions_started", "billable_seconds"} <= disagree, table.to_string()
