@@ -4,8 +4,9 @@ metrics beside the simulation's prediction of the same traffic.
 
 The deployment here is a platform in process behind its facade, reached by the replay's HTTP
 door through httpx's ASGI transport, its clock moved by the replay's own waits: the whole
-replay runs in no wall time and the same every time. ``test_replay_against_avatar_sim_serve``
-(slow) plays against ``avatar-sim serve`` on a fast clock in real time.
+replay runs in no wall time and the same every time. Two slow tests play against ``avatar-sim
+serve`` on a fast clock in real time: one serving the predicted configuration, which agrees, and
+one serving a worker fewer, which is called out.
 """
 
 from __future__ import annotations
