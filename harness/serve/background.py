@@ -4,12 +4,14 @@ Why a child process and not a thread: the served simulator owns its event loop, 
 driver and its signal handling, exactly as a user's ``avatar-sim serve`` does; the caller only
 speaks HTTP to it (capture, replay, conformance) and reads the keys document it wrote. The
 server binds a free port on 127.0.0.1; ``stop`` (or leaving the ``with`` block) ends it with
-SIGTERM, as a user would, and kills it if it does not stop in time.
+SIGTERM, as a user would, and kills it if it does not stop in time. The keys file and the log
+live in a temporary folder of their own, removed when the block ends: the keys are secrets.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -33,7 +35,7 @@ class BackgroundServer:
 
     process: subprocess.Popen[bytes]
     keys: dict[str, Any]
-    log: Path  # its standard error
+    log: Path  # its standard error (removed with its folder when the block ends)
 
     @property
     def base_url(self) -> str:
@@ -93,3 +95,4 @@ def serve_in_background(
         yield server
     finally:
         server.stop()
+        shutil.rmtree(folder, ignore_errors=True)

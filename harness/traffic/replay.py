@@ -22,15 +22,12 @@ Both are summarized by ``harness.runner.metrics.summarize`` over the same window
 recording's arrivals); a metric the replay cannot observe (``UNOBSERVED``: the deployment's
 ledger and its pool) is left out of the observed side rather than shown as zero.
 
-What agreeing means, per metric (``compare``): a proportion agrees when the observed Wilson
-interval (its own counts) and the predicted one (the replications' pooled counts) overlap; any
-other metric when the observed value lies within the 95 % prediction interval of one more
-replication (Student t over the replications: mean ± t · s · sqrt(1 + 1/n), clipped to the
-metric's range), since one replay is one draw of the run, not the mean of many; billable
-seconds (whole seconds per session, rounded up) when that interval meets the observed value
-give or take one second per session that ran, since the replay hangs up at the deployment's
-millisecond stamps and a request's latency later, either of which can carry a session across
-a second's boundary.
+What agreeing means (``harness.traffic.agreement.compare``): each metric's own test gives a
+p-value (a proportion's Wilson intervals, observed and pooled predicted; any other metric as
+one more draw of the replications, Student t, sqrt(1 + 1/n) wide), and the metrics are judged
+as one family by Holm's step-down procedure at 5 % family-wise, so that a deployment that
+behaves as the simulation is called different in at most 5 % of replays, however many metrics
+are judged, while a metric far from its prediction is still called out.
 
 Limits of a replay, said in its report: it sends no audio (a deployment's media path is out of
 reach), so the prediction's clients send none either and sessions longer than the idle
@@ -52,15 +49,15 @@ from typing import Any
 
 import httpx
 import pandas as pd
-from scipy import stats
 
 from harness.collect import RunResult, collect
 from harness.runner import run_scenario
 from harness.runner.engine import RawRun, install
 from harness.runner.http_door import HttpDoor
-from harness.runner.metrics import METRICS, epoch_of, format_value, summarize
+from harness.runner.metrics import epoch_of, format_value, summarize
 from harness.scenarios import Scenario, parse_scenario
-from harness.sweep.aggregate import CONFIDENCE, METHODS, aggregate, clip, wilson_interval
+from harness.sweep.aggregate import METHODS
+from harness.traffic.agreement import FAMILY_ALPHA, compare
 from harness.traffic.capture import _row
 from harness.traffic.recording import Recording, recording_from_frame
 from sim.accounts import ApiKey, Caller
@@ -326,79 +323,6 @@ def _observed_sessions(
     return frame
 
 
-# -- comparing -------------------------------------------------------------------------------
-
-
-def _prediction_interval(
-    values: Sequence[float], bounds: tuple[float, float]
-) -> tuple[float, float]:
-    clean = [v for v in values if not math.isnan(v)]
-    n = len(clean)
-    if n < 2:
-        return math.nan, math.nan
-    mean, sd = statistics.fmean(clean), statistics.stdev(clean)
-    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1)) * sd * math.sqrt(1 + 1 / n)
-    return clip((mean - half, mean + half), bounds)
-
-
-def compare(
-    observed: dict[str, float], predicted: pd.DataFrame, ran: int | None = None
-) -> pd.DataFrame:
-    """One row per metric: the observed value (and, for a proportion, its Wilson interval),
-    the predicted mean with its 95 % interval and method over the replications, the interval
-    one more replication falls in, and whether the two agree (see the module's docstring).
-
-    ``ran``: how many observed sessions had a first frame. A metric counted in whole seconds
-    per session (billable seconds, each rounded up) then gets the observed interval ``value ±
-    ran``: the replay hangs up at the deployment's millisecond stamps, a request's latency
-    later, where the simulation's clients hang up exactly, and either can carry a session
-    across a second's boundary."""
-    names = [m for m in observed if m in METRICS and m in predicted]
-    table = aggregate(predicted.assign(point=0), [], names).set_index("metric")
-    rows = []
-    for name in names:
-        spec = METRICS[name]
-        row: dict[str, Any] = {str(k): v for k, v in table.loc[name].to_dict().items()}
-        value = observed[name]
-        low = high = math.nan
-        agree: bool | None = None
-        if spec.kind == "proportion" and spec.numerator and spec.denominator:
-            trials = observed.get(spec.denominator, math.nan)
-            if not math.isnan(trials) and trials > 0:
-                low, high = wilson_interval(int(observed[spec.numerator]), int(trials))
-            pred_low, pred_high = float(row["ci_low"]), float(row["ci_high"])
-            if not (math.isnan(low) or math.isnan(pred_low)):
-                agree = low <= pred_high and pred_low <= high
-        else:
-            pred_low, pred_high = _prediction_interval(predicted[name].tolist(), spec.bounds)
-            grain = spec.whole and spec.kind == "seconds" and ran is not None
-            if grain and ran is not None and not math.isnan(value):
-                low, high = max(value - ran, 0.0), value + ran
-            lowest, highest = (value, value) if math.isnan(low) else (low, high)
-            if not (math.isnan(value) or math.isnan(pred_low)):
-                agree = lowest <= pred_high and pred_low <= highest
-        rows.append(
-            {
-                "metric": name,
-                "kind": spec.kind,
-                "observed": value,
-                "observed_low": low,
-                "observed_high": high,
-                "predicted": float(row["mean"]),
-                "predicted_low": float(row["ci_low"]),
-                "predicted_high": float(row["ci_high"]),
-                "method": row["method"],
-                "next_run_low": pred_low if spec.kind != "proportion" else math.nan,
-                "next_run_high": pred_high if spec.kind != "proportion" else math.nan,
-                "replications": int(row["n"]),
-                "agree": agree,
-            }
-        )
-    frame = pd.DataFrame(rows)
-    frame["agree"] = frame["agree"].astype("boolean")
-    return frame
-
-
 # -- the whole replay ------------------------------------------------------------------------
 
 
@@ -522,8 +446,8 @@ def report_markdown(result: ReplayResult, target: str) -> str:
         f"deployment's time; the prediction is {n} runs of the same traffic "
         "(`recording.parquet`, its organization, keys, client behaviour and configuration).",
         "",
-        "| metric | observed | predicted (95 % CI) | next run in | agree |",
-        "|---|---|---|---|---|",
+        "| metric | observed | predicted (95 % CI) | next run in (95 %) | p | agree |",
+        "|---|---|---|---|---|---|",
     ]
     for row in table.to_dict("records"):
         name = str(row["metric"])
@@ -539,18 +463,24 @@ def report_markdown(result: ReplayResult, target: str) -> str:
             "" if math.isnan(float(row["next_run_low"]))
             else f"[{shown('next_run_low')}, {shown('next_run_high')}]"
         )  # fmt: skip
+        p_value = "" if math.isnan(float(row["p_value"])) else f"{float(row['p_value']):.3g}"
         agree = "" if pd.isna(row["agree"]) else ("yes" if row["agree"] else "**no**")
-        lines.append(f"| {name} | {observed} | {predicted} | {following} | {agree} |")
+        lines.append(f"| {name} | {observed} | {predicted} | {following} | {p_value} | {agree} |")
     methods = sorted(set(table["method"])) if len(table) else []
     lines += ["", "How they are judged:", ""]
     lines += [f"- `{m}`: {METHODS[m]} (n = {n} replications)." for m in methods]
+    judged = int(table["agree"].notna().sum()) if len(table) else 0
     lines += [
-        "- A proportion agrees when the observed Wilson interval (its own counts) overlaps the "
-        "predicted one; any other metric when the observed value lies within the 95 % "
-        "interval of one more run (t over the replications, sqrt(1 + 1/n) wide). Billable "
-        "seconds are whole seconds per session, rounded up: their observed interval is one "
-        "second per session that ran either side, since the replay hangs up at the "
-        "deployment's millisecond stamps and a request's latency later.",
+        "- Each metric's p: for a proportion, one less the confidence at which its observed "
+        "Wilson interval (its own counts) and the predicted one just touch; for any other, "
+        "the observed value as one more run (Student t over the replications, sqrt(1 + 1/n) "
+        "wide, two-sided). Billable seconds are whole seconds per session, rounded up: the "
+        "observed value is taken give or take one second per session that ran, since the "
+        "replay hangs up at the deployment's millisecond stamps and a request's latency later.",
+        f"- Agreement is judged over the family of the {judged} metrics with a p, by Holm's "
+        f"step-down procedure at {FAMILY_ALPHA:.0%} family-wise (the k-th smallest p against "
+        f"{FAMILY_ALPHA:g} / ({judged} - k + 1)): a metric may lie outside its own 95 % "
+        "interval by chance and still agree.",
         f"- Not observed against a deployment (n/a): {', '.join(UNOBSERVED)}.",
     ]
     lines += [f"- {note}" for note in result.notes]

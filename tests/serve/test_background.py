@@ -1,5 +1,6 @@
 """``serve_in_background``: a served simulator in a child process for a notebook or a script,
-its traffic captured over HTTP, stopped as a user stops it (SIGTERM, exit 0)."""
+its traffic captured over HTTP, stopped as a user stops it (SIGTERM, exit 0), leaving no keys
+behind."""
 
 from __future__ import annotations
 
@@ -32,3 +33,4 @@ def test_a_scenario_served_in_the_background_is_captured(tmp_path: Path) -> None
         assert recording.info["plan"] == "pro"
         assert server.stop() == 0
     assert server.process.returncode == 0
+    assert not server.log.parent.exists()  # the keys file and the log went with the block
