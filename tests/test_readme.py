@@ -19,6 +19,31 @@ def test_python_examples_run() -> None:
         exec(compile(block, "README.md", "exec"), {})  # our own documentation
 
 
+@pytest.mark.req("SIM-7")
+def test_the_tables_listed_column_by_column_have_those_columns() -> None:
+    """The README's table of tables lists every column of ``sessions``, ``events`` and
+    ``ledger`` in order: a renamed column shows here before a reader trips on it."""
+    from harness.runner import run_scenario
+    from harness.scenarios import parse_scenario
+
+    listed = {
+        name: re.findall(r"`([a-z_]+)`", columns)
+        for name, columns in re.findall(r"^\| `([a-z_]+)` \| [^|]+ \| (`[^|]+) \|$", README, re.M)
+    }
+    assert set(listed) == {"sessions", "events", "ledger"}
+    scenario = parse_scenario(
+        {
+            "seed": 1,
+            "duration": "10m",
+            "organizations": [{"name": "Acme", "plan": "pro"}],
+            "arrivals": [{"kind": "poisson", "rate_per_hour": 30}],
+        }
+    )
+    tables = run_scenario(scenario).tables()
+    for name, columns in listed.items():
+        assert columns == list(tables[name].columns), name
+
+
 def test_make_targets_named_in_the_readme_exist() -> None:
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     targets = set(re.findall(r"^([a-z][a-z-]*):", makefile, re.M))
