@@ -98,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
         if client is not None:
             client.close()  # type: ignore[no-untyped-call]
     for warning in result.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        if not warning.startswith("note: "):  # the notes were printed before the search
+            print(f"warning: {warning}", file=sys.stderr)
     out = Path(args.out)
     result.write(out)
     table = result.table
