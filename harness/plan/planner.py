@@ -407,7 +407,9 @@ def plan_capacity(
         confirmation = _confirm(result, runner, base, progress)
     mine = confirmation[confirmation["plan"] == "plan"]
     totals = mine.drop_duplicates(["step"])[list(COUNTS)].sum()
-    notes = binding_limits(scenario, {str(k): float(v) for k, v in totals.items()})
+    # Judged against the planned pool, not the scenario's own size (the plan replaces it).
+    planned_pool = result.scenario_with_plan()
+    notes = binding_limits(planned_pool, {str(k): float(v) for k, v in totals.items()})
     notes += [
         f"step {s.index} ({s.start / 3600:g} h): the objectives could not be shown met at "
         f"{s.workers} workers, where the pool never saturated; {replications} replications "

@@ -37,8 +37,10 @@ def concurrency_ceiling(scenario: Scenario) -> int | None:
 
 
 def largest_pool(scenario: Scenario) -> int:
-    """The most workers the scenario's pool is meant to have at any time."""
-    sizes = [scenario.sim_config().scheduler.workers]
+    """The most workers the scenario's pool is meant to have at any time (its configured size
+    only if no planned size replaces it from the start)."""
+    from_start = any(change.at <= 0 for change in scenario.pool_schedule)
+    sizes = [] if from_start else [scenario.sim_config().scheduler.workers]
     sizes += [change.workers for change in scenario.pool_schedule]
     sizes += [fault.workers for fault in scenario.faults]
     return max(sizes)

@@ -297,3 +297,24 @@ def test_a_recorded_day_is_planned_from_its_own_arrivals_and_lengths(tmp_path: P
     assert (first.demand.arrivals, second.demand.arrivals) == (200, 40)
     assert first.demand.mean_holding_seconds > 300  # 300 s recorded, plus start-up latency
     assert first.workers > second.workers > 0 and first.shown and second.shown
+
+
+@pytest.mark.req("NB-8")
+def test_a_plan_says_when_caps_held_load_back_from_the_pool_it_planned() -> None:
+    """Two keys with one session each hold the organization at two sessions at once: the plan
+    warns, naming the caps and the largest pool it planned (not the scenario's own size)."""
+    scenario = _parsed(
+        _scenario(
+            duration="1h",
+            limits={"rate": "off", "idle_timeout": "off"},
+            organizations=[{"name": "Load", "plan": "enterprise", "keys": 2}],
+            arrivals=[{"kind": "poisson", "rate_per_hour": 60}],
+            sessions={"length": {"kind": "constant", "value": 300}, "audio": None},
+            config={"scheduler": {"workers": 40}},
+        )
+    )
+    result = plan_capacity(scenario, ["no_capacity_rate<=0.05"], replications=2)
+    caps = [w for w in result.warnings if w.startswith("Concurrency caps refused")]
+    assert len(caps) == 1, result.warnings
+    largest = max(step.workers for step in result.steps)
+    assert largest < 40 and f"against up to {largest:,} workers" in caps[0]
