@@ -16,7 +16,7 @@ The search, step by step (``harness.plan.search`` says why each step is a window
    meets them with one fewer failing. If a candidate fails although its pool never saturated
    (no session waited or failed, no create was refused for capacity), more workers cannot
    change a thing: the step is marked not shown (too few sessions for the interval to reach
-   the target; more replications would) and that size is kept.
+   the target; more replications would) and the fewest workers that never saturate are kept.
 4. The step's size is fixed in the schedule before the next step is searched.
 
 The confirmation runs the whole schedule, and the Erlang-C schedule, from the start to the end
@@ -247,9 +247,22 @@ class _Search:
                 break
             if high is None:
                 assert low is not None
-                if not tried[low].saturated or low >= ceiling:
-                    size, shown = low, False  # more workers cannot change a thing
+                if low >= ceiling and tried[low].saturated:
+                    size, shown = low, False
                     break
+                if not tried[low].saturated:
+                    # More workers cannot change a thing: keep the fewest that never saturate
+                    # (the saturated size below them is one less, or there is none).
+                    calm = min(n for n, e in tried.items() if not e.saturated)
+                    busy = max(
+                        (n for n, e in tried.items() if e.saturated and n < calm), default=-1
+                    )
+                    if calm - busy <= 1:
+                        size, shown = calm, False
+                        break
+                    third = max(1, (calm - busy) // 3)
+                    need(busy + third, min(calm - 1, busy + 2 * third))
+                    continue
                 stride *= 2
                 need(low + stride // 2, low + stride)
             elif low is None:

@@ -318,3 +318,19 @@ def test_a_plan_says_when_caps_held_load_back_from_the_pool_it_planned() -> None
     assert len(caps) == 1, result.warnings
     largest = max(step.workers for step in result.steps)
     assert largest < 40 and f"against up to {largest:,} workers" in caps[0]
+
+
+@pytest.mark.req("PLAN-1")
+def test_a_step_too_quiet_to_show_its_objectives_keeps_the_fewest_workers_that_never_saturate() -> (
+    None
+):
+    """Six sessions an hour cannot show a rate under 0.1 % at 95 % whatever the pool: the step
+    is not shown, and its size is the smallest tried whose pool never saturated, with one
+    fewer saturating (not whatever size the search happened to start from)."""
+    scenario = _parsed(_scenario(duration="1h", arrivals=[{"kind": "poisson", "rate_per_hour": 6}]))
+    result = plan_capacity(scenario, ["no_capacity_rate<=0.001"], replications=2)
+    (step,) = result.steps
+    assert not step.shown
+    assert not step.tried[step.workers].saturated
+    assert step.workers == 0 or step.tried[step.workers - 1].saturated
+    assert any("could not be shown met" in w for w in result.warnings)
