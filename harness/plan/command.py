@@ -20,6 +20,7 @@ from harness.plan.planner import PlanError, plan_capacity
 from harness.plan.slo import SloError, parse_slos
 from harness.scenarios import ScenarioError, load_scenario
 from harness.scenarios.durations import parse_duration
+from harness.sweep.execute import DaskUnreachable, connect_dask
 
 __all__ = ["add_arguments", "run"]
 
@@ -69,15 +70,11 @@ def run(args: argparse.Namespace) -> int:
     if args.worker_cost is not None and args.worker_cost < 0:
         print("--worker-cost must be >= 0", file=sys.stderr)
         return 2
-    client = None
-    if args.dask is not None:
-        import distributed
-
-        try:
-            client = distributed.Client(args.dask, timeout="10s")  # type: ignore[no-untyped-call]
-        except OSError as error:
-            print(f"cannot reach the Dask scheduler at {args.dask}: {error}", file=sys.stderr)
-            return 2
+    try:
+        client = None if args.dask is None else connect_dask(args.dask)
+    except DaskUnreachable as error:
+        print(error, file=sys.stderr)
+        return 2
     try:
         result = plan_capacity(
             scenario,
@@ -96,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     finally:
         if client is not None:
-            client.close()  # type: ignore[no-untyped-call]
+            client.close()
     for warning in result.warnings:
         if not warning.startswith("note: "):  # the notes were printed before the search
             print(f"warning: {warning}", file=sys.stderr)

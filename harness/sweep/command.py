@@ -18,6 +18,7 @@ from pathlib import Path
 
 from harness.gc_policy import collect_rarely
 from harness.scenarios import ScenarioError
+from harness.sweep.execute import DaskUnreachable, connect_dask
 from harness.sweep.model import load_sweep
 from harness.sweep.run import point_warnings, run_sweep
 
@@ -48,15 +49,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     for note in notes:
         print(f"note: {note.message}", file=sys.stderr)
-    client = None
-    if args.dask is not None:
-        import distributed
-
-        try:
-            client = distributed.Client(args.dask, timeout="10s")  # type: ignore[no-untyped-call]
-        except OSError as error:
-            print(f"cannot reach the Dask scheduler at {args.dask}: {error}", file=sys.stderr)
-            return 2
+    try:
+        client = None if args.dask is None else connect_dask(args.dask)
+    except DaskUnreachable as error:
+        print(error, file=sys.stderr)
+        return 2
     try:
         result = run_sweep(
             sweep,
@@ -69,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         )
     finally:
         if client is not None:
-            client.close()  # type: ignore[no-untyped-call]
+            client.close()
     limits = point_warnings(points, result.runs)
     for warning in limits:
         print(f"warning: {warning}", file=sys.stderr)

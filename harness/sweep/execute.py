@@ -23,8 +23,10 @@ from harness.runner.metrics import summarize
 from harness.scenarios.loader import parse_scenario
 
 __all__ = [
+    "DaskUnreachable",
     "Runner",
     "Task",
+    "connect_dask",
     "open_runner",
     "progress_bar",
     "run_local",
@@ -164,3 +166,18 @@ def run_on_dask(tasks: Sequence[Task], client: Any, progress: bool = True) -> li
     """On a Dask cluster through ``client`` (a ``distributed.Client``)."""
     with open_runner(dask_client=client) as runner:
         return _ordered(runner.map(run_task, tasks, progress=progress))
+
+
+class DaskUnreachable(RuntimeError):
+    """The Dask scheduler a command was given does not answer (a usage error: exit 2)."""
+
+
+def connect_dask(address: str) -> Any:
+    """A ``distributed.Client`` of the scheduler at ``address`` (the ``[dask]`` extra), or
+    ``DaskUnreachable`` saying so within ten seconds."""
+    import distributed
+
+    try:
+        return distributed.Client(address, timeout="10s")  # type: ignore[no-untyped-call]
+    except OSError as error:
+        raise DaskUnreachable(f"cannot reach the Dask scheduler at {address}: {error}") from None

@@ -334,3 +334,15 @@ def test_a_step_too_quiet_to_show_its_objectives_keeps_the_fewest_workers_that_n
     assert not step.tried[step.workers].saturated
     assert step.workers == 0 or step.tried[step.workers - 1].saturated
     assert any("could not be shown met" in w for w in result.warnings)
+
+
+@pytest.mark.req("PLAN-4")
+def test_a_dask_scheduler_that_does_not_answer_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(_scenario()), encoding="utf-8")
+    argv = ["plan", str(path), "--slo", "no_capacity_rate<=0.01", "--dask", "tcp://127.0.0.1:9"]
+    assert cli.main([*argv, "--out", str(tmp_path / "out")]) == 2
+    assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
