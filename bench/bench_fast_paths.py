@@ -15,10 +15,11 @@ from __future__ import annotations
 import gc
 import json
 import statistics
-import subprocess
 import sys
 import time
 from typing import Any
+
+from bench.child import report_of_child
 
 __all__ = ["run"]
 
@@ -76,15 +77,11 @@ def run(scale: float = 1.0, *, rounds: int | None = None) -> dict[str, Any]:
 
     sessions = max(300, int(8_000 * scale))
     rounds = rounds if rounds is not None else (5 if scale >= 0.5 else 1)
-    completed = subprocess.run(
-        [sys.executable, "-m", "bench.bench_fast_paths", str(sessions), str(rounds)],
-        capture_output=True,
-        text=True,
-        check=False,
+    measured = gains(
+        report_of_child(
+            "bench.bench_fast_paths", str(sessions), str(rounds), what="the fast paths' months"
+        )
     )
-    if completed.returncode != 0:
-        raise RuntimeError(f"the fast paths' months failed:\n{completed.stderr[-4000:]}")
-    measured = gains(json.loads(completed.stdout.strip().splitlines()[-1]))
     what = {path.name: path.what for path in FAST_PATHS}
     return {
         "sessions": sessions,

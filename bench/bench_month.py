@@ -25,12 +25,12 @@ from __future__ import annotations
 import json
 import resource
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
+from bench.child import report_of_child
 from bench.reference import (
     REFERENCE_CUSTOMERS_PER_SECOND,
     SCALING_UNCERTAINTY,
@@ -78,19 +78,10 @@ def month(sessions: int, records: str) -> dict[str, Any]:
 def _in_subprocess(sessions: int, records: str) -> dict[str, Any]:
     """One month in a fresh interpreter; if it fails, the error says which month and ends with
     what the subprocess wrote to stderr (its traceback), not only its exit status."""
-    completed = subprocess.run(
-        [sys.executable, "-m", "bench.bench_month", str(sessions), records],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if completed.returncode != 0:
-        raise RuntimeError(
-            f"the month of {sessions} sessions at records={records!r} failed "
-            f"(exit status {completed.returncode}):\n{completed.stderr[-4000:]}"
-        )
-    report: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
-    return report
+    return report_of_child(
+        "bench.bench_month", str(sessions), records,
+        what=f"the month of {sessions} sessions at records={records!r}",
+    )  # fmt: skip
 
 
 def judge(report: dict[str, Any], speeds: list[float]) -> None:

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import json
 import resource
-import subprocess
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
+from bench.child import report_of_child
 from bench.reference import SCALING_UNCERTAINTY, on_reference, yardstick
 
 __all__ = ["GOAL_SECONDS", "run"]
@@ -71,19 +71,9 @@ def week(sessions: int) -> dict[str, Any]:
 
 
 def _in_subprocess(sessions: int) -> dict[str, Any]:
-    completed = subprocess.run(
-        [sys.executable, "-m", "bench.bench_plan", str(sessions)],
-        capture_output=True,
-        text=True,
-        check=False,
+    return report_of_child(
+        "bench.bench_plan", str(sessions), what=f"the plan of a week of {sessions} sessions"
     )
-    if completed.returncode != 0:
-        raise RuntimeError(
-            f"the plan of a week of {sessions} sessions failed (exit status "
-            f"{completed.returncode}):\n{completed.stderr[-4000:]}"
-        )
-    report: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
-    return report
 
 
 def run(
