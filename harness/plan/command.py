@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from harness.gc_policy import collect_rarely
-from harness.plan.planner import PlanError, plan_capacity
+from harness.plan.planner import DEFAULT_STEP, PlanError, plan_capacity
 from harness.plan.slo import SloError, parse_slos
 from harness.scenarios import ScenarioError, load_scenario
 from harness.scenarios.durations import parse_duration
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         result = plan_capacity(
             scenario,
             slos,
-            step=step if step is not None else 3600.0,
+            step=DEFAULT_STEP if step is None else step,
             replications=args.replications,
             warmup=warmup,
             worker_cost=args.worker_cost,

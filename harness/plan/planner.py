@@ -65,6 +65,8 @@ __all__ = ["PlanError", "PlanResult", "StepPlan", "plan_capacity"]
 
 #: The Erlang-C size of a step it cannot staff (none up to ``baseline``'s limit).
 _LARGE = 100_000
+#: A step's length unless told otherwise: an hour, the staffing interval of the classic plans.
+DEFAULT_STEP = 3600.0
 #: The plans a confirmation runs, in order.
 PLANS: tuple[str, ...] = ("plan", "erlang_c")
 
@@ -355,7 +357,7 @@ def plan_capacity(
     scenario: Scenario | str | Path,
     slos: Sequence[str | Slo],
     *,
-    step: float = 3600.0,
+    step: float = DEFAULT_STEP,
     replications: int = 5,
     warmup: float | None = None,
     worker_cost: float | None = None,
