@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.runner import clients
 from harness.runner.picks import WeightedPick
-from sim import idempotency, pipeline, values
+from sim import idempotency, pipeline
 from sim.clock import Clock
 from sim.sessions import validation
 from sim.sessions.heartbeat import HeartbeatTrack
@@ -67,11 +67,6 @@ FAST_PATHS: tuple[FastPath, ...] = (
             (idempotency, "fingerprint", idempotency.fingerprint_by_text),
             (idempotency, "same_request", idempotency.same_request_by_text),
         ),
-    ),
-    FastPath(
-        "values_quick_pass",
-        "check_values reads values without paths first; reference: the full check alone",
-        ((pipeline, "check_values", values.check_values_by_path),),
     ),
     FastPath(
         "heartbeat_usage",

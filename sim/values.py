@@ -28,11 +28,10 @@ from typing import Any, Final
 
 from sim.errors import InvalidRequest
 
-__all__ = ["LARGEST_NUMBER", "check_values", "check_values_by_path", "fine"]
+__all__ = ["LARGEST_NUMBER", "check_values"]
 
 LARGEST_NUMBER: Final = int(sys.float_info.max)
 """The largest magnitude a JSON number may have: the largest finite IEEE 754 double."""
-_SMALLEST_NUMBER: Final = -LARGEST_NUMBER  # negated once, not for every integer checked
 
 #: Parameters whose value is raw bytes by design (the avatar upload's file).
 _BINARY_PARAMS: Final = frozenset({"image"})
@@ -40,31 +39,7 @@ _BODY: Final = "body"
 
 
 def check_values(params: Mapping[str, Any], *, max_depth: int) -> None:
-    """Refuse the first value of ``params`` that is not a JSON value every answer can carry.
-
-    A fast path beside its reference (``check_values_by_path``; ``make bench`` prints what it
-    saves a month): each value is first read by ``fine``, which keeps no paths, and only a
-    value it does not accept is walked again by the full check, which names the field."""
-    for name, value in params.items():
-        if not isinstance(name, str):
-            raise InvalidRequest(
-                "value.invalid_type", "Parameter names must be strings.", param=None
-            )
-        kind = type(value)
-        if kind is dict or kind is list:
-            ok = _fine_nested(value, max_depth)
-        elif kind is str:
-            ok = value.isascii() or _encodable(value)
-        elif name in _BINARY_PARAMS and isinstance(value, bytes | bytearray):
-            continue
-        else:
-            ok = _fine_scalar(value, kind)
-        if not ok:
-            _check(value, () if name == _BODY else (name,), max_depth)
-
-
-def check_values_by_path(params: Mapping[str, Any], *, max_depth: int) -> None:
-    """``check_values``'s reference: every value walked by the full check alone."""
+    """Refuse the first value of ``params`` that is not a JSON value every answer can carry."""
     for name, value in params.items():
         if not isinstance(name, str):
             raise InvalidRequest(
@@ -72,62 +47,6 @@ def check_values_by_path(params: Mapping[str, Any], *, max_depth: int) -> None:
             )
         if not (name in _BINARY_PARAMS and isinstance(value, bytes | bytearray)):
             _check(value, () if name == _BODY else (name,), max_depth)
-
-
-def fine(root: Any, max_depth: int) -> bool:
-    """Whether ``root`` is certainly acceptable, without keeping paths.
-
-    It accepts exactly what ``_check`` accepts (a property test holds the two together); when it
-    answers ``False`` the full check runs and names the offending field. Public for the one-pass
-    readers of a whole request (``sim.sessions.validation.plain_create``), which check the
-    values of a nested object with it.
-    """
-    kind = type(root)
-    if kind is dict or kind is list:
-        return _fine_nested(root, max_depth)
-    return _fine_scalar(root, kind)
-
-
-def _fine_scalar(value: Any, kind: type) -> bool:
-    if kind is str:
-        return bool(value.isascii()) or _encodable(value)
-    if kind is int:
-        return bool(-LARGEST_NUMBER <= value <= LARGEST_NUMBER)
-    if kind is float:
-        return math.isfinite(value)
-    # None and booleans; another type, or a subclass, is left to the full check to decide.
-    return value is None or kind is bool
-
-
-def _fine_nested(root: Any, max_depth: int) -> bool:
-    """``fine`` of a dict or list, walked without recursion (a caller may configure any depth
-    limit, and the interpreter's stack must not be what bounds it)."""
-    stack: list[tuple[Any, int]] = [(root, 0)]
-    while stack:
-        value, depth = stack.pop()
-        kind = type(value)
-        if kind is dict:
-            if depth >= max_depth:
-                return False
-            for key, item in value.items():
-                if type(key) is not str or (not key.isascii() and not _encodable(key)):
-                    return False
-                stack.append((item, depth + 1))
-        elif kind is list:
-            if depth >= max_depth:
-                return False
-            stack.extend((item, depth + 1) for item in value)
-        elif not _fine_scalar(value, kind):
-            return False
-    return True
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _check(root: Any, path: tuple[str, ...], max_depth: int) -> None:
