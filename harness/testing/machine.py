@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple
 import httpx
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
+from hypothesis.errors import Flaky
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     invariant,
@@ -349,7 +350,18 @@ class SessionMachine(RuleBasedStateMachine):
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
             **options,
         )
-        run_state_machine_as_test(cls, settings=chosen)
+        try:
+            run_state_machine_as_test(cls, settings=chosen)
+        except Flaky as error:
+            # A live target is state hypothesis cannot reset: replaying a failing program can
+            # take another path. The invariant that broke is still the finding.
+            broken = _broken_invariant(error)
+            if broken is None:
+                raise
+            raise AssertionError(
+                f"{broken} (found against a live target; replaying the program did not take "
+                "the same path, as a target in real time may not)"
+            ) from error
 
     # -- rules ---------------------------------------------------------------------------------
 
@@ -602,3 +614,21 @@ class SessionMachine(RuleBasedStateMachine):
                 time.sleep(0.2)
         if last_error is not None:
             raise last_error
+
+
+def _broken_invariant(error: BaseException) -> AssertionError | None:
+    """The ``AssertionError`` (an invariant that broke) behind hypothesis's ``Flaky`` report,
+    looked for in the exceptions it groups and in what it was raised while handling."""
+    seen: set[int] = set()
+    pending: list[BaseException] = [error]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, AssertionError):
+            return current
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(current.exceptions)
+        pending.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+    return None

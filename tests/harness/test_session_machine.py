@@ -101,6 +101,44 @@ def test_a_ledger_out_of_balance_is_found() -> None:
     _finds(_lying(overcharge), "ledger out of balance")
 
 
+def test_a_finding_that_does_not_replay_is_still_the_invariant_that_broke() -> None:
+    """A live target is state hypothesis cannot reset: here the ledger lies only in the first
+    example, so replaying the failing program passes and hypothesis reports ``Flaky``. The
+    run still fails with the invariant that broke, saying why it did not replay."""
+    examples = 0
+
+    def factory() -> MachineTarget:
+        nonlocal examples
+        examples += 1
+        platform = Platform.create()
+        admin = InProcessAdmin(platform)
+        first = examples == 1
+
+        def overcharge(operation: str, answer: Answer, api: _Lying) -> Answer:
+            reads = api.state["usage_reads"] = api.state.get("usage_reads", 0) + int(
+                operation == "getUsage"
+            )
+            if first and operation == "getUsage" and answer.ok and reads > 1:
+                return answer._replace(
+                    body={**answer.body, "credits_charged": 1 + answer.body["credits_charged"]}
+                )
+            return answer
+
+        return MachineTarget(
+            api=_Lying(platform, overcharge),
+            accounts=own_accounts(admin),
+            pass_time=platform.clock.advance,
+            admin=admin,
+            exact=True,
+            platform=platform,
+        )
+
+    with pytest.raises(
+        AssertionError, match=r"(?s)ledger out of balance.*did not take the same path"
+    ):
+        SessionMachine.against(factory).run(max_examples=BUDGET, steps=20, database=None)
+
+
 def test_a_replay_that_is_not_replayed_is_found() -> None:
     class Forgetful(PlatformApi):
         """Serves every create anew: an ``Idempotency-Key`` seen before is ignored."""
