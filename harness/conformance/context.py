@@ -33,9 +33,16 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from harness.conformance.checks import CheckFailed, Incomplete, envelope_of, is_rate_limited
+from harness.conformance.checks import (
+    CheckFailed,
+    Incomplete,
+    NotApplicable,
+    envelope_of,
+    is_rate_limited,
+)
 from harness.conformance.clock import AdminClock, RealClock, TargetClock
 from harness.conformance.instances import minimal_instance
+from harness.conformance.model import NONCE, SeedModel, Verdict
 from harness.conformance.pacing import KeyPacer, retry_hint
 from harness.conformance.responses import DEFAULT_WORKER_TOKEN
 from harness.conformance.seed import SEED
@@ -85,9 +92,17 @@ class Inputs:
 
     transport: Mapping[str, Any] | None = None
     avatar_id: str | None = None
-    model: str | None = None
-    run_body: Mapping[str, Any] | None = None
+    #: ``--model`` (repeatable), each with its run body (``--run-json``: one for every model,
+    #: or one each, in order); ``None`` where the body is built from the model's schemas.
+    models: tuple[str, ...] = ()
+    run_bodies: tuple[Mapping[str, Any] | None, ...] = ()
     max_wait_seconds: float = 180.0
+
+    def body_for(self, model: str) -> Mapping[str, Any] | None:
+        """The run body the user gave for ``model`` (``None``: none given)."""
+        if model in self.models and len(self.run_bodies) == len(self.models):
+            return self.run_bodies[self.models.index(model)]
+        return self.run_bodies[0] if len(self.run_bodies) == 1 else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,12 +193,16 @@ class Context:
     run_deadline: float | None = None
     #: Failures found on the way and owed to another check: (check name, message, exchange).
     owed: list[tuple[str, str, Exchange | None]] = field(default_factory=list)
+    #: The run's model of the seed (set by the runner), which judges every exchange.
+    model: SeedModel | None = None
+    #: Verdicts a script reached through the model's judgements (drained by the runner).
+    verdicts: list[Verdict] = field(default_factory=list)
     #: The exchange that proved the check in progress (``proves``), else its last one.
     proof: Exchange | None = None
     _owner: dict[str, str] = field(default_factory=dict)  # session id -> role that created it
     _pacers: dict[str, KeyPacer] = field(default_factory=dict)
     _stuck: set[str] = field(default_factory=set)
-    _blocked: dict[str, Incomplete] = field(default_factory=dict)  # role -> why creates stopped
+    _blocked: dict[str, NotChecked] = field(default_factory=dict)  # role -> why creates stopped
 
     def __post_init__(self) -> None:
         if self.clock is None:
@@ -304,8 +323,8 @@ class Context:
 
     @property
     def quality(self) -> str:
-        """The tier the run creates with: the cheapest the plan of the creating key accepts."""
-        return str(self.cache.get(f"quality:{self.creator}", QUALITIES[0]))
+        """The tier the run creates with: the cheapest (every plan accepts every tier)."""
+        return QUALITIES[0]
 
     def session_body(self, room: str, **fields: Any) -> dict[str, Any]:
         """A create body with every field the seed lists for a request, the seed's values for
@@ -316,10 +335,16 @@ class Context:
             "idle_timeout_seconds": SEED.idle_default,
             "max_duration_seconds": SEED.max_duration_default,
             "quality": self.quality,
-            "metadata": {"conformance": "avatar-sim"},
+            "metadata": self.metadata(),
         }
         body.update(fields)
         return body
+
+    @staticmethod
+    def metadata(**extra: Any) -> dict[str, Any]:
+        """Metadata naming one request (``NONCE``): whatever a list later shows carrying it was
+        made by that request, so the model can tell a create that made more than it answered."""
+        return {"conformance": "avatar-sim", NONCE: uuid.uuid4().hex, **extra}
 
     # -- creating sessions --------------------------------------------------------------------
 
@@ -328,7 +353,7 @@ class Context:
             self._pacers[role] = KeyPacer(SEED.creates_per_window, SEED.rate_window_seconds)
         return self._pacers[role]
 
-    def blocked(self, role: str) -> Incomplete | None:
+    def blocked(self, role: str) -> NotChecked | None:
         """Why ``role``'s key can create no more sessions in this run, if it cannot."""
         return self._blocked.get(role)
 
@@ -357,8 +382,7 @@ class Context:
             exchange = self._post_session(body, headers, role, path)
             pacer.record(self.now())
             if is_rate_limited(exchange):
-                if pacer.refusal_breaks_the_limit(self.now()):
-                    self._break_rate_limit(role, exchange)
+                self._stop_if_limit_broken(role)
                 hinted += 1
                 delay = self._hint(exchange) if hinted <= _HINTED_RETRIES else None
                 self.wait(
@@ -371,10 +395,10 @@ class Context:
             if exchange.status == 429 and code == "concurrent_sessions" and settle and settled < 2:
                 settled += 1
                 if not self.settle(role):
-                    why = Incomplete(
-                        "blocked: the key's session cap is held by sessions that do not end ("
+                    why = NotApplicable(
+                        "stopped: the key's session cap is held by sessions that do not end ("
                         + ", ".join(sorted(self._stuck | self.watch.broken))
-                        + ")"
+                        + "; reported under session_timers or terminal_states_final)"
                     )
                     self._blocked[role] = why
                     raise why
@@ -392,17 +416,17 @@ class Context:
         hint = retry_hint(exchange)
         return min(max(hint if hint is not None else 1.0, 1.0), window + 1)
 
-    def _break_rate_limit(self, role: str, exchange: Exchange) -> None:
-        count = self.pacer(role).in_window(self.now()) - 1
-        message = (
-            f"a create was refused 429 rate_limit although this key had sent {count} creates in "
-            f"the last {SEED.rate_window_seconds:g} s; the seed allows "
-            f"{SEED.creates_per_window} a minute (LIM-3)"
-        )
-        self.owe("create_rate_limit", message, exchange)
-        why = Incomplete(f"blocked: the target refuses this key's creates ({message})")
-        self._blocked[role] = why
-        raise why
+    def _stop_if_limit_broken(self, role: str) -> None:
+        """Stop creating with ``role``'s key once the model has found its limiter refusing
+        what no reading of the seed refuses (waiting on it again would only wait)."""
+        key = self.model.rates.keys.get(role) if self.model is not None else None
+        if key is not None and key.failed:
+            why = NotApplicable(
+                "stopped: the target refuses this key's creates where the seed admits them "
+                "(reported under create_rate_limit)"
+            )
+            self._blocked[role] = why
+            raise why
 
     def _post_session(
         self, body: Any, headers: Mapping[str, str] | None, role: str, path: str
@@ -424,26 +448,13 @@ class Context:
     def new_session(self, room: str, **fields: Any) -> tuple[Exchange, dict[str, Any]]:
         """Create a session with ``session_body``; what stops it says why (``Incomplete``)."""
         exchange = self.create_session(self.session_body(room, **fields))
-        if (
-            not is_success(exchange)
-            and refusal_param(exchange) == "quality"
-            and "quality" not in fields
-        ):
-            exchange = self._next_quality(room, fields, exchange)
         return exchange, self.created(exchange)
 
-    def _next_quality(self, room: str, fields: dict[str, Any], exchange: Exchange) -> Exchange:
-        """The plan refuses the run's tier (a legal choice): the next tier is tried instead."""
-        for quality in QUALITIES[QUALITIES.index(self.quality) + 1 :]:
-            self.cache[f"quality:{self.creator}"] = quality
-            exchange = self.create_session(self.session_body(room, **fields))
-            if refusal_param(exchange) != "quality":
-                break
-        return exchange
-
     def created(self, exchange: Exchange) -> dict[str, Any]:
-        """The session a create answered, or why there is none (``Incomplete``); a create body
-        every reading of the seed accepts is never refused for itself."""
+        """The session a create answered, or why there is none. A refusal the seed allows for
+        reasons only the user can change (credits, a room the worker can join, an avatar) leaves
+        the check incomplete, naming what to give; any other refusal was judged by the model
+        (``session_create``, ``concurrency_caps``) and stops the script."""
         if is_success(exchange):
             session = _session_of(exchange.json())
             if session is None or not str(session.get("id", "")).startswith("sess_"):
@@ -452,31 +463,119 @@ class Context:
         code = refusal_code(exchange) or str(exchange.status)
         param = refusal_param(exchange) or ""
         if exchange.status == 402:
+            if self.model is not None and self.model.can_start_session is True:
+                raise NotApplicable("stopped: a create refused 402 (reported under session_create)")
             raise Incomplete(
                 f"the key's organization cannot pay for a session (402 {code})",
                 "--api-key (an organization with credits)",
             )
         if exchange.status == 429 and code == "concurrent_sessions":
-            stuck = ", ".join(sorted(self._stuck)) or "sessions this run did not create"
-            raise Incomplete(f"blocked: the key's session cap is held by {stuck}")
-        if exchange.status in (429, 503):
-            raise Incomplete(f"the target refused to create a session ({exchange.status} {code})")
-        if param.startswith("transport") or "transport" in code or "room" in code:
+            if self.live_sessions(self.creator) or self._stuck:
+                raise NotApplicable(
+                    "stopped: the key's session cap is held by sessions that do not end "
+                    "(reported under session_timers)"
+                )
+            raise Incomplete(
+                "the organization's session cap is held by sessions this run did not make",
+                "--api-key (an organization without other live sessions)",
+            )
+        if exchange.status == 503:
+            raise Incomplete(
+                f"the target had no free worker for a session ({exchange.status} {code}) "
+                "after its Retry-After, several times"
+            )
+        if self.inputs.transport is None and (
+            param.startswith("transport") or "transport" in code or "room" in code
+        ):
             raise Incomplete(
                 f"the target refuses the harness's transport ({exchange.status} {code}, param "
                 f"{param or None}): give a room and token it accepts",
                 "--transport-json",
             )
-        if param.startswith("avatar"):
+        if param.startswith("avatar") or "avatar" in code:
             raise Incomplete(
                 f"the target refuses the avatar {self.avatar()} ({exchange.status} {code})",
                 "--avatar-id",
             )
-        raise CheckFailed(
-            f"a create with every field the seed lists, at its stated values, was refused: "
-            f"{exchange.status} {code} (param {param or None})",
-            exchange,
+        raise NotApplicable(
+            f"stopped: a create with every field the seed lists, at its stated values, was "
+            f"refused {exchange.status} {code} (reported under session_create)"
         )
+
+    def record(self, verdict: Verdict) -> None:
+        """A verdict of a model rule that a script obtained (usage against what it made)."""
+        self.verdicts.append(verdict)
+
+    def roles(self) -> set[str]:
+        """The roles whose keys the run was given."""
+        return {
+            role
+            for role in ("api", "other_org", "runs_read", "runs_write", "revoked")
+            if self.target.credentials.get(role) is not None
+        }
+
+    def quiesce_runs(self, within: float) -> None:
+        """Wait until every run of this organization the run knows shows ``completed_at``
+        (so that no charge lands between two reads a script compares)."""
+        if self.model is None:
+            return
+        for run_id, _ in list(self.model.runs.model.items()):
+            if self.model.ownership.owner.get(run_id) == "own":
+                self.finished_run(run_id, within)
+
+    def judge_no_charge(self, before: Any, after: Any, what: str) -> None:
+        """``what`` was a replay: the organization's usage took no second charge."""
+        from harness.conformance.model.idempotency_table import IDEMPOTENCY
+
+        def charged(usage: Any) -> Any:
+            return usage.get("credits_charged") if isinstance(usage, dict) else None
+
+        if not isinstance(charged(before), int | float) or not isinstance(charged(after), int | float):
+            return
+        exchange = self.proof
+        if charged(after) > charged(before):
+            self.record(Verdict.failed(
+                IDEMPOTENCY, exchange,
+                f"{what} took a second charge: credits_charged rose from {charged(before)} to "
+                f"{charged(after)}",
+            ))  # fmt: skip
+        else:
+            self.record(Verdict.passed(IDEMPOTENCY, exchange, edge=True))
+
+    def settle_suspicions(self) -> list[Verdict]:
+        """Settle the model's suspicions with reads (a session's status as its owner sees it,
+        the live sessions an organization lists)."""
+        found, self.verdicts = self.verdicts, []
+        if self.model is None:
+            return found
+        return found + self.model.settle(self._status_as, self._org_live)
+
+    def _status_as(self, session_id: str, role: str) -> str | None:
+        exchange = self.target.request(
+            "GET", f"/v1/sessions/{session_id}", role=role, operation="retrieveSession"
+        )
+        body = exchange.json() if is_success(exchange) else None
+        status = body.get("status") if isinstance(body, dict) else None
+        return status if isinstance(status, str) else None
+
+    def _org_live(self, role: str) -> int | None:
+        """How many sessions ``role``'s organization lists as live (``None``: unknown)."""
+        params: dict[str, Any] = {"limit": SEED.page_max}
+        live = 0
+        for _ in range(50):
+            exchange = self.target.request("GET", "/v1/sessions", role=role, params=params)
+            body = exchange.json() if is_success(exchange) else None
+            if not isinstance(body, dict) or not isinstance(body.get("data"), list):
+                return None
+            live += sum(
+                1
+                for s in body["data"]
+                if isinstance(s, dict) and s.get("status") not in TERMINAL
+            )
+            if body.get("has_more") is not True:
+                return live
+            params = {"limit": SEED.page_max, "starting_after": body.get("next_cursor")}
+        return None
 
     # -- reading and ending sessions ----------------------------------------------------------
 
@@ -595,10 +694,9 @@ class Context:
         """Run creates worth trying: ``--model``/``--run-json``, else one per operation of each
         listed model's ``request_schemas`` (models with media outputs first if asked)."""
         models = self.models()
-        if self.inputs.model:
-            models = [m for m in models if m.get("id") == self.inputs.model] or [
-                {"id": self.inputs.model, "available": True}
-            ]
+        if self.inputs.models:
+            listed = {str(m.get("id")): m for m in models}
+            models = [listed.get(m, {"id": m, "available": True}) for m in self.inputs.models]
 
         def rank(model: dict[str, Any]) -> tuple[bool, bool]:
             outputs = model.get("output_modalities") or []
@@ -608,8 +706,9 @@ class Context:
         models.sort(key=rank)
         for model in models:
             model_id = str(model["id"])
-            if self.inputs.run_body is not None:
-                yield RunPlan(model_id, dict(self.inputs.run_body))
+            given = self.inputs.body_for(model_id)
+            if given is not None:
+                yield RunPlan(model_id, dict(given))
                 continue
             schemas = model.get("request_schemas")
             for operation, schema in (schemas or {}).items() if isinstance(schemas, dict) else ():

@@ -1,0 +1,147 @@
+"""Avatars as the seed states them: uploads, fitting, and which avatars start sessions.
+
+``avatars`` (EP-AV-1, AV-ST-1, RES-AV-1):
+
+* an upload (multipart, a PNG or JPEG ``image``, an optional ``name``) answers an avatar in
+  ``processing`` with the name it was given and ``is_demo`` false (it is a customer's, not the
+  platform's); an upload without an ``image`` part is refused;
+* an upload that is no PNG or JPEG portrait is refused, or accepted to end ``failed`` in fitting
+  (the seed leaves where): such an avatar never becomes ``ready``;
+* fitting ends ``ready`` or ``failed``, and neither changes after;
+* a ``failed`` avatar is not usable: a session create with it is refused;
+* an avatar both organizations are shown, uploaded by neither, is one of the platform's stock
+  avatars: ``is_demo`` true.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.conformance.model.rules import Verdict, model_rule
+from harness.conformance.target import Exchange
+
+__all__ = ["AVATARS", "AvatarBook"]
+
+AVATARS = model_rule(
+    "avatars", "EP-AV-1", "AV-ST-1", "RES-AV-1",
+    description="an upload answers processing with its name and is_demo false; no image is "
+    "refused; fitting ends ready or failed for good; a failed avatar starts no session; a "
+    "stock avatar (both organizations see it) is a demo",
+    edge="a failed avatar offered for a session, and a stock avatar seen by both organizations",
+)  # fmt: skip
+
+_FITTED = frozenset({"ready", "failed"})
+
+
+@dataclass
+class AvatarBook:
+    """Every avatar the run has seen: its statuses, who uploaded it, who was shown it."""
+
+    uploaded: dict[str, str] = field(default_factory=dict)  # id -> uploading organization
+    doubtful: dict[str, str] = field(default_factory=dict)  # id -> what it was (no portrait)
+    fitted: dict[str, str] = field(default_factory=dict)  # id -> ready / failed, once fitted
+    shown_to: dict[str, set[str]] = field(default_factory=dict)  # id -> organizations
+    demo: dict[str, Any] = field(default_factory=dict)  # id -> is_demo as last answered
+    judged_stock: set[str] = field(default_factory=set)
+
+    def status(self, avatar_id: str) -> str | None:
+        return self.fitted.get(avatar_id)
+
+    def usable(self, avatar_id: str, org: str) -> bool:
+        """Known ready and visible to ``org``: a create with it must not be refused for it."""
+        return self.fitted.get(avatar_id) == "ready" and org in self.shown_to.get(avatar_id, ())
+
+    def upload(
+        self,
+        avatar: dict[str, Any],
+        org: str,
+        name: str | None,
+        portrait: bool,
+        exchange: Exchange,
+    ) -> Iterator[Verdict]:
+        """An accepted upload answered ``avatar``."""
+        avatar_id = str(avatar.get("id"))
+        self.uploaded[avatar_id] = org
+        if not portrait:
+            self.doubtful[avatar_id] = "an upload that is no PNG or JPEG portrait"
+        wrong = []
+        if avatar.get("status") != "processing":
+            wrong.append(f"status {avatar.get('status')!r}, not processing")
+        if name is not None and avatar.get("name") != name:
+            wrong.append(f"name {avatar.get('name')!r} for {name!r} uploaded")
+        if avatar.get("is_demo") is not False:
+            wrong.append(f"is_demo {avatar.get('is_demo')!r} for a customer's upload")
+        if wrong:
+            yield Verdict.failed(AVATARS, exchange, "an upload answered " + "; ".join(wrong))
+        else:
+            yield Verdict.passed(AVATARS, exchange, edge=False)
+        yield from self.seen(avatar, org, exchange)
+
+    def seen(self, avatar: dict[str, Any], org: str, exchange: Exchange) -> Iterator[Verdict]:
+        """One answer showing ``avatar`` to ``org``."""
+        avatar_id, status = avatar.get("id"), avatar.get("status")
+        if not isinstance(avatar_id, str):
+            return
+        self.shown_to.setdefault(avatar_id, set()).add(org)
+        self.demo[avatar_id] = avatar.get("is_demo")
+        before = self.fitted.get(avatar_id)
+        if before is not None and status != before:
+            yield Verdict.failed(
+                AVATARS, exchange, f"avatar {avatar_id} was {before} and later showed {status!r}"
+            )
+            return
+        if isinstance(status, str) and status in _FITTED and before is None:
+            self.fitted[avatar_id] = status
+            if status == "ready" and avatar_id in self.doubtful:
+                yield Verdict.failed(
+                    AVATARS, exchange,
+                    f"{self.doubtful[avatar_id]} was accepted and fitted ready (it must be "
+                    "refused at upload or fail in fitting)",
+                )  # fmt: skip
+                return
+        uploader = self.uploaded.get(avatar_id)
+        if uploader is not None and avatar.get("is_demo") is not False:
+            yield Verdict.failed(
+                AVATARS, exchange,
+                f"the customer's avatar {avatar_id} answered is_demo {avatar.get('is_demo')!r}",
+            )  # fmt: skip
+            return
+        if (
+            uploader is None
+            and len(self.shown_to[avatar_id]) > 1
+            and avatar_id not in self.judged_stock
+        ):
+            self.judged_stock.add(avatar_id)
+            if avatar.get("is_demo") is not True:
+                yield Verdict.failed(
+                    AVATARS, exchange,
+                    f"avatar {avatar_id}, shown to both organizations and uploaded by neither "
+                    f"(a platform stock avatar), answered is_demo {avatar.get('is_demo')!r}",
+                )  # fmt: skip
+                return
+            yield Verdict.passed(AVATARS, exchange, edge=True)
+
+    def judge_missing_image(self, exchange: Exchange) -> Iterator[Verdict]:
+        if 200 <= exchange.status < 300:
+            yield Verdict.failed(
+                AVATARS, exchange, f"an upload without an image answered {exchange.status}"
+            )
+        elif 400 <= exchange.status < 500 and exchange.status != 429:
+            yield Verdict.passed(AVATARS, exchange, edge=False)
+
+    def judge_session_with(
+        self, avatar_id: str, accepted: bool, exchange: Exchange
+    ) -> Iterator[Verdict]:
+        """A session create named ``avatar_id``."""
+        if self.fitted.get(avatar_id) != "failed":
+            return
+        if accepted:
+            yield Verdict.failed(
+                AVATARS, exchange,
+                f"a session was created with the failed avatar {avatar_id} (a failed avatar is "
+                "not usable)",
+            )  # fmt: skip
+        elif exchange.status not in (429, 503):
+            yield Verdict.passed(AVATARS, exchange, edge=True)

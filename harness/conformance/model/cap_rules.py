@@ -1,0 +1,116 @@
+"""The concurrency caps: one live session per key, a few per organization.
+
+Why judged from the sessions the run knows: a refusal ``concurrent_sessions`` is right only when
+a cap is reached, and an acceptance only when none is. The run knows every session its keys made
+and their statuses as last seen; what it cannot see (another key of the same organization, a
+status changed since) is settled by a confirmation read before anything fails.
+
+* A key whose every session was seen terminal before the create was sent holds no slot: a
+  refusal then is justified only by the organization's cap, so the run reads the organization's
+  list, and when no session there is live the refusal fails.
+* A key that holds a session seen placed (``starting``, ``running``, ``ending``) before a create
+  was sent, and still live when read again after the create was accepted, held it throughout:
+  the acceptance broke the cap of one per key. A session seen only ``queued`` proves nothing (a
+  cap may count placed sessions only, a reading the seed leaves open).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from harness.conformance.model.rules import Verdict, model_rule
+from harness.conformance.model.session_book import TERMINAL, SessionBook, SessionFacts
+from harness.conformance.target import Exchange
+
+__all__ = ["CAPS", "CapCheck", "refusal_suspect", "acceptance_suspects"]
+
+CAPS = model_rule(
+    "concurrency_caps", "LIM-1", "EP-SESS-4",
+    description="a create is refused concurrent_sessions only while a cap is reached, and "
+    "never accepted while the key holds a placed live session",
+    edge="a create on a key holding a placed live session, and one after its only session "
+    "ended",
+)  # fmt: skip
+
+_PLACED = frozenset({"starting", "running", "ending"})
+
+
+def _terminal_before(facts: SessionFacts, at: float) -> bool:
+    return any(status in TERMINAL and seen < at for seen, status in facts.statuses)
+
+
+def _placed_before(facts: SessionFacts, at: float) -> bool:
+    return any(status in _PLACED and seen < at for seen, status in facts.statuses)
+
+
+@dataclass(frozen=True, slots=True)
+class CapCheck:
+    """A suspicion the run settles with reads: ``sessions`` to read again (by the owner), and
+    whether the organization's list must hold no live session for it to fail."""
+
+    exchange: Exchange
+    role: str
+    sessions: tuple[str, ...]
+    message: str
+    needs_empty_org: bool
+
+
+def refusal_suspect(
+    book: SessionBook, role: str, sent: float, exchange: Exchange
+) -> CapCheck | None:
+    """A ``concurrent_sessions`` refusal of ``role``'s create sent at ``sent``: a suspicion
+    when every session of the key was seen terminal before it."""
+    mine = book.owned_by(role)
+    if any(not _terminal_before(s, sent) for s in mine):
+        return None  # the key may hold a slot
+    return CapCheck(
+        exchange,
+        role,
+        (),
+        f"a create was refused concurrent_sessions while every session of its key ("
+        f"{len(mine)}) had ended, and the organization lists no live session",
+        needs_empty_org=True,
+    )
+
+
+def acceptance_suspects(
+    book: SessionBook, role: str, sent: float, new_id: str, exchange: Exchange
+) -> CapCheck | None:
+    """An accepted create of ``role`` sent at ``sent``: a suspicion when the key held a
+    session seen placed before and not seen terminal."""
+    held = [
+        s.id
+        for s in book.owned_by(role)
+        if s.id != new_id and _placed_before(s, sent) and not _terminal_before(s, sent)
+    ]
+    if not held:
+        return None
+    return CapCheck(
+        exchange,
+        role,
+        tuple(held),
+        f"a create was accepted while the key's session {held[0]} was live (seen placed "
+        "before, and still live after); the cap is one live session per key",
+        needs_empty_org=False,
+    )
+
+
+def settle(
+    check: CapCheck,
+    status_of: Callable[[str], str | None],
+    org_live: Callable[[], int | None],
+) -> Iterator[Verdict]:
+    """Read what the suspicion needs and give its verdict."""
+    if check.needs_empty_org:
+        live = org_live()
+        if live == 0:
+            yield Verdict.failed(CAPS, check.exchange, check.message)
+        else:
+            yield Verdict.passed(CAPS, check.exchange, edge=False)
+        return
+    statuses = [status_of(s) for s in check.sessions]
+    if any(status is not None and status not in TERMINAL for status in statuses):
+        yield Verdict.failed(CAPS, check.exchange, check.message)
+    else:
+        yield Verdict.passed(CAPS, check.exchange, edge=False)
