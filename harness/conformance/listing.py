@@ -108,13 +108,18 @@ def list_probe(ctx: Context) -> None:
 _WALK_ONE_BY_ONE = 25
 
 
-@scenario_check("list_walk", creates=1)
+@scenario_check("list_walk", creates=3)
 def list_walk(ctx: Context) -> None:
-    """Avatars and sessions walked one item a page, a session created during the walk (the
-    model judges what the walk shows against every item it knew and every earlier walk)."""
+    """Avatars and sessions walked one item a page (sessions made first when fewer than two
+    are listed), a session created during the walk, then both walked whole again (the model
+    judges what each walk shows against every item it knew and every earlier walk)."""
     target = ctx.target
     for path in ("/v1/avatars", "/v1/sessions"):
-        walk(target, path)
+        listed = walk(target, path)
+        for _ in range(2 - len(listed) if path == "/v1/sessions" else 0):
+            made = _try_create(ctx)
+            if made is not None:
+                ctx.end(made)
         created: str | None = None
         params: dict[str, Any] = {"limit": 1}
         try:
@@ -128,6 +133,7 @@ def list_walk(ctx: Context) -> None:
         finally:
             if created is not None:
                 ctx.end(created)
+        walk(target, path)  # a walk begun after the create: it must show what was made
 
 
 def _try_create(ctx: Context) -> str | None:

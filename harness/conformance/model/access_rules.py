@@ -46,7 +46,15 @@ TENANTS = model_rule(
     edge="another organization's key on each resource and action",
 )  # fmt: skip
 
+OWNER_READS = model_rule(
+    "owner_reads", "EP-SESS-8", "EP-AV-3", "EP-RUN-1", "EP-RUN-2",
+    description="a session, avatar or run of the key's organization is answered to its "
+    "reads (retrieve, status, events)",
+    edge="each kind of resource read by its owner",
+)  # fmt: skip
+
 PUBLIC = frozenset({"getStatus", "listPlans"})
+_OWNER_READS = ("retrieveSession", "retrieveAvatar", "retrieveRun", "getRunStatus", "listRunEvents")
 #: Operations on one resource, and the path parameter that names it.
 _ON_ONE = {
     "retrieveSession": "session_id",
@@ -212,3 +220,24 @@ def foreign_in_answer(
                 f"{kind} {resource_id}",
             )  # fmt: skip
             return
+
+
+def judge_owner_read(call: Call, caller: Caller, ownership: Ownership) -> Iterator[Verdict]:
+    """A read of one of the caller's organization's resources is answered (runs need a key
+    that may read them)."""
+    if call.operation not in _OWNER_READS or caller.org is None or not caller.valid:
+        return
+    name = _ON_ONE[call.operation]
+    resource_id = call.params.get(name, "")
+    if ownership.owner.get(resource_id) != caller.org:
+        return
+    if "run" in name and not caller.has("runs:read"):
+        return
+    if call.ok:
+        yield Verdict.passed(OWNER_READS, call.exchange)
+    elif 400 <= call.status < 500 and call.status != 429:
+        yield Verdict.failed(
+            OWNER_READS, call.exchange,
+            f"{call.operation} of the organization's own {name.removesuffix('_id')} "
+            f"{resource_id} answered {call.status}",
+        )  # fmt: skip

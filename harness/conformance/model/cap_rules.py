@@ -36,12 +36,12 @@ CAPS = model_rule(
 _PLACED = frozenset({"starting", "running", "ending"})
 
 
-def _terminal_before(facts: SessionFacts, at: float) -> bool:
-    return any(status in TERMINAL and seen < at for seen, status in facts.statuses)
+def _terminal_before(facts: SessionFacts, order: int) -> bool:
+    return any(status in TERMINAL and seen < order for _, status, seen in facts.statuses)
 
 
-def _placed_before(facts: SessionFacts, at: float) -> bool:
-    return any(status in _PLACED and seen < at for seen, status in facts.statuses)
+def _placed_before(facts: SessionFacts, order: int) -> bool:
+    return any(status in _PLACED and seen < order for _, status, seen in facts.statuses)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,15 +54,19 @@ class CapCheck:
     sessions: tuple[str, ...]
     message: str
     needs_empty_org: bool
+    #: The model's count of observations when the create was answered: a session seen live
+    #: after it was live throughout.
+    answered: int = 0
 
 
 def refusal_suspect(
-    book: SessionBook, role: str, sent: float, exchange: Exchange
+    book: SessionBook, role: str, order: int, exchange: Exchange
 ) -> CapCheck | None:
-    """A ``concurrent_sessions`` refusal of ``role``'s create sent at ``sent``: a suspicion
-    when every session of the key was seen terminal before it."""
+    """A ``concurrent_sessions`` refusal of ``role``'s create (answered as the model's
+    ``order``-th observation): a suspicion when every session of the key was seen terminal
+    before it."""
     mine = book.owned_by(role)
-    if any(not _terminal_before(s, sent) for s in mine):
+    if any(not _terminal_before(s, order) for s in mine):
         return None  # the key may hold a slot
     return CapCheck(
         exchange,
@@ -75,14 +79,14 @@ def refusal_suspect(
 
 
 def acceptance_suspects(
-    book: SessionBook, role: str, sent: float, new_id: str, exchange: Exchange
+    book: SessionBook, role: str, order: int, new_id: str, exchange: Exchange
 ) -> CapCheck | None:
-    """An accepted create of ``role`` sent at ``sent``: a suspicion when the key held a
-    session seen placed before and not seen terminal."""
+    """An accepted create of ``role`` (the model's ``order``-th observation): a suspicion when
+    the key held a session seen placed before and not seen terminal."""
     held = [
         s.id
         for s in book.owned_by(role)
-        if s.id != new_id and _placed_before(s, sent) and not _terminal_before(s, sent)
+        if s.id != new_id and _placed_before(s, order) and not _terminal_before(s, order)
     ]
     if not held:
         return None
@@ -93,15 +97,18 @@ def acceptance_suspects(
         f"a create was accepted while the key's session {held[0]} was live (seen placed "
         "before, and still live after); the cap is one live session per key",
         needs_empty_org=False,
+        answered=order,
     )
 
 
 def settle(
     check: CapCheck,
+    book: SessionBook,
     status_of: Callable[[str], str | None],
     org_live: Callable[[], int | None],
 ) -> Iterator[Verdict]:
-    """Read what the suspicion needs and give its verdict."""
+    """Give the suspicion's verdict, from what the run saw after the create or, failing
+    that, from reads now."""
     if check.needs_empty_org:
         live = org_live()
         if live == 0:
@@ -109,6 +116,14 @@ def settle(
         else:
             yield Verdict.passed(CAPS, check.exchange, edge=False)
         return
+    for session_id in check.sessions:
+        facts = book.get(session_id)
+        seen_live = facts is not None and any(
+            seen > check.answered and status not in TERMINAL for _, status, seen in facts.statuses
+        )
+        if seen_live:
+            yield Verdict.failed(CAPS, check.exchange, check.message)
+            return
     statuses = [status_of(s) for s in check.sessions]
     if any(status is not None and status not in TERMINAL for status in statuses):
         yield Verdict.failed(CAPS, check.exchange, check.message)

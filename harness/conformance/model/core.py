@@ -87,6 +87,8 @@ class SeedModel:
     nonces: dict[str, set[str]] = field(default_factory=dict)
     suspects: list[cap_rules.CapCheck] = field(default_factory=list)
     can_start_session: bool | None = None
+    #: How many exchanges the model has observed (the order of observations).
+    order: int = 0
 
     def __post_init__(self) -> None:
         self.keys = KeyRing.of(self.credentials)
@@ -103,6 +105,7 @@ class SeedModel:
         call = call_of(exchange)
         if call is None:
             return []
+        self.order += 1
         caller = self.keys.caller(call.authorization)
         at = exchange.received_at if exchange.received_at is not None else self.now()
         sent = exchange.sent_at if exchange.sent_at is not None else at
@@ -112,6 +115,7 @@ class SeedModel:
         media = self.media_models.get(call.params.get("model_id", "")) if call.operation == "createRun" else None
         verdicts += access_rules.judge_scopes(call, caller, media)
         verdicts += access_rules.judge_foreign_target(call, caller, self.ownership, self.readings)
+        verdicts += access_rules.judge_owner_read(call, caller, self.ownership)
         assert caller.org is not None and caller.role is not None
         handler = _HANDLERS.get(call.operation)
         if handler is not None:
@@ -185,13 +189,15 @@ class SeedModel:
                 call.body, session, call.exchange, self.readings, org, reading.edge
             )
         if not replay:
-            suspect = cap_rules.acceptance_suspects(self.sessions, role, sent, session_id, call.exchange)
+            suspect = cap_rules.acceptance_suspects(
+                self.sessions, role, self.order, session_id, call.exchange
+            )
             if suspect is not None:
                 self.suspects.append(suspect)
             elif self.sessions.owned_by(role) and not self.sessions.live(role):
                 yield Verdict.passed(cap_rules.CAPS, call.exchange, edge=True)
         self._made_session(session, org, role, sent, at, call)
-        yield from self.sessions.seen(session, at, call.exchange, org=org)
+        yield from self.sessions.seen(session, at, call.exchange, org=org, order=self.order)
 
     def _made_session(
         self, session: dict[str, Any], org: Org, role: str, sent: float, at: float, call: Call
@@ -214,12 +220,21 @@ class SeedModel:
                 yield create_rules.judge_refused(reading, call.exchange, call.error)
             return
         exchange = call.exchange
-        limited = call.status == 429 and call.code != "concurrent_sessions"
+        limited = call.status == 429 and call.error_type == "rate_limit"
         keyed_conflict = call.status == 409 and call.idempotency_key is not None
         if not reading.judgeable or limited or keyed_conflict or call.status == 503:
             return  # the rate limit, no free worker, a reused key: each judged by its rule
+        if call.status == 429 and (call.error_type, call.code) != (
+            "quota_exceeded", "concurrent_sessions"
+        ):
+            yield Verdict.failed(
+                cap_rules.CAPS, exchange,
+                f"a create was refused 429 {call.error_type}/{call.code}; a cap refusal is "
+                "quota_exceeded / concurrent_sessions",
+            )  # fmt: skip
+            return
         if call.status == 429:
-            suspect = cap_rules.refusal_suspect(self.sessions, role, sent, exchange)
+            suspect = cap_rules.refusal_suspect(self.sessions, role, self.order, exchange)
             if suspect is not None:
                 self.suspects.append(suspect)
             elif any(s.placed_at is not None for s in self.sessions.live(role)):
@@ -256,7 +271,9 @@ class SeedModel:
         session = call.answer.get("session") if call.ok and isinstance(call.answer, dict) else None
         if isinstance(session, dict) and isinstance(session.get("id"), str):
             self._made_session(session, _org(caller), role, sent, at, call)
-            yield from self.sessions.seen(session, at, call.exchange, org=_org(caller))
+            yield from self.sessions.seen(
+                session, at, call.exchange, org=_org(caller), order=self.order
+            )
 
     def _sessions_seen(self, call: Call, caller: Caller, sent: float, at: float) -> Iterator[Verdict]:
         org = _org(caller)
@@ -280,7 +297,7 @@ class SeedModel:
                 continue  # tenant_isolation judges it
             if owner is None:
                 self.ownership.claim(session_id, org)
-            yield from self.sessions.seen(session, at, call.exchange, org=org)
+            yield from self.sessions.seen(session, at, call.exchange, org=org, order=self.order)
             yield from self._answered_once(session, call.exchange)
 
     def _answered_once(self, resource: dict[str, Any], exchange: Exchange) -> Iterator[Verdict]:
@@ -313,6 +330,7 @@ class SeedModel:
         for check in pending:
             found += cap_rules.settle(
                 check,
+                self.sessions,
                 lambda session_id, role=check.role: status_of(session_id, role),
                 lambda role=check.role: org_live(role),
             )

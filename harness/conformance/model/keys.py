@@ -95,6 +95,8 @@ class KeyRing:
         if role is None:
             if token.startswith("emb_"):
                 return Caller("embed")
+            if not token.startswith("sk_live_"):
+                return Caller("malformed")  # not of the form every key has
             return Caller("unknown" if token == FABRICATED_KEY else "stranger")
         org, scopes = _ROLES[role]
         return Caller("revoked" if role == "revoked" else "known", role, org, scopes)

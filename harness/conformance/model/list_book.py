@@ -159,9 +159,18 @@ class ListBook:
             if found is None:
                 return
             walk = found
+            again = sorted(set(ids) & set(walk.ids))
             walk.ids += ids
             walk.cursor = body.get("next_cursor")
             walk.pages += 1
+            if again:
+                self.walks.remove(walk)
+                yield Verdict.failed(
+                    WALKS, exchange,
+                    f"page {walk.pages} of a walk of {walk.operation} (starting_after "
+                    f"{after}) shows {again[:3]} again",
+                )  # fmt: skip
+                return
         if body.get("has_more") is True:
             return
         self.walks.remove(walk)

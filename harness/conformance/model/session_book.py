@@ -107,7 +107,9 @@ class SessionFacts:
     created: float | None = None
     idle: int | None = None
     max_duration: int | None = None
-    statuses: list[tuple[float, str]] = field(default_factory=list)
+    #: (time, status, order) of every observation; ``order`` counts the model's observations,
+    #: so "seen before a request" holds on a clock that did not move between the two.
+    statuses: list[tuple[float, str, int]] = field(default_factory=list)
     placed_at: float | None = None
     running_at: float | None = None
     ending_at: float | None = None
@@ -120,7 +122,7 @@ class SessionFacts:
 
     @property
     def terminal(self) -> str | None:
-        return next((s for _, s in self.statuses if s in TERMINAL), None)
+        return next((s for _, s, _ in self.statuses if s in TERMINAL), None)
 
     @property
     def ran(self) -> bool:
@@ -189,16 +191,22 @@ class SessionBook:
             facts.ends_sent.append(at)
 
     def seen(
-        self, resource: dict[str, Any], at: float, exchange: Exchange, *, org: Org | None
+        self,
+        resource: dict[str, Any],
+        at: float,
+        exchange: Exchange,
+        *,
+        org: Org | None,
+        order: int = 0,
     ) -> Iterator[Verdict]:
-        """One observation of ``resource``; the verdicts it gives."""
+        """One observation of ``resource`` (the model's ``order``-th); the verdicts it gives."""
         session_id, status = resource.get("id"), resource.get("status")
         if not isinstance(session_id, str) or not isinstance(status, str):
             return
         facts = self.facts(session_id, org, None)
         before = facts.last
         yield from self._transition(facts, before, status, exchange)
-        facts.statuses.append((at, status))
+        facts.statuses.append((at, status, order))
         if facts.placed_at is None and (
             status in _PLACED or resource.get("started_at") is not None
         ):
