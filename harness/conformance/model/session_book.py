@@ -61,9 +61,9 @@ TRANSITIONS = model_rule(
 STAMPS = model_rule(
     "session_stamps", "RES-SESS-4",
     description="started_at and first_frame_at follow created_at in the order of their "
-    "events, first_frame_at never before the session left the queue, and a session that ran "
-    "and ended shows both",
-    edge="a session seen running and then ended",
+    "events, first_frame_at never while the session is queued, and once shown neither changes "
+    "or disappears",
+    edge="a session seen with both stamps and then ended",
 )  # fmt: skip
 TIMERS = model_rule(
     "session_timers", "SES-ST-2", "SES-ST-6", "SES-ST-7",
@@ -71,6 +71,17 @@ TIMERS = model_rule(
     "drain bound; a running session ends by its max duration or idle timeout, not before",
     edge="a session watched while running until a timer ended it",
 )  # fmt: skip
+
+
+def _names(value: Any, word: str) -> bool:
+    """Whether ``word`` is a string somewhere in ``value`` (an error's shape is a gap)."""
+    if isinstance(value, str):
+        return value == word
+    if isinstance(value, dict):
+        return any(_names(v, word) for v in value.values())
+    if isinstance(value, list):
+        return any(_names(v, word) for v in value)
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +126,8 @@ class SessionFacts:
     ending_at: float | None = None
     ends_sent: list[float] = field(default_factory=list)
     failed_rules: set[str] = field(default_factory=set)
+    #: started_at and first_frame_at as first shown.
+    stamps: dict[str, str] = field(default_factory=dict)
 
     @property
     def last(self) -> str | None:
@@ -239,14 +252,18 @@ class SessionBook:
                 "frame, which comes from a worker)",
             )  # fmt: skip
             return
-        if status == "ended" and facts.ran and facts.terminal is not None:
-            missing = [n for n in names[1:] if not isinstance(resource.get(n), str)]
-            if missing:
+        for name in names[1:]:
+            value, shown = resource.get(name), facts.stamps.get(name)
+            if shown is not None and value != shown:
                 yield self._fail(
                     facts, STAMPS, exchange,
-                    f"session {facts.id} ran and ended but shows no {' and no '.join(missing)}",
+                    f"session {facts.id} showed {name} {shown} and now {value!r}: it is set "
+                    "once, by its event",
                 )  # fmt: skip
                 return
+            if isinstance(value, str):
+                facts.stamps[name] = value
+        if status in TERMINAL and len(facts.stamps) == 2:
             yield Verdict.passed(STAMPS, exchange, edge=True)
 
     # -- session_transitions -----------------------------------------------------------------
@@ -289,9 +306,19 @@ class SessionBook:
             else:
                 yield Verdict.passed(TRANSITIONS, exchange, edge=False)
             return
-        if status == "failed":
-            return  # a failure (a worker lost, the start-up timeout) may cross the end
         reached = facts.progress()
+        if status == "failed":
+            error = answer.get("error")
+            if reached == "not_started" and _names(error, "no_capacity"):
+                yield Verdict.passed(TRANSITIONS, exchange, edge=False)
+                return  # the start-up timeout failed the job a moment before the end arrived
+            yield self._fail(
+                facts, TRANSITIONS, exchange,
+                f"end on a session last seen {before!r} answered 'failed' with error {error!r}; "
+                "end never fails a session, and only the start-up timeout (no_capacity) fails "
+                "one that had not run",
+            )  # fmt: skip
+            return
         rule = next(r for r in END_RULES if r.progress == reached)
         if status not in rule.outcomes:
             yield self._fail(
