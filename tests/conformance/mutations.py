@@ -356,6 +356,23 @@ def deleted_run_keeps_outputs(call: Call, reply: Reply) -> None:
         reply.set_json(body)
 
 
+def no_retry_after_on_cap(call: Call, reply: Reply) -> None:
+    """A cap refusal without Retry-After (every 429 carries one, the seed's limits rule 2)."""
+    error = reply.error()
+    if error is not None and error.get("code") == "concurrent_sessions":
+        reply.drop("retry-after")
+
+
+def pro_not_offered(call: Call) -> None:
+    """A plan that refuses a quality tier (every tier is a request value on every plan; only
+    the max-duration clamp is plan-specific)."""
+    body = call.json()
+    posted = call.method == "POST" and call.path == "/v1/sessions" and isinstance(body, dict)
+    if posted and body.get("quality") == "pro":
+        message = "Quality pro is not available on this organization's plan."
+        call.refuse(403, "permission", "plan.quality_unavailable", message, "quality")
+
+
 def run_reads_need_no_key(call: Call) -> None:
     if (
         call.method == "GET"
@@ -642,6 +659,10 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("nine_creates_a_minute", "create_rate_limit",
              Edits(config={"limits.rate.session_creates_per_window": 9}),
              drive=("rate_limit_bursts",)),
+    Mutation("no_retry_after_on_cap", "retry_after_present",
+             Edits(response=(no_retry_after_on_cap,)), drive=("cap_probe",)),
+    Mutation("plan_refuses_pro", "session_create", Edits(request=(pro_not_offered,)),
+             drive=("session_request_echo",)),
     Mutation("pipecat_object_renamed", "pipecat_session",
              Edits(response=(_body(lambda b: {**b, "object": "pipecat_session"},
                                    _on("POST", "/v1/pipecat/sessions")),))),

@@ -224,6 +224,10 @@ class SeedModel:
         keyed_conflict = call.status == 409 and call.idempotency_key is not None
         if not reading.judgeable or limited or keyed_conflict or call.status == 503:
             return  # the rate limit, no free worker, a reused key: each judged by its rule
+        avatar = call.body.get("avatar_id") if isinstance(call.body, dict) else None
+        known = isinstance(avatar, str) and self.avatars.usable(avatar, _org(caller))
+        if call.status != 429 and not (reading.complete and known):
+            return  # a body some reading refuses (a field it requires, one it does not know)
         if call.status == 429 and (call.error_type, call.code) != (
             "quota_exceeded", "concurrent_sessions"
         ):
@@ -248,11 +252,6 @@ class SeedModel:
                 )  # fmt: skip
             return
         where = f"{call.param or ''} {call.code or ''}"
-        avatar = call.body.get("avatar_id") if isinstance(call.body, dict) else None
-        if "avatar" in where and not (
-            isinstance(avatar, str) and self.avatars.usable(avatar, _org(caller))
-        ):
-            return
         if ("transport" in where or "room" in where) and not self.audio_may_flow:
             return
         yield Verdict.failed(
@@ -284,10 +283,10 @@ class SeedModel:
                 if call.ok and isinstance(call.answer, dict):
                     yield from self.sessions.judge_end(session_id, call.answer, call.exchange)
                 self.sessions.end_sent(session_id, sent)
-        if not call.ok:
-            return
         if call.operation == "listSessions":
             yield from self._page(call, caller)
+        if not call.ok:
+            return
         for _, session in resources_in(call.operation, call.answer):
             session_id = session.get("id")
             if not isinstance(session_id, str):
@@ -373,10 +372,10 @@ class SeedModel:
         )
 
     def _avatars_seen(self, call: Call, caller: Caller, sent: float, at: float) -> Iterator[Verdict]:
-        if not call.ok:
-            return
         if call.operation == "listAvatars":
             yield from self._page(call, caller)
+        if not call.ok:
+            return
         for _, avatar in resources_in(call.operation, call.answer):
             avatar_id = avatar.get("id")
             if isinstance(avatar_id, str) and self.ownership.foreign(avatar_id, _org(caller)):
@@ -426,17 +425,16 @@ class SeedModel:
                 if call.status == 202:
                     self.usage.deletions += 1
             return
+        if call.operation in ("listRuns", "listRunEvents"):
+            yield from self._page(call, caller)
         if not call.ok:
             return
         if call.operation in ("retrieveRun", "getRunStatus"):
             what = "GET /v1/runs/{id}" if call.operation == "retrieveRun" else "the status poll"
             yield from self.runs.named(run_id, call.answer, call.exchange, what)
         if call.operation == "listRunEvents":
-            yield from self._page(call, caller)
             yield from self.runs.events(call.answer, call.exchange)
             return
-        if call.operation == "listRuns":
-            yield from self._page(call, caller)
         if call.operation == "getRunStatus":
             return
         for _, run in resources_in(call.operation, call.answer):
@@ -451,8 +449,8 @@ class SeedModel:
 
     def _assets(self, call: Call, caller: Caller, sent: float, at: float) -> Iterator[Verdict]:
         org = _org(caller)
-        if call.operation == "listAssets" and call.ok:
-            for _, asset in resources_in(call.operation, call.answer):
+        if call.operation == "listAssets":
+            for _, asset in resources_in(call.operation, call.answer) if call.ok else ():
                 found = asset.get("id")
                 if isinstance(found, str) and not self.ownership.foreign(found, org):
                     self.ownership.claim(found, org)

@@ -55,12 +55,38 @@ class Problem:
 
 @dataclass(frozen=True, slots=True)
 class Reading:
-    """What the model makes of one create: its problems, whether it is judgeable at all, and
-    whether it sits at a bound the seed states (an edge)."""
+    """What the model makes of one create: its problems, whether it is judgeable at all,
+    whether it sits at a bound the seed states (an edge), and whether every reading of the
+    seed accepts it (``complete``: every field the seed lists for the transport, of the form it
+    shows, and nothing the seed does not list; only then is a refusal judged)."""
 
     problems: tuple[Problem, ...]
     judgeable: bool
     edge: bool
+    complete: bool = False
+
+
+#: The top-level fields and livekit transport fields the seed lists for a create.
+_FIELDS = frozenset(
+    {"avatar_id", "transport", "idle_timeout_seconds", "max_duration_seconds", "metadata",
+     "quality"}
+)  # fmt: skip
+_LIVEKIT = frozenset({"type", "url", "room_name", "worker_token", "audio_source"})
+
+
+def _complete(body: dict[str, Any]) -> bool:
+    """Whether every reading accepts the body's shape: the transport's every listed field, of
+    the form the seed shows (a wss:// url, the data_stream audio source), and no unlisted
+    field (a deployment may require what the seed lists without saying so, or refuse the
+    rest)."""
+    transport = body.get("transport")
+    if set(body) - _FIELDS or not isinstance(transport, dict) or set(transport) != _LIVEKIT:
+        return False
+    return (
+        isinstance(transport["url"], str) and transport["url"].startswith("wss://")
+        and all(isinstance(transport[k], str) and transport[k] for k in ("room_name", "worker_token"))
+        and transport["audio_source"] == "data_stream"
+    )  # fmt: skip
 
 
 def _integer(value: Any) -> int | None:
@@ -116,7 +142,7 @@ def problems_of(body: Any, idempotency_key: str | None) -> Reading:
         judgeable, edge = judgeable and ok, edge or at_edge
     if "quality" in body and body["quality"] not in SEED.qualities:
         out.append(Problem("quality"))
-    return Reading(tuple(out), judgeable, edge)
+    return Reading(tuple(out), judgeable, edge, _complete(body))
 
 
 def _metadata(metadata: Any, out: list[Problem]) -> tuple[bool, bool]:

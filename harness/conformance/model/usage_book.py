@@ -173,6 +173,11 @@ class UsageBook:
             edge=deletions_before is not None and deletions_before != self.deletions,
         )  # fmt: skip
 
+    def _named(self, model: str, *bodies: Any) -> bool:
+        """Whether ``by_model`` ever named ``model`` (then it is no internal model)."""
+        seen = any(model in _slice_names(body) for body in bodies)
+        return seen or any(model in _slice_names(body) for body, _ in self.last.values())
+
     def expect(self, before: Any, after: Any, made: Expected, exchange: Exchange) -> Verdict:
         """Two reads of one window around what the run made: the totals rose by at least it."""
         short: list[str] = []
@@ -192,7 +197,15 @@ class UsageBook:
             rose = _rise(before, after, "by_quality", quality)
             if billed and rose < billed:
                 short.append(f"by_quality[{quality}] rose {rose:g} for {billed} s billed")
-        for model, charged in made.charges_by_model.items():
+        named = [m for m in made.charges_by_model if self._named(m, before, after)]
+        charged_models = [m for m, c in made.charges_by_model.items() if c >= 1]
+        if charged_models and not named:
+            short.append(
+                f"by_model names none of the models charged ({', '.join(charged_models)}); "
+                "the seed leaves internal models out, not every model a customer runs"
+            )
+        for model in named:
+            charged = made.charges_by_model[model]
             rose = _rise(before, after, "by_model", model)
             if charged >= 1 and rose < int(charged):
                 short.append(f"by_model[{model}] rose {rose:g} for {charged:g} credits charged")
@@ -202,6 +215,11 @@ class UsageBook:
                 + "; ".join(short),
             )  # fmt: skip
         return Verdict.passed(ACCOUNTING, exchange, edge=bool(made.charges_by_model))
+
+
+def _slice_names(body: Any) -> set[str]:
+    by_model = body.get("by_model") if isinstance(body, dict) else None
+    return set(by_model) if isinstance(by_model, dict) else set()
 
 
 def _value(body: Mapping[str, Any], name: str, key: str | None = None) -> float:
