@@ -19,7 +19,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from . import pipecat
@@ -41,6 +41,7 @@ from .validation import parse_json_object, query_limit
 
 log = logging.getLogger(__name__)
 CLIENT_REQUEST_ID = re.compile(r"^req_[A-Za-z0-9]{1,60}$")
+RUN_ID = re.compile(r"^run_[0-9A-Z]{26}$")
 
 
 @dataclass
@@ -438,7 +439,11 @@ async def delete_run(ctx: Ctx) -> Result:
         raise ApiError(
             403, svc.reading.plan_refusal_code, "Run deletion is for enterprise accounts only."
         )
-    run = svc.runs.get(ctx.request.path_params["run_id"], p)
+    run_id = ctx.request.path_params["run_id"]
+    if not RUN_ID.match(run_id):
+        # the endpoint names 422 for validation explicitly, whatever the reading's general choice
+        raise ApiError(422, "run_id.invalid", "run_id is not a run id.", param="run_id")
+    run = svc.runs.get(run_id, p)
     deletion = svc.runs.delete(p, run, ctx.t)
     status = 200 if svc.faults.on("run_delete_returns_200") else 202
     return status, svc.runs.render_deletion(deletion)
@@ -473,9 +478,7 @@ async def get_asset_content(ctx: Ctx) -> Result:
     )
     if asset.deleted_at is not None:
         raise not_found("asset", asset.id)
-    if svc.reading.asset_content == "redirect":
-        return RedirectResponse(svc.assets.download_url(asset, ctx.base, ctx.t), 302)
-    return Response(asset.content, 200, media_type=asset.media_type)
+    return 200, svc.assets.content(asset, ctx.base, ctx.t)
 
 
 async def get_signed_file(ctx: Ctx) -> Result:
@@ -554,5 +557,6 @@ def build_app(svc: Service) -> Starlette:
         r("/files/{asset_id}/{file_name}", get_signed_file, "GET", public=True),
     ]
     app = Starlette(routes=routes, exception_handlers={HTTPException: fallback_handler(svc)})
+    app.router.redirect_slashes = False  # a 307 would be a non-2xx answer without the envelope
     app.state.service = svc
     return app

@@ -100,9 +100,31 @@ class Assets:
     def download_url(self, asset: Asset, base: str, t: float) -> str:
         if self.svc.reading.asset_content == "inline":
             return f"{base}/v1/assets/{asset.id}/content"
+        return self.signed_url(asset, base, t)
+
+    def signed_url(self, asset: Asset, base: str, t: float) -> str:
         expires = int(self.svc.clock.epoch(t + SIGNED_URL_SECONDS))
         sig = self._signature(asset.id, expires)
         return f"{base}/files/{asset.id}/{asset.file_name}?expires={expires}&sig={sig}"
+
+    def content(self, asset: Asset, base: str, t: float) -> dict[str, Any]:
+        """The body of ``GET /v1/assets/{id}/content``."""
+        if self.svc.reading.asset_content == "inline":
+            return {
+                "object": "asset.content",
+                "id": asset.id,
+                "media_type": asset.media_type,
+                "byte_size": self.byte_size(asset),
+                "encoding": "base64",
+                "data": base64.b64encode(asset.content).decode("ascii"),
+            }
+        return {
+            "object": "asset_content",
+            "asset_id": asset.id,
+            "content_type": asset.media_type,
+            "url": self.signed_url(asset, base, t),
+            "expires_at": self.svc.clock.iso(t + SIGNED_URL_SECONDS),
+        }
 
     def file_object(self, asset: Asset, base: str, t: float) -> dict[str, Any]:
         return {

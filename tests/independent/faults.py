@@ -370,10 +370,10 @@ FAULTS: dict[str, Fault] = dict(
             "It lists stock avatars too.",
         ),
         _f(
-            "runs_cursor_length_unchecked",
+            "runs_cursor_limit_too_short",
             EP_RUNS,
-            "The runs cursor is at most 40 characters.",
-            "Longer cursors are accepted.",
+            "The runs cursor may be up to 40 characters, enough for any run id.",
+            "Cursors over 26 characters (every real run id) are refused.",
         ),
         _f(
             "run_events_limit_500_refused",

@@ -124,7 +124,9 @@ class Reading:
     lifecycle_part_id: str
 
     # -- assets -----------------------------------------------------------------------------
-    asset_content: Literal["inline", "redirect"]
+    asset_content: Literal["inline", "link"]
+    """``GET /v1/assets/{id}/content`` answers JSON carrying the bytes (base64) or a signed,
+    key-less download link; a redirect would be a non-2xx answer without the envelope."""
     asset_scope_value: str
     asset_inapplicable: Literal["null", "zero"]
     """``width``/``height``/``duration_ms`` of an asset they do not apply to."""
@@ -349,7 +351,7 @@ READING_B = Reading(
     external_id_default="run_id",
     optional_object_field=False,
     lifecycle_part_id="main",
-    asset_content="redirect",
+    asset_content="link",
     asset_scope_value="output",
     asset_inapplicable="zero",
     list_deleted_assets=False,

@@ -374,11 +374,8 @@ class Runs:
         reading, faults, store = self.svc.reading, self.svc.faults, self.svc.store
         limit = query_limit(query, reading, default=reading.default_page_size)
         cursor = query.get("starting_after")
-        if (
-            cursor is not None
-            and len(cursor) > MAX_CURSOR
-            and not faults.on("runs_cursor_length_unchecked")
-        ):
+        max_cursor = 26 if faults.on("runs_cursor_limit_too_short") else MAX_CURSOR
+        if cursor is not None and len(cursor) > max_cursor:
             raise invalid(
                 reading,
                 "parameter.too_long",
