@@ -102,7 +102,7 @@ class Billing:
             raise invalid(reading, "parameter.too_long", f"{name} is at most 64 characters.", name)
         try:
             return ZoneInfo(raw)
-        except (ZoneInfoNotFoundError, ValueError):
+        except (ZoneInfoNotFoundError, ValueError, OSError):
             raise invalid(
                 reading, "parameter.invalid_value", f"{raw!r} is not an IANA timezone.", name
             ) from None

@@ -8,6 +8,7 @@ organization, and "same body" means the same JSON value or the same bytes, by re
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import json
 from dataclasses import dataclass
@@ -72,4 +73,4 @@ class IdempotencyStore:
     def remember(
         self, scope: str, route: str, key: str, print_: str, status: int, body: dict, t: float
     ) -> None:
-        self.records[(scope, route, key)] = Record(print_, status, body, t)
+        self.records[(scope, route, key)] = Record(print_, status, copy.deepcopy(body), t)

@@ -18,7 +18,7 @@ from tests.independent.faults import FAULTS
 from tests.independent.serving import serve
 
 ROOT = Path(__file__).resolve().parents[2]
-TIME_FACTOR = 0.02  # the service's clock runs 50x faster than the wall
+TIME_FACTOR = 0.05  # the service's clock runs 20x faster than the wall
 
 
 def poll_statuses(
@@ -46,10 +46,10 @@ def test_sessions_run_through_their_timers_on_a_fast_clock(reading: str) -> None
             r = client.post("/v1/sessions", json=session_body(idle_timeout_seconds=5))
             assert r.status_code in (200, 201), r.text
             seen = poll_statuses(client, r.json()["id"], "ended")
-            assert seen[0] == "queued" and seen[-1] == "ended"
-            assert "running" in seen and "ending" not in seen  # the idle timeout ended it
+            order = ["queued", "starting", "running", "ended"]  # polling may skip a state
+            assert seen == sorted(seen, key=order.index) and seen[0] == "queued"
             ended = client.get(f"/v1/sessions/{r.json()['id']}").json()
-            assert ended["usage"]["billable_seconds"] == 5
+            assert ended["first_frame_at"] and ended["usage"]["billable_seconds"] == 5  # idled out
 
             r = client.post("/v1/sessions", json=session_body(idle_timeout_seconds=600))
             sid = r.json()["id"]

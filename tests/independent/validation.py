@@ -16,13 +16,17 @@ from .errors import bad_request, invalid
 from .readings import Reading
 
 
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def parse_json_object(raw: bytes, reading: Reading, *, allow_empty: bool = False) -> dict:
     if not raw.strip():
         if allow_empty:
             return {}
         raise invalid(reading, "body.missing", "A JSON object body is required.")
     try:
-        value = json.loads(raw)
+        value = json.loads(raw, parse_constant=_refuse_constant)
     except (ValueError, UnicodeDecodeError) as exc:
         raise bad_request("body.invalid_json", f"The body is not valid JSON: {exc}.") from None
     if not isinstance(value, dict):
