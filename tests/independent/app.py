@@ -265,7 +265,7 @@ async def list_sessions(ctx: Ctx) -> Result:
     wanted: set[str] = set()
     for raw in ctx.request.query_params.getlist(name):
         values = raw.split(",") if reading.session_status_filter == "status" else [raw]
-        for value in (v.strip() for v in values):
+        for value in (v.strip() for v in values if v.strip()):
             if value not in STATES:
                 raise invalid(
                     reading, "parameter.invalid_value", f"Unknown status {value!r}.", name

@@ -397,6 +397,7 @@ class Sessions:
         s.timers.append(
             self.svc.timeline.schedule(t + DRAIN_SECONDS, lambda at: self._drained(s, at))
         )
+        self.try_place(t)  # a draining session may no longer count toward its caps
         return reading.end_transition_status
 
     def _drained(self, s: Session, t: float) -> None:
