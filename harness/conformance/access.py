@@ -8,6 +8,7 @@ endpoints answer JSON objects (EP-STATUS-1, EP-BILL-1) and the key's form (AUTH-
 
 from __future__ import annotations
 
+import math
 import re
 import uuid
 from typing import Any
@@ -212,14 +213,12 @@ def _other_bodies(ctx: Context, body: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         {**body, "quality": "lite"},
         {**body, "metadata": {**body["metadata"], "note": "another body"}},
-        {**body, "idle_timeout_seconds": SEED.idle_default + 1},
         {**body, "max_duration_seconds": SEED.max_duration_default - 1},
         {**body, "transport": transport},
-        {key: value for key, value in body.items() if key != "quality"},
     ]
 
 
-@scenario_check("idempotent_creates", creates=9, key="api")
+@scenario_check("idempotent_creates", creates=7, key="any")
 def idempotent_creates(ctx: Context) -> None:
     """A keyed session create replayed twice, then its key reused with each field changed in
     turn; the session list walked after (the model judges every answer, and that the list shows
@@ -240,7 +239,7 @@ def idempotent_creates(ctx: Context) -> None:
                     ctx.end(str(made["id"]))
     finally:
         ctx.end(str(session["id"]))
-    walk(ctx.target, "/v1/sessions")
+    walk(ctx.target, "/v1/sessions", role=ctx.creator)
 
 
 @scenario_check("idempotency_key_length", creates=4, key="any")
@@ -266,7 +265,7 @@ def idempotency_window(ctx: Context) -> None:
         raise BeyondTime(
             f"the {SEED.idempotency_window_seconds / 3600:g}-hour idempotency window is beyond "
             "this run's time",
-            f"--max-wait {int(ctx.time.wall_seconds(window)) + 2}, or --sim-admin-token",
+            f"--max-wait {math.ceil(ctx.time.wall_seconds(window)) + 1}, or --sim-admin-token",
         )
     key = f"conformance-window-{uuid.uuid4()}"
     body = ctx.session_body("window")

@@ -197,6 +197,8 @@ class Context:
     model: SeedModel | None = None
     #: Verdicts a script reached through the model's judgements (drained by the runner).
     verdicts: list[Verdict] = field(default_factory=list)
+    #: Keys a pending check waits to find quiet (no create may be sent with them meanwhile).
+    quiet_keys: set[str] = field(default_factory=set)
     #: The exchange that proved the check in progress (``proves``), else its last one.
     proof: Exchange | None = None
     _owner: dict[str, str] = field(default_factory=dict)  # session id -> role that created it

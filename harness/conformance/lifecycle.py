@@ -112,7 +112,7 @@ def _never_ran(ctx: Context, session: dict[str, Any]) -> None:
 
 
 @scenario_check(
-    "session_timers_probe", creates=2, key="api",
+    "session_timers_probe", creates=2, key="any",
     budget=_PLACEMENT_SECONDS + TIMER_SECONDS + DRAIN_BOUND + 30,
 )  # fmt: skip
 def session_timers_probe(ctx: Context) -> None:
@@ -120,10 +120,14 @@ def session_timers_probe(ctx: Context) -> None:
     (max 3600), side by side on two keys when the other organization's is given, watched until
     they end (the model holds each timer to its value, neither late nor early); where the
     simulator's admin API shows the events, session.ended names the reason."""
+    other = next((r for r in ("api", "other_org") if r != ctx.creator and r in ctx.roles()), None)
+    if other is not None and (
+        other in ctx.quiet_keys or ctx.pacer(other).ready_at(ctx.now()) > ctx.now()
+    ):
+        other = None  # its key is busy, or kept quiet for the rate limit's burst
     plans = [
-        ("max-duration", "api", SEED.idle_max, TIMER_SECONDS, "max_duration"),
-        ("idle", "other_org" if "other_org" in ctx.roles() else "api", TIMER_SECONDS,
-         SEED.max_duration_ceiling, "idle_timeout"),
+        ("max-duration", ctx.creator, SEED.idle_max, TIMER_SECONDS, "max_duration"),
+        ("idle", other or ctx.creator, TIMER_SECONDS, SEED.max_duration_ceiling, "idle_timeout"),
     ]  # fmt: skip
     if ctx.inputs.transport is not None:
         plans = plans[:1]  # a real room may carry audio: the idle timeout cannot be provoked

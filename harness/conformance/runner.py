@@ -23,6 +23,7 @@ A failure's request body that a shell argument cannot carry byte for byte is kep
 
 from __future__ import annotations
 
+import math
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -188,14 +189,18 @@ class _Schedule:
         return [r for r in given if r not in reserved] or given or ["api"]
 
     def ready_at(self, check: Check, now: float) -> tuple[float, str]:
-        """When ``check`` can start without waiting, and the key it would use."""
+        """When ``check`` can start without waiting, and the key it would use. A check pinned
+        to a key that a pending ``quiet`` check waits to find quiet waits for that check."""
         if check.creates == 0 and not check.quiet:
             return now, self.roles(check)[0]
+        reserved = {c.key for c in self.pending if c.quiet and c is not check}
+        if check.key in reserved:
+            return math.inf, check.key
         options = []
         for role in self.roles(check):
-            at = self.ctx.pacer(role).ready_at(now, check.creates)
-            if check.quiet:
-                at = max(at, self.ctx.pacer(role).quiet_at(now))
+            pacer = self.ctx.pacer(role)
+            # A quiet check bursts past the pacing on purpose: it waits only for the quiet.
+            at = pacer.quiet_at(now) if check.quiet else pacer.ready_at(now, check.creates)
             options.append((at, role))
         return min(options)
 
@@ -204,7 +209,12 @@ class _Schedule:
         early = min(c.order for c in self.pending)
         eligible = [c for c in self.pending if c.order < LATE or early >= LATE]
         now = self.ctx.now()
-        timed = [(self.ready_at(c, now), c) for c in eligible]
+        # A quiet check ready to run goes first: the key it waited for must not make a create
+        # in the meantime, and its burst is the longest wait of the run.
+        timed = sorted(
+            ((self.ready_at(c, now), c) for c in eligible), key=lambda item: not item[1].quiet
+        )
+        self.ctx.quiet_keys = {c.key for c in self.pending if c.quiet}
         for (at, role), check in timed:
             if at <= now:
                 return check, role, 0.0

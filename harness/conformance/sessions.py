@@ -64,40 +64,34 @@ def _stop_unless_created(ctx: Context, exchange: Exchange) -> None:
         ctx.created(exchange)
 
 
-@scenario_check("session_defaults", creates=3, key="any")
+@scenario_check("session_defaults", creates=2, key="any")
 def session_defaults(ctx: Context) -> None:
-    """Creates without timeouts, with max_duration_seconds 3600 and an idle timeout of 45, and
-    again without timeouts (the model judges the defaults, and the plan's clamp it learns)."""
-    body = ctx.session_body("defaults")
-    del body["idle_timeout_seconds"], body["max_duration_seconds"]
-    _stop_unless_created(ctx, _send(ctx, body))
+    """A create with max_duration_seconds 3600, an idle timeout of 45 and the tier pro, then
+    one without timeouts (the model judges the defaults against the plan's clamp the first
+    showed)."""
     ceiling = ctx.session_body(
-        "ceiling", idle_timeout_seconds=_IDLE, max_duration_seconds=SEED.max_duration_ceiling
-    )
-    _send(ctx, ceiling)
-    body = ctx.session_body("defaults-again")
+        "ceiling", idle_timeout_seconds=_IDLE, max_duration_seconds=SEED.max_duration_ceiling,
+        quality="pro",
+    )  # fmt: skip
+    _stop_unless_created(ctx, _send(ctx, ceiling))
+    body = ctx.session_body("defaults")
     del body["idle_timeout_seconds"], body["max_duration_seconds"]
     _send(ctx, body)
 
 
-@scenario_check("session_request_echo", creates=4, key="any")
-def session_request_echo(ctx: Context) -> None:
-    """A create at each quality tier (every plan accepts every tier; the model judges that each
-    answers its tier, avatar, metadata and transport back)."""
-    for quality in SEED.qualities:
-        _send(ctx, ctx.session_body(f"echo-{quality}", quality=quality))
-
-
 @scenario_check("session_create_bounds", creates=10, key="any")
 def session_create_bounds(ctx: Context) -> None:
-    """Timeouts at their edges (1 and 600, 1 and 3600), metadata just under 8 KB, and one past
-    each edge (0, 601, 0, 3601, metadata over 8 KB): the model judges each create."""
+    """Timeouts at their edges (1 and 600, 1 and 3600), metadata just under 8 KB, the tiers lite
+    and standard, and one past each edge (0, 601, 0, 3601, metadata over 8 KB): the model
+    judges each create."""
     fits = ctx.metadata(note="x" * _METADATA_FITS)
     too_big = ctx.metadata(note="x" * _METADATA_TOO_BIG)
+    # The two accepted creates take the tiers no other script sends (every plan accepts each).
     bodies = [
-        {"idle_timeout_seconds": SEED.idle_min, "max_duration_seconds": SEED.max_duration_ceiling},
+        {"idle_timeout_seconds": SEED.idle_min, "max_duration_seconds": SEED.max_duration_ceiling,
+         "quality": "lite"},
         {"idle_timeout_seconds": SEED.idle_max, "max_duration_seconds": SEED.max_duration_min,
-         "metadata": fits},
+         "metadata": fits, "quality": "standard"},
         {"idle_timeout_seconds": SEED.idle_min - 1},
         {"idle_timeout_seconds": SEED.idle_max + 1},
         {"max_duration_seconds": SEED.max_duration_min - 1},
@@ -112,20 +106,17 @@ def _without(body: dict[str, Any], name: str) -> dict[str, Any]:
     return {key: value for key, value in body.items() if key != name}
 
 
-@scenario_check("session_create_invalid", creates=8, key="any")
+@scenario_check("session_create_invalid", creates=6, key="any")
 def session_create_invalid(ctx: Context) -> None:
-    """Metadata that is not an object, an unknown quality, timeouts that are no integers, no
-    avatar_id, no transport, no transport type, and an avatar that does not exist (the model
-    judges each)."""
+    """Metadata that is not an object, an unknown quality, a timeout that is no integer, no
+    avatar_id, no transport, and an avatar that does not exist (the model judges each)."""
     body = ctx.session_body("invalid")
     bodies = [
         {**body, "metadata": ["x"]},
         {**body, "quality": "ultra"},
-        {**body, "idle_timeout_seconds": "30"},
         {**body, "max_duration_seconds": 1.5},
         _without(body, "avatar_id"),
         _without(body, "transport"),
-        {**body, "transport": _without(body["transport"], "type")},
         {**body, "avatar_id": "av_conformance_" + uuid.uuid4().hex},
     ]
     for other in bodies:
@@ -198,7 +189,7 @@ _PROBE_STEP_SECONDS = 2.0
 
 
 @scenario_check(
-    "rate_limit_bursts", order=10, creates=2 * RATE_LIMIT + 2, key="api",
+    "rate_limit_bursts", creates=2 * RATE_LIMIT + 2, key="api",
     quiet=True, budget=4 * RATE_WINDOW_SECONDS + 60,
 )  # fmt: skip
 def rate_limit_bursts(ctx: Context) -> None:

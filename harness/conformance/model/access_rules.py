@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,6 +55,7 @@ OWNER_READS = model_rule(
 )  # fmt: skip
 
 PUBLIC = frozenset({"getStatus", "listPlans"})
+_PRINTABLE = re.compile(r"[!-~]+")
 _OWNER_READS = ("retrieveSession", "retrieveAvatar", "retrieveRun", "getRunStatus", "listRunEvents")
 #: Operations on one resource, and the path parameter that names it.
 _ON_ONE = {
@@ -89,8 +91,8 @@ class Ownership:
 def _plain(call: Call) -> bool:
     """Whether nothing but the key could be wrong with a request: no query, and no body, or a
     session create every reading accepts (a deployment may judge a bad request before its key)."""
-    if call.query:
-        return False
+    if call.query or not all(_PRINTABLE.fullmatch(value) for value in call.params.values()):
+        return False  # a path a router may not match at all (control characters, spaces)
     if call.operation == "createSession":
         from harness.conformance.model.create_rules import problems_of
 

@@ -69,7 +69,7 @@ class AvatarBook:
         wrong = []
         if avatar.get("status") != "processing":
             wrong.append(f"status {avatar.get('status')!r}, not processing")
-        if name is not None and avatar.get("name") != name:
+        if name is not None and name == name.strip() and name and avatar.get("name") != name:
             wrong.append(f"name {avatar.get('name')!r} for {name!r} uploaded")
         if avatar.get("is_demo") is not False:
             wrong.append(f"is_demo {avatar.get('is_demo')!r} for a customer's upload")

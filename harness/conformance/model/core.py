@@ -112,7 +112,11 @@ class SeedModel:
         verdicts = list(access_rules.judge_auth(call, caller))
         if call.status == 401 or not caller.valid:
             return verdicts
-        media = self.media_models.get(call.params.get("model_id", "")) if call.operation == "createRun" else None
+        media = (
+            self.media_models.get(call.params.get("model_id", ""))
+            if call.operation == "createRun"
+            else None
+        )
         verdicts += access_rules.judge_scopes(call, caller, media)
         verdicts += access_rules.judge_foreign_target(call, caller, self.ownership, self.readings)
         verdicts += access_rules.judge_owner_read(call, caller, self.ownership)
@@ -229,7 +233,8 @@ class SeedModel:
         if call.status != 429 and not (reading.complete and known):
             return  # a body some reading refuses (a field it requires, one it does not know)
         if call.status == 429 and (call.error_type, call.code) != (
-            "quota_exceeded", "concurrent_sessions"
+            "quota_exceeded",
+            "concurrent_sessions",
         ):
             yield Verdict.failed(
                 cap_rules.CAPS, exchange,
@@ -274,7 +279,9 @@ class SeedModel:
                 session, at, call.exchange, org=_org(caller), order=self.order
             )
 
-    def _sessions_seen(self, call: Call, caller: Caller, sent: float, at: float) -> Iterator[Verdict]:
+    def _sessions_seen(
+        self, call: Call, caller: Caller, sent: float, at: float
+    ) -> Iterator[Verdict]:
         org = _org(caller)
         if call.operation == "endSession":
             session_id = call.params.get("session_id", "")
@@ -339,7 +346,9 @@ class SeedModel:
 
     def _page(self, call: Call, caller: Caller) -> Iterator[Verdict]:
         extras = tuple(
-            sorted(f"{k}={v}" for k, v in call.query.items() if k not in ("limit", "starting_after"))
+            sorted(
+                f"{k}={v}" for k, v in call.query.items() if k not in ("limit", "starting_after")
+            )
         )
         scope: tuple[str, ...] = (call.operation, _org(caller), *call.params.values(), *extras)
         if call.operation in LISTED:
@@ -347,7 +356,9 @@ class SeedModel:
 
     # -- avatars ---------------------------------------------------------------------------
 
-    def _create_avatar(self, call: Call, caller: Caller, sent: float, at: float) -> Iterator[Verdict]:
+    def _create_avatar(
+        self, call: Call, caller: Caller, sent: float, at: float
+    ) -> Iterator[Verdict]:
         exchange = call.exchange
         content_type = next(
             (v for k, v in exchange.request_headers.items() if k.lower() == "content-type"), ""
@@ -371,7 +382,9 @@ class SeedModel:
             call.answer, _org(caller), name, is_portrait(image.content), exchange
         )
 
-    def _avatars_seen(self, call: Call, caller: Caller, sent: float, at: float) -> Iterator[Verdict]:
+    def _avatars_seen(
+        self, call: Call, caller: Caller, sent: float, at: float
+    ) -> Iterator[Verdict]:
         if call.operation == "listAvatars":
             yield from self._page(call, caller)
         if not call.ok:

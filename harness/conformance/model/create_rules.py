@@ -176,9 +176,7 @@ def judge_refused(reading: Reading, exchange: Exchange, error: dict[str, Any] | 
         None if error is None else error.get("type"),
         None if error is None else error.get("code"),
     )
-    if got != (status, kind, code) or (
-        param is not None and (error or {}).get("param") != param
-    ):
+    if got != (status, kind, code) or (param is not None and (error or {}).get("param") != param):
         shown = f"{got[0]} {got[1]}/{got[2]} param {(error or {}).get('param')!r}"
         wanted = f"{status} {kind}/{code}" + (f" param {param!r}" if param else "")
         return Verdict.failed(

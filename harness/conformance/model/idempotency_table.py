@@ -135,9 +135,7 @@ class IdempotencyTable:
             and now.get(name) != original[name]
         ]  # fmt: skip
         if differs:
-            shown = ", ".join(
-                f"{n} {now.get(n)!r} (was {original[n]!r})" for n in differs[:3]
-            )
+            shown = ", ".join(f"{n} {now.get(n)!r} (was {original[n]!r})" for n in differs[:3])
             yield Verdict.failed(
                 IDEMPOTENCY, exchange,
                 f"a replay (same Idempotency-Key and body) answered another resource: {shown}",

@@ -95,20 +95,37 @@ class ListBook:
     def add(self, scope: tuple[str, ...], item_id: str) -> None:
         self.made.setdefault(scope, []).append(item_id)
 
-    def page(
-        self, call: Call, scope: tuple[str, ...], readings: Readings
-    ) -> Iterator[Verdict]:
+    def page(self, call: Call, scope: tuple[str, ...], readings: Readings) -> Iterator[Verdict]:
         """One page of a list (by ``scope``: the operation, the organization, filters)."""
         body = call.answer
         exchange = call.exchange
         prefix, maximum, default = LISTED[call.operation]
         limit = call.limit()
-        asked = call.query.get("limit")
-        if call.operation == "listRunEvents" and not call.ok:
-            return  # its parameters' names are an open point
+        # A page size that is no integer (an empty value read as absent) is no size outside
+        # the range: only the maximum binds it.
+        asked = call.query.get("limit") if limit is not None else None
+        if call.operation == "listRunEvents" and not readings.get("run events page size", "limit"):
+            # The name of the run events' page size is an open point: ``limit`` is learned as
+            # its name once a page in range holds no more than it asked while more remain.
+            body = call.answer if call.ok else None
+            data = body.get("data") if isinstance(body, dict) else None
+            if (
+                limit is not None and 1 <= limit <= maximum and isinstance(data, list)
+                and len(data) <= limit and body.get("has_more") is True
+            ):  # fmt: skip
+                readings.hold("run events page size", True, exchange, "limit")
+            else:
+                limit, asked = None, None
+        if call.operation == "listRunEvents" and asked is None and not call.ok:
+            return
+        alone = set(call.query) == {"limit"}  # nothing else the answer could be about
+        if not call.ok and call.status not in (400, 422):
+            return  # not a refusal of the request's values (an unknown run, the rate limit)
         if not call.ok:
-            if asked is not None and (limit is None or not 1 <= limit <= maximum):
-                held = readings.hold("page size out of range", "refused", exchange, scope[0])
+            if asked is not None and alone and (limit is None or not 1 <= limit <= maximum):
+                held = readings.hold(
+                    "page size out of range", "refused", exchange, _side(scope, limit)
+                )
                 if held is not None:
                     yield Verdict.failed(PAGES, exchange, held)
                 else:
@@ -126,9 +143,6 @@ class ListBook:
             self.envelope_edges.add("more" if body["has_more"] else "empty")
         yield Verdict.passed(ENVELOPE, exchange, edge=len(self.envelope_edges) == 2)
         count = len(body["data"])
-        if call.operation == "listRunEvents":
-            # The name of the run events' page size is an open point: only the maximum binds.
-            limit, asked = None, None
         bound = _bound(limit, asked, maximum, default)
         if count > bound:
             yield Verdict.failed(
@@ -136,8 +150,8 @@ class ListBook:
                 f"{call.operation} with limit {asked!r} answered {count} items (at most {bound})",
             )  # fmt: skip
             return
-        if asked is not None and (limit is None or not 1 <= limit <= maximum):
-            held = readings.hold("page size out of range", "clamped", exchange, scope[0])
+        if alone and asked is not None and (limit is None or not 1 <= limit <= maximum):
+            held = readings.hold("page size out of range", "clamped", exchange, _side(scope, limit))
             if held is not None:
                 yield Verdict.failed(PAGES, exchange, held)
                 return
@@ -216,6 +230,12 @@ class ListBook:
         self.sizes[walk.scope] = max(self.sizes.get(walk.scope, 0), len(seen))
         made = set(self.made.get(walk.scope, ()))
         yield Verdict.passed(WALKS, exchange, edge=walk.pages > 1 and bool(made & set(seen)))
+
+
+def _side(scope: tuple[str, ...], limit: int | None) -> tuple[str, str]:
+    """Where a reading of an out-of-range page size is held: per list, and per side (a
+    deployment may refuse a size below the range and clamp one above it)."""
+    return scope[0], "below" if limit is not None and limit < 1 else "above"
 
 
 def _bound(limit: int | None, asked: str | None, maximum: int, default: int | None) -> int:

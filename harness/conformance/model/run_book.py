@@ -101,9 +101,7 @@ class RunBook:
         body = exchange.json()
         if not isinstance(body, dict) or body.get("run_id") != run_id:
             named = body.get("run_id") if isinstance(body, dict) else body
-            yield Verdict.failed(
-                RUNS, exchange, f"the deletion of {run_id} names run {named!r}"
-            )
+            yield Verdict.failed(RUNS, exchange, f"the deletion of {run_id} names run {named!r}")
             return
         self.deleted.add(run_id)
         yield Verdict.passed(RUNS, exchange, edge=False)

@@ -6,11 +6,13 @@ observation, stamped with the run's clock when it arrived. From them the model j
 * ``session_transitions`` (SES-ST-3, SES-ST-4, SES-ST-5): ``end`` answers a row of the seed's
   table for how far the session had got (a session seen ``running`` ran, whatever its stamps);
   ``canceled`` comes only from its owner's ``end``; ``ending`` leads only to ``ended``.
-* ``session_timers`` (SES-ST-2, SES-ST-6, SES-ST-7): no session waits ``queued`` past the
-  start-up timeout (plus ``STARTUP_SLACK``); no session stays ``ending`` longer than
+* ``startup_timeout`` (SES-ST-2): no session waits ``queued`` past the start-up timeout (plus
+  ``STARTUP_SLACK``).
+* ``session_timers`` (SES-ST-6, SES-ST-7): no session stays ``ending`` longer than
   ``DRAIN_BOUND``; a running session is ended by its max duration, or with no audio by its idle
   timeout, within ``TIMER_SLACK`` of the limit, and never ends on its own before either could
   have fired.
+* ``session_stamps`` (RES-SESS-4): the stamps' order, and that they are set once.
 
 Times are the run's (target seconds on its clock), never the target's own stamps, so a
 deployment's clock offset cannot make a rule fail. Bounds are taken on the safe side: a timer is
@@ -61,16 +63,37 @@ TRANSITIONS = model_rule(
 STAMPS = model_rule(
     "session_stamps", "RES-SESS-4",
     description="started_at and first_frame_at follow created_at in the order of their "
-    "events, first_frame_at never while the session is queued, and once shown neither changes "
-    "or disappears",
+    "events, first_frame_at never while the session is queued but always once a frame was "
+    "produced, and once shown neither changes or disappears",
     edge="a session seen with both stamps and then ended",
 )  # fmt: skip
+STARTUP = model_rule(
+    "startup_timeout", "SES-ST-2",
+    description="no session waits queued past the start-up timeout: it is placed, or failed "
+    "with no_capacity",
+    edge="a session left unplaced until the start-up timeout failed it",
+)  # fmt: skip
 TIMERS = model_rule(
-    "session_timers", "SES-ST-2", "SES-ST-6", "SES-ST-7",
-    description="no session waits queued past the start-up timeout or stays ending past the "
-    "drain bound; a running session ends by its max duration or idle timeout, not before",
+    "session_timers", "SES-ST-6", "SES-ST-7",
+    description="no session stays ending past the drain bound; a running session ends by its "
+    "max duration or idle timeout, not before",
     edge="a session watched while running until a timer ended it",
 )  # fmt: skip
+
+
+_PROGRESS = ("not_started", "placed", "ran")
+
+
+def _further(seen: str, answer: dict[str, Any]) -> str:
+    """How far the session had got: what the run saw before the end, or further where the end's
+    answer shows it went on since (the target's clock kept moving): a first frame ran, a start
+    placed."""
+    shown = (
+        "ran" if answer.get("first_frame_at") is not None
+        else "placed" if answer.get("started_at") is not None
+        else "not_started"
+    )  # fmt: skip
+    return max(seen, shown, key=_PROGRESS.index)
 
 
 def _names(value: Any, word: str) -> bool:
@@ -263,6 +286,15 @@ class SessionBook:
                 return
             if isinstance(value, str):
                 facts.stamps[name] = value
+        usage = resource.get("usage")
+        frames = usage.get("frames") if isinstance(usage, dict) else None
+        if isinstance(frames, int) and frames > 0 and resource.get("first_frame_at") is None:
+            yield self._fail(
+                facts, STAMPS, exchange,
+                f"session {facts.id} produced {frames} frames but shows no first_frame_at (set "
+                "by session.first_frame, when the first frame is produced)",
+            )  # fmt: skip
+            return
         if status in TERMINAL and len(facts.stamps) == 2:
             yield Verdict.passed(STAMPS, exchange, edge=True)
 
@@ -306,7 +338,7 @@ class SessionBook:
             else:
                 yield Verdict.passed(TRANSITIONS, exchange, edge=False)
             return
-        reached = facts.progress()
+        reached = _further(facts.progress(), answer)
         if status == "failed":
             error = answer.get("error")
             if reached == "not_started" and _names(error, "no_capacity"):
@@ -347,12 +379,23 @@ class SessionBook:
             and at - facts.created > startup + STARTUP_SLACK
         ):
             yield self._fail(
-                facts, TIMERS, exchange,
+                facts, STARTUP, exchange,
                 f"session {facts.id} is still {status!r} {at - facts.created:.0f} s after its "
                 f"create was answered; a job not placed within {startup:g} s fails no_capacity "
                 "(SES-ST-2)",
             )  # fmt: skip
-        if status == "ending" and facts.ending_at is not None and at - facts.ending_at > DRAIN_BOUND:
+        if (
+            status == "failed" and facts.placed_at is None and facts.created is not None
+            and _names(resource.get("error"), "no_capacity")
+        ):  # fmt: skip
+            unplaced = [t for t, s, _ in facts.statuses if s in _UNPLACED]
+            waited = max(unplaced, default=facts.created) - facts.created
+            yield Verdict.passed(STARTUP, exchange, edge=waited >= startup - STARTUP_SLACK)
+        if (
+            status == "ending"
+            and facts.ending_at is not None
+            and at - facts.ending_at > DRAIN_BOUND
+        ):
             yield self._fail(
                 facts, TIMERS, exchange,
                 f"session {facts.id} is still ending {at - facts.ending_at:.0f} s after it was "

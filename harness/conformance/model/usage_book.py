@@ -131,8 +131,9 @@ class UsageBook:
         current, previous = self.months.get("current_month"), self.months.get("previous_month")
         if current is None or previous is None:
             return
-        end, start = utc_instant(previous.get("period_end")), utc_instant(
-            current.get("period_start")
+        end, start = (
+            utc_instant(previous.get("period_end")),
+            utc_instant(current.get("period_start")),
         )
         if end is not None and start is not None and end != start:
             yield Verdict.failed(
@@ -229,7 +230,9 @@ def _value(body: Mapping[str, Any], name: str, key: str | None = None) -> float:
     return _number(value) or 0.0
 
 
-def _rise(before: Mapping[str, Any], after: Mapping[str, Any], name: str, key: str | None = None) -> float:
+def _rise(
+    before: Mapping[str, Any], after: Mapping[str, Any], name: str, key: str | None = None
+) -> float:
     return _value(after, name, key) - _value(before, name, key)
 
 
@@ -241,5 +244,7 @@ def _fell(before: Mapping[str, Any], after: Mapping[str, Any]) -> str | None:
         slices = before.get(name)
         for key in slices if isinstance(slices, dict) else {}:
             if _rise(before, after, name, key) < 0:
-                return f"{name}[{key}] {_value(before, name, key):g} then {_value(after, name, key):g}"
+                return (
+                    f"{name}[{key}] {_value(before, name, key):g} then {_value(after, name, key):g}"
+                )
     return None
