@@ -20,13 +20,14 @@ from PIL import Image, ImageDraw
 from harness.conformance.checks import LATE, CheckFailed, Incomplete, scenario_check
 from harness.conformance.context import Context, expect_status, is_success
 from harness.conformance.listing import walk
+from harness.conformance.model.avatar_book import FITTING_BOUND
 from harness.conformance.seed import SEED
 from harness.conformance.target import Exchange
 
 __all__ = ["portrait", "uploaded_avatar"]
 
 _SIDE = 512
-_FITTING_WITHIN = 600.0
+_FITTING_STEP = 5.0
 
 
 def portrait(image_format: str) -> bytes:
@@ -83,6 +84,7 @@ def avatar_upload(ctx: Context) -> None:
     made = jpeg.json() if is_success(jpeg) else None
     if isinstance(made, dict) and isinstance(made.get("id"), str):
         ctx.target.request("GET", f"/v1/avatars/{made['id']}")
+        ctx.cache.setdefault("jpeg", []).append(str(made["id"]))
     for image, name in (
         (("portrait.gif", portrait("GIF"), "image/gif"), "conformance gif"),
         (("portrait.png", b"no image here", "image/png"), "conformance text"),
@@ -100,27 +102,30 @@ def _fitted(ctx: Context, avatar_id: str) -> dict[str, Any]:
         body = expect_status(exchange, 200, what="GET /v1/avatars/{id}")
         return body  # type: ignore[no-any-return]
 
-    final = ctx.poll(
+    # Waited past the bound, a last read shows the model an avatar still processing: a failure
+    # of avatars, not a check left undone.
+    return ctx.poll(
         fetch,
         lambda a: a.get("status") != "processing",
-        within=_FITTING_WITHIN,
-        step=5.0,
+        within=FITTING_BOUND + _FITTING_STEP,
+        step=_FITTING_STEP,
         why="an uploaded avatar's fitting",
     )
-    if final.get("status") == "processing":
-        raise Incomplete(f"an uploaded avatar is still processing after {_FITTING_WITHIN:g} s")
-    fetch()
-    return final
 
 
-@scenario_check("avatar_fitting", order=LATE, creates=2, budget=_FITTING_WITHIN + 60)
+@scenario_check(
+    "avatar_fitting", order=LATE, creates=3, budget=FITTING_BOUND + _FITTING_STEP + 60
+)  # fmt: skip
 def avatar_fitting(ctx: Context) -> None:
-    """The uploaded portrait and every accepted upload that was no portrait are watched until
-    fitted; a session is created with each (the model holds a failed avatar to a refusal, a
-    ready one to an acceptance, and an upload that was no portrait to never becoming ready)."""
-    avatars = [str(uploaded_avatar(ctx)["id"]), *ctx.cache.get("doubtful", [])]
-    for avatar_id in avatars:
-        final = _fitted(ctx, avatar_id)
+    """Every avatar this run uploaded is watched until fitted (the accepted uploads that were no
+    portrait first), read once more, and offered for a session: the model holds a failed avatar
+    to a refusal and a reason, a ready one to an acceptance and no failure reason, an upload
+    that was no portrait to never becoming ready, and fitting to an end."""
+    own = [str(uploaded_avatar(ctx)["id"]), *ctx.cache.get("jpeg", [])]
+    doubtful = list(ctx.cache.get("doubtful", []))
+    finals = {avatar_id: _fitted(ctx, avatar_id) for avatar_id in [*doubtful, *own]}
+    for avatar_id, final in finals.items():
+        ctx.target.request("GET", f"/v1/avatars/{avatar_id}")
         if final.get("status") in ("ready", "failed"):
             exchange = ctx.create_session(ctx.session_body("fitted", avatar_id=avatar_id))
             if is_success(exchange):

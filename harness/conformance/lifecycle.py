@@ -164,6 +164,38 @@ def _watch_timers(ctx: Context, plans: list[tuple[str, str, int, int, str]]) -> 
         ctx.proves(ctx.get_session(sid)[0])
 
 
+@scenario_check("capacity_probe", creates=2, key="any", budget=_PLACEMENT_SECONDS + 60)
+def capacity_probe(ctx: Context) -> None:
+    """Two sessions held at once on two keys, the second watched until it is placed or
+    fails: on a deployment whose pool one session fills, the second waits the start-up timeout
+    and must fail with no_capacity (the model judges it; on a larger pool nothing is learned,
+    and the model says the start-up rule was not reached)."""
+    other = next((r for r in ("api", "other_org") if r != ctx.creator and r in ctx.roles()), None)
+    if other is None or other in ctx.quiet_keys:
+        raise NotApplicable("needs a second key free to hold a session at the same time")
+    held: list[str] = []
+    try:
+        for role in (ctx.creator, other):
+            body = ctx.session_body(
+                "capacity", idle_timeout_seconds=SEED.idle_max, max_duration_seconds=120
+            )
+            exchange = ctx.create_session(body, role=role)
+            if not is_success(exchange):
+                return
+            held.append(str(exchange.json()["id"]))
+            if len(held) == 1:
+                _until(ctx, held[0], lambda s: s.get("status") != "queued" or
+                       s.get("started_at") is not None, STARTUP_TIMEOUT_SECONDS, "placement")
+        _until(
+            ctx, held[1],
+            lambda s: s.get("started_at") is not None or s.get("status") in TERMINAL,
+            STARTUP_TIMEOUT_SECONDS + 10, "the second session to be placed or to fail",
+        )  # fmt: skip
+    finally:
+        for session_id in held:
+            ctx.end(session_id)
+
+
 def _judge_reason(ctx: Context, session_id: str, code: str) -> None:
     """Where the reason can be seen (the simulator's admin API), session.ended names it."""
     exchange = ctx.target.request("GET", f"/_sim/sessions/{session_id}/events", role="admin")

@@ -17,9 +17,16 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from harness.conformance.checks import LATE, Incomplete, scenario_check
+from harness.conformance.checks import (
+    LATE,
+    Incomplete,
+    NotApplicable,
+    envelope_of,
+    scenario_check,
+)
 from harness.conformance.context import Context, RunPlan, expect_status, is_success
 from harness.conformance.listing import walk
+from harness.conformance.model import Verdict
 from harness.conformance.seed import SEED
 from harness.conformance.target import Exchange
 
@@ -83,6 +90,37 @@ def run_lifecycle(ctx: Context) -> None:
     ctx.quiesce_runs(_ASSET_WITHIN)
     walk(target, "/v1/runs")
     ctx.judge_no_charge(before, usage_now(ctx), "two replays of a run create")
+
+
+#: Where a deployment commonly puts the run cancel the seed names without a path: tried, and
+#: judged only once the target shows it is there (it answers the owner's request other than 404).
+CANCEL_PATH = "/v1/runs/{run_id}/cancel"
+
+
+@scenario_check("run_cancel_probe", needs=("runs_read",), order=LATE - 15)
+def run_cancel_probe(ctx: Context) -> None:
+    """Cancelling needs runs:write (the seed, whose method and path it does not show): where
+    ``POST /v1/runs/{id}/cancel`` answers an unrestricted key on a finished run (not 404 or
+    405), a runs:read key is refused 403 api_key.scope_required."""
+    from harness.conformance.model.access_rules import SCOPES
+
+    run_id = str(ctx.first_run().get("id"))
+    path = CANCEL_PATH.format(run_id=run_id)
+    ctx.finished_run(run_id, _ASSET_WITHIN)
+    owner = ctx.target.request("POST", path)
+    if owner.status in (404, 405):
+        raise NotApplicable(f"the target has no POST {CANCEL_PATH} (the seed shows no cancel path)")
+    refused = ctx.target.request("POST", path, role="runs_read")
+    ctx.proves(refused)
+    error = envelope_of(refused) if refused.status >= 400 else None
+    if refused.status == 403 and error is not None and error.get("code") == "api_key.scope_required":
+        ctx.record(Verdict.passed(SCOPES, refused))
+    else:
+        ctx.record(Verdict.failed(
+            SCOPES, refused,
+            f"a runs:read key cancelling a run answered {refused.status}; cancelling needs "
+            "runs:write: 403 api_key.scope_required",
+        ))  # fmt: skip
 
 
 @scenario_check("run_events", order=LATE)

@@ -11,6 +11,7 @@ rate limit's own script bursts on purpose.
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -35,10 +36,10 @@ __all__: list[str] = []
 
 RATE_LIMIT = SEED.creates_per_window
 RATE_WINDOW_SECONDS = SEED.rate_window_seconds
-#: Metadata sizes around the seed's 8 KB: under it whether a KB is 1000 or 1024 bytes and
-#: however the JSON around the value is spaced, and over it either way.
-_METADATA_FITS = SEED.metadata_max_bytes * 1000 // 1024 - 200
-_METADATA_TOO_BIG = SEED.metadata_max_bytes + 200
+#: The metadata sizes tried (compact JSON bytes): under the seed's 8 KB whether a KB is 1000 or
+#: 1024 bytes and however the JSON is spaced, and one byte over it either way.
+_METADATA_FITS = SEED.metadata_max_bytes * 1000 // 1024 - 100
+_METADATA_TOO_BIG = SEED.metadata_max_bytes + 1
 _IDLE = 45  # an accepted idle timeout other than the default
 
 
@@ -84,8 +85,8 @@ def session_create_bounds(ctx: Context) -> None:
     """Timeouts at their edges (1 and 600, 1 and 3600), metadata just under 8 KB, the tiers lite
     and standard, and one past each edge (0, 601, 0, 3601, metadata over 8 KB): the model
     judges each create."""
-    fits = ctx.metadata(note="x" * _METADATA_FITS)
-    too_big = ctx.metadata(note="x" * _METADATA_TOO_BIG)
+    fits = _sized(ctx.metadata(note=""), _METADATA_FITS)
+    too_big = _sized(ctx.metadata(note=""), _METADATA_TOO_BIG)
     # The two accepted creates take the tiers no other script sends (every plan accepts each).
     bodies = [
         {"idle_timeout_seconds": SEED.idle_min, "max_duration_seconds": SEED.max_duration_ceiling,
@@ -100,6 +101,12 @@ def session_create_bounds(ctx: Context) -> None:
     ]  # fmt: skip
     for fields in bodies:
         _send(ctx, ctx.session_body("bounds", **fields))
+
+
+def _sized(metadata: dict[str, Any], size: int) -> dict[str, Any]:
+    """``metadata`` with its ``note`` padded so that its compact JSON is ``size`` bytes."""
+    compact = len(json.dumps(metadata, separators=(",", ":")).encode())
+    return {**metadata, "note": "x" * (size - compact)}
 
 
 def _without(body: dict[str, Any], name: str) -> dict[str, Any]:
@@ -131,16 +138,17 @@ def transport_unsupported(ctx: Context) -> None:
         _send(ctx, ctx.session_body("transport", transport={"type": kind}))
 
 
-@scenario_check("reserved_metadata_key", creates=3, key="any")
+@scenario_check("reserved_metadata_key", creates=4, key="any")
 def reserved_metadata_key(ctx: Context) -> None:
-    """_avatar.debug_record true (accepted), another _avatar.* key (400 invalid_request
-    metadata.reserved_key), and _avatar.debug_record that is no boolean (refused): the model
-    judges each."""
+    """_avatar.debug_record true (accepted), another _avatar.* key and one that merely begins
+    with _avatar.debug_record (each 400 invalid_request metadata.reserved_key), and
+    _avatar.debug_record that is no boolean (refused): the model judges each."""
     allowed = SEED.debug_record_key
     reserved = SEED.reserved_metadata_prefix + "conformance_probe"
     for metadata in (
         ctx.metadata(**{allowed: True}),
         ctx.metadata(**{reserved: True}),
+        ctx.metadata(**{allowed + "_copy": True}),
         ctx.metadata(**{allowed: "yes"}),
     ):
         _send(ctx, ctx.session_body("reserved", metadata=metadata))

@@ -33,6 +33,26 @@ AVATARS = model_rule(
 )  # fmt: skip
 
 _FITTED = frozenset({"ready", "failed"})
+#: The avatar fields the seed names; a failure reason, whose name it does not show, is another.
+_NAMED = frozenset({"id", "object", "name", "status", "is_demo", "runtime_type", "created_at",
+                    "voice"})  # fmt: skip
+#: Target seconds an upload may stay processing (the seed states no bound: this allows ten
+#: minutes of fitting).
+FITTING_BOUND = 600.0
+
+
+def _said(value: Any) -> bool:
+    """Whether a field says something: a non-empty string, or an object holding one."""
+    if isinstance(value, str):
+        return bool(value.strip())
+    if isinstance(value, dict):
+        return any(_said(v) for v in value.values())
+    return False
+
+
+def _sayings(avatar: dict[str, Any]) -> set[str]:
+    """The fields beyond those the seed names that say something."""
+    return {k for k, v in avatar.items() if k not in _NAMED and _said(v)}
 
 
 @dataclass
@@ -45,6 +65,11 @@ class AvatarBook:
     shown_to: dict[str, set[str]] = field(default_factory=dict)  # id -> organizations
     demo: dict[str, Any] = field(default_factory=dict)  # id -> is_demo as last answered
     judged_stock: set[str] = field(default_factory=set)
+    uploaded_at: dict[str, float] = field(default_factory=dict)  # id -> run time of the upload
+    #: Fields an own upload shows while processing: whatever else a failed one shows is its
+    #: failure reason (the seed names four optional fields but not what they are called).
+    at_upload: set[str] = field(default_factory=set)
+    reasons: set[str] = field(default_factory=set)
 
     def status(self, avatar_id: str) -> str | None:
         return self.fitted.get(avatar_id)
@@ -60,10 +85,13 @@ class AvatarBook:
         name: str | None,
         portrait: bool,
         exchange: Exchange,
+        at: float = 0.0,
     ) -> Iterator[Verdict]:
-        """An accepted upload answered ``avatar``."""
+        """An accepted upload answered ``avatar`` (at the run's time ``at``)."""
         avatar_id = str(avatar.get("id"))
         self.uploaded[avatar_id] = org
+        self.uploaded_at[avatar_id] = at
+        self.at_upload |= _sayings(avatar)
         if not portrait:
             self.doubtful[avatar_id] = "an upload that is no PNG or JPEG portrait"
         wrong = []
@@ -77,12 +105,25 @@ class AvatarBook:
             yield Verdict.failed(AVATARS, exchange, "an upload answered " + "; ".join(wrong))
         else:
             yield Verdict.passed(AVATARS, exchange, edge=False)
-        yield from self.seen(avatar, org, exchange)
+        yield from self.seen(avatar, org, exchange, at)
 
-    def seen(self, avatar: dict[str, Any], org: str, exchange: Exchange) -> Iterator[Verdict]:
-        """One answer showing ``avatar`` to ``org``."""
+    def seen(
+        self, avatar: dict[str, Any], org: str, exchange: Exchange, at: float = 0.0
+    ) -> Iterator[Verdict]:
+        """One answer showing ``avatar`` to ``org`` (at the run's time ``at``)."""
         avatar_id, status = avatar.get("id"), avatar.get("status")
         if not isinstance(avatar_id, str):
+            return
+        yield from self._reason(avatar_id, status, avatar, exchange)
+        since = self.uploaded_at.get(avatar_id)
+        if status == "processing" and since is not None and at - since > FITTING_BOUND:
+            if avatar_id not in self.judged_stock:
+                self.judged_stock.add(avatar_id)
+                yield Verdict.failed(
+                    AVATARS, exchange,
+                    f"avatar {avatar_id} is still processing {at - since:.0f} s after its "
+                    f"upload; fitting ends ready or failed (allowed {FITTING_BOUND:g} s)",
+                )  # fmt: skip
             return
         self.shown_to.setdefault(avatar_id, set()).add(org)
         self.demo[avatar_id] = avatar.get("is_demo")
@@ -122,6 +163,32 @@ class AvatarBook:
                 )  # fmt: skip
                 return
             yield Verdict.passed(AVATARS, exchange, edge=True)
+
+    def _reason(
+        self, avatar_id: str, status: Any, avatar: dict[str, Any], exchange: Exchange
+    ) -> Iterator[Verdict]:
+        """A failed upload of the run's carries a failure reason (a field beyond those the seed
+        names and those every upload shows); a ready one carries no field a failed one used
+        for its reason."""
+        if avatar_id not in self.uploaded:
+            return
+        extra = _sayings(avatar) - self.at_upload
+        if status == "failed":
+            if not extra:
+                yield Verdict.failed(
+                    AVATARS, exchange,
+                    f"the failed avatar {avatar_id} carries no failure reason (no field beyond "
+                    "those every upload shows says why)",
+                )  # fmt: skip
+            else:
+                self.reasons |= extra
+                yield Verdict.passed(AVATARS, exchange, edge=False)
+        elif status == "ready" and extra & self.reasons:
+            yield Verdict.failed(
+                AVATARS, exchange,
+                f"the ready avatar {avatar_id} carries {sorted(extra & self.reasons)}, the "
+                "field a failed avatar gives its reason in (set only while failed)",
+            )  # fmt: skip
 
     def judge_missing_image(self, exchange: Exchange) -> Iterator[Verdict]:
         if 200 <= exchange.status < 300:

@@ -50,9 +50,9 @@ ONCE = model_rule(
     edge="a list walked after replays and refused creates",
 )  # fmt: skip
 ASSETS = model_rule(
-    "asset_content", "EP-ASSET-1",
+    "asset_content", "EP-ASSET-1", "RES-ASSET-1",
     description="the content of an asset the organization lists can be downloaded, and is "
-    "not empty",
+    "not empty; its byte_size is the size of the file a run's output names it by",
     edge="the content of an asset a run of this organization made",
 )  # fmt: skip
 
@@ -85,6 +85,8 @@ class SeedModel:
     usage: UsageBook = field(default_factory=UsageBook)
     media_models: dict[str, bool] = field(default_factory=dict)
     nonces: dict[str, set[str]] = field(default_factory=dict)
+    #: An asset's file size as a run's output item named it (its ``file.file_size``).
+    file_sizes: dict[str, int] = field(default_factory=dict)
     suspects: list[cap_rules.CapCheck] = field(default_factory=list)
     can_start_session: bool | None = None
     #: How many exchanges the model has observed (the order of observations).
@@ -149,8 +151,9 @@ class SeedModel:
             else "limited" if call.status == 429 and call.error_type == "rate_limit"
             else "other"
         )  # fmt: skip
+        reset = _declared_reset(call.exchange, at)
         yield from self.rates.record(
-            role, Attempt(sent, at, outcome, replay), call.exchange, counted=True
+            role, Attempt(sent, at, outcome, replay, reset), call.exchange, counted=True
         )
         avatar = body.get("avatar_id") if isinstance(body, dict) else None
         if replay:
@@ -287,8 +290,11 @@ class SeedModel:
             session_id = call.params.get("session_id", "")
             owner = self.ownership.owner.get(session_id)
             if owner == org:
+                yield from self.sessions.judge_end_refused(session_id, call.exchange)
                 if call.ok and isinstance(call.answer, dict):
-                    yield from self.sessions.judge_end(session_id, call.answer, call.exchange)
+                    yield from self.sessions.judge_end(
+                        session_id, call.answer, call.exchange, sent
+                    )
                 self.sessions.end_sent(session_id, sent)
         if call.operation == "listSessions":
             yield from self._page(call, caller)
@@ -379,7 +385,7 @@ class SeedModel:
             self.lists.add(("listAvatars", _org(caller)), avatar_id)
         name = named.content.decode("utf-8", "replace") if named is not None else None
         yield from self.avatars.upload(
-            call.answer, _org(caller), name, is_portrait(image.content), exchange
+            call.answer, _org(caller), name, is_portrait(image.content), exchange, at
         )
 
     def _avatars_seen(
@@ -393,7 +399,7 @@ class SeedModel:
             avatar_id = avatar.get("id")
             if isinstance(avatar_id, str) and self.ownership.foreign(avatar_id, _org(caller)):
                 continue
-            yield from self.avatars.seen(avatar, _org(caller), call.exchange)
+            yield from self.avatars.seen(avatar, _org(caller), call.exchange, at)
             if isinstance(avatar_id, str) and len(self.avatars.shown_to.get(avatar_id, ())) > 1:
                 if avatar_id not in self.avatars.uploaded:
                     self.ownership.shared.add(avatar_id)
@@ -428,6 +434,10 @@ class SeedModel:
             asset = output.get("asset_id") if isinstance(output, dict) else None
             if isinstance(asset, str):
                 self.ownership.claim(asset, org)
+                file = output.get("file")
+                size = file.get("file_size") if isinstance(file, dict) else None
+                if isinstance(size, int) and not isinstance(size, bool):
+                    self.file_sizes[asset] = size
 
     def _runs_seen(self, call: Call, caller: Caller, sent: float, at: float) -> Iterator[Verdict]:
         org = _org(caller)
@@ -467,6 +477,7 @@ class SeedModel:
                 found = asset.get("id")
                 if isinstance(found, str) and not self.ownership.foreign(found, org):
                     self.ownership.claim(found, org)
+                    yield from self._asset_size(found, asset, call.exchange)
             yield from self._page(call, caller)
             return
         asset_id = call.params.get("asset_id", "")
@@ -480,6 +491,21 @@ class SeedModel:
                 yield Verdict.failed(ASSETS, call.exchange, f"asset {asset_id}'s content is empty")
             elif call.ok:
                 yield Verdict.passed(ASSETS, call.exchange)
+
+    def _asset_size(
+        self, asset_id: str, asset: dict[str, Any], exchange: Exchange
+    ) -> Iterator[Verdict]:
+        size, listed = self.file_sizes.get(asset_id), asset.get("byte_size")
+        if size is None or not isinstance(listed, int) or isinstance(listed, bool):
+            return
+        if listed != size:
+            yield Verdict.failed(
+                ASSETS, exchange,
+                f"asset {asset_id} lists byte_size {listed}, but the run output naming it gave "
+                f"its file {size} bytes",
+            )  # fmt: skip
+        else:
+            yield Verdict.passed(ASSETS, exchange, edge=False)
 
     # -- catalog, usage, quota -------------------------------------------------------------
 
@@ -498,6 +524,18 @@ class SeedModel:
             value = call.answer.get("can_start_session")
             self.can_start_session = value if isinstance(value, bool) else None
         return iter(())
+
+
+def _declared_reset(exchange: Exchange, at: float) -> float | None:
+    """When the answer says the rate limit resets, on the run's clock: ``X-RateLimit-Reset`` as
+    seconds from now (added to ``at``) or as an absolute time (kept as it is: only differences
+    between two answers are read)."""
+    raw = (exchange.headers.get("x-ratelimit-reset") or "").split(",")[0].split(";")[0].strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        return None
+    return value if value >= 1_000_000_000 else at + value
 
 
 def _org(caller: Caller) -> Org:

@@ -183,6 +183,14 @@ class ListBook:
             if found is None:
                 return
             walk = found
+            if not ids and call.operation in _KEPT:
+                self.walks.remove(walk)
+                yield Verdict.failed(
+                    WALKS, exchange,
+                    f"a page of {walk.operation} said has_more true, and the page after it "
+                    "(its next_cursor) holds nothing: has_more tells whether items remain",
+                )  # fmt: skip
+                return
             again = sorted(set(ids) & set(walk.ids))
             walk.ids += ids
             walk.cursor = body.get("next_cursor")

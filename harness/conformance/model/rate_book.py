@@ -15,6 +15,10 @@ must pass every one of them and fail anything looser. What every such limiter gu
   window holds. A limiter of 15 a minute (or of 10 per 30 s) breaks this at once.
 * **No more than 10 per window across any span.** In any span of ``L`` seconds a fixed window
   (the loosest reading) admits at most 10 for each window the span touches, ``floor(L/60) + 2``.
+* **No more than 10 in one declared window.** Where the target declares when its limit resets
+  (``X-RateLimit-Reset`` on admitted creates), a run of admissions in which that moment never
+  jumps ahead by half a window or more crossed no window boundary: it holds at most 10, plus
+  what a bucket refills at 10 a minute while the run lasts.
 
 Idempotent replays are left out of the counts of admitted creates (a deployment may answer them
 before its limiter) and kept in the counts of what a key sent (a deployment may count them): both
@@ -53,12 +57,14 @@ Outcome = Literal["accepted", "limited", "other"]
 
 @dataclass(frozen=True, slots=True)
 class Attempt:
-    """One create a key sent: when, its outcome, and whether it replayed an idempotent create."""
+    """One create a key sent: when, its outcome, whether it replayed an idempotent create, and
+    when its answer said the limit resets (target seconds on the run's clock, if it said)."""
 
     sent: float
     answered: float
     outcome: Outcome
     replay: bool
+    reset: float | None = None
 
 
 @dataclass
@@ -96,6 +102,7 @@ class RateBook:
         elif attempt.outcome == "accepted" and not attempt.replay:
             yield from self._after_refusal(key, attempt, exchange)
             yield from self._span(key, attempt, exchange)
+            yield from self._declared(key, attempt, exchange)
 
     def _fail(self, key: _Key, exchange: Exchange, message: str) -> Verdict:
         if key.failed:
@@ -146,6 +153,29 @@ class RateBook:
                 return
             sent = [a for a in key.attempts if refusal.answered < a.sent <= end]
             yield Verdict.passed(RATE, exchange, edge=len(sent) > LIMIT)
+
+    def _declared(self, key: _Key, attempt: Attempt, exchange: Exchange) -> Iterator[Verdict]:
+        """The admissions since the last refusal, back to where the declared reset jumped."""
+        run: list[Attempt] = []
+        for earlier in reversed(key.attempts):
+            if earlier.outcome == "limited" or earlier.reset is None:
+                break
+            if earlier.outcome != "accepted" or earlier.replay:
+                continue
+            if run and run[-1].reset is not None and run[-1].reset - earlier.reset >= WINDOW / 2:
+                break  # the limit reset between the two: a new window began
+            run.append(earlier)
+        if len(run) <= LIMIT:
+            return
+        span = run[0].sent - run[-1].sent
+        allowed = LIMIT + math.floor(span * LIMIT / WINDOW)
+        if len(run) > allowed:
+            yield self._fail(
+                key, exchange,
+                f"{len(run)} creates were admitted in {span:.1f} s with no refusal, and the "
+                "reset each answer declared never moved on a window: one window of the seed's "
+                f"{LIMIT} a minute admits at most {allowed}",
+            )  # fmt: skip
 
     def _span(self, key: _Key, attempt: Attempt, exchange: Exchange) -> Iterator[Verdict]:
         admitted = self._admitted(key, -math.inf, attempt.sent)

@@ -319,10 +319,10 @@ class SessionBook:
             )  # fmt: skip
 
     def judge_end(
-        self, session_id: str, answer: dict[str, Any], exchange: Exchange
+        self, session_id: str, answer: dict[str, Any], exchange: Exchange, sent: float = 0.0
     ) -> Iterator[Verdict]:
-        """``end`` answered ``answer``: a row of the seed's table for how far the session had
-        got before the end was sent."""
+        """``end`` (sent at ``sent``) answered ``answer``: a row of the seed's table for how far
+        the session had got before the end was sent."""
         facts = self.sessions.get(session_id)
         if facts is None or facts.last is None:
             return  # never seen before: how far it had got is unknown
@@ -352,6 +352,14 @@ class SessionBook:
             )  # fmt: skip
             return
         rule = next(r for r in END_RULES if r.progress == reached)
+        if reached == "ran" and status == "ended" and not self._timer_could_fire(facts, sent):
+            yield self._fail(
+                facts, TRANSITIONS, exchange,
+                f"end on a running session (last seen {before!r}) answered 'ended' at once, "
+                "before any timer could end it; a running session ends through ending "
+                "(SES-ST-3)",
+            )  # fmt: skip
+            return
         if status not in rule.outcomes:
             yield self._fail(
                 facts, TRANSITIONS, exchange,
@@ -360,6 +368,26 @@ class SessionBook:
             )  # fmt: skip
             return
         yield Verdict.passed(TRANSITIONS, exchange, edge=reached != "placed")
+
+    def _timer_could_fire(self, facts: SessionFacts, sent: float) -> bool:
+        """Whether a timer may have ended the session by itself before an end sent at
+        ``sent`` (then ``end`` answers it ended, unchanged)."""
+        if facts.running_at is None:
+            return True  # when it began to run is not known
+        limits = [limit for limit, _ in self._limits(facts, audio_known=True)]
+        return not limits or sent - facts.running_at >= min(limits) - TIMER_SLACK
+
+    def judge_end_refused(self, session_id: str, exchange: Exchange) -> Iterator[Verdict]:
+        """``end`` answered no 200 on a session the run had seen terminal: the seed answers
+        200 with the session unchanged."""
+        facts = self.sessions.get(session_id)
+        if facts is None or facts.terminal is None or exchange.status in (200, 429, 503):
+            return
+        yield self._fail(
+            facts, TRANSITIONS, exchange,
+            f"end on the {facts.terminal} session {session_id} answered {exchange.status}; a "
+            "terminal session is answered 200, unchanged (SES-ST-5)",
+        )  # fmt: skip
 
     # -- session_timers ----------------------------------------------------------------------
 
