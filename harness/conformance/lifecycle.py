@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from harness.conformance.checks import (
+    LATE,
     CheckFailed,
     Incomplete,
     NotApplicable,
@@ -164,7 +165,9 @@ def _watch_timers(ctx: Context, plans: list[tuple[str, str, int, int, str]]) -> 
         ctx.proves(ctx.get_session(sid)[0])
 
 
-@scenario_check("capacity_probe", creates=2, key="any", budget=_PLACEMENT_SECONDS + 60)
+@scenario_check(
+    "capacity_probe", order=LATE, creates=2, key="any", budget=_PLACEMENT_SECONDS + 60
+)
 def capacity_probe(ctx: Context) -> None:
     """Two sessions held at once on two keys, the second watched until it is placed or
     fails: on a deployment whose pool one session fills, the second waits the start-up timeout

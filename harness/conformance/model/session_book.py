@@ -352,7 +352,10 @@ class SessionBook:
             )  # fmt: skip
             return
         rule = next(r for r in END_RULES if r.progress == reached)
-        if reached == "ran" and status == "ended" and not self._timer_could_fire(facts, sent):
+        if (
+            before == "running" and status == "ended" and not facts.ends_sent
+            and not self._timer_could_fire(facts, sent)
+        ):  # fmt: skip
             yield self._fail(
                 facts, TRANSITIONS, exchange,
                 f"end on a running session (last seen {before!r}) answered 'ended' at once, "
