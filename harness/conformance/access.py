@@ -65,7 +65,7 @@ def bad_keys(ctx: Context) -> None:
         f"Bearer {FABRICATED_KEY}", "Bearer emb_01J0000000000000000000000",
     )  # fmt: skip
     for value in values:
-        for path in ("/v1/models", "/v1/sessions", "/v1/runs"):
+        for path in ("/v1/models", "/v1/sessions", "/v1/runs", "/v1/status"):
             target.request("GET", path, role=None, headers={"Authorization": value})
     for role in ("runs_read", "runs_write", "other_org"):
         if role in ctx.roles():
@@ -176,7 +176,10 @@ def _foreign_avatar(ctx: Context) -> None:
         return
     target = ctx.target
     target.request("GET", f"/v1/avatars/{avatar_id}", role="other_org")
-    walk(target, "/v1/avatars", role="other_org")
+    theirs = walk(target, "/v1/avatars", role="other_org")
+    ours = walk(target, "/v1/avatars")
+    for stock in [a for a in ours if a in set(theirs)][:3]:
+        target.request("GET", f"/v1/avatars/{stock}")  # a platform avatar, read by id
     exchange = ctx.create_session(
         ctx.session_body("foreign-avatar", avatar_id=avatar_id), role="other_org"
     )

@@ -138,6 +138,15 @@ def run_events(ctx: Context) -> None:
     )
     for limit in (SEED.page_min, SEED.run_events_page_max, 0, SEED.run_events_page_max + 1):
         ctx.proves(ctx.target.request("GET", path, params={"limit": limit}))
+    # A walk of a page at a time through next_cursor, as the conventions name the offset
+    # (judged once the target shows that starting_after moves its pages).
+    params: dict[str, Any] = {"limit": SEED.page_min}
+    for _ in range(3):
+        body = ctx.target.request("GET", path, params=params).json()
+        cursor = body.get("next_cursor") if isinstance(body, dict) else None
+        if cursor is None or not body.get("has_more"):
+            break
+        params = {"limit": SEED.page_min, "starting_after": cursor}
 
 
 def _delete(ctx: Context, run_id: str) -> Exchange:

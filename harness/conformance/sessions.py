@@ -113,12 +113,15 @@ def _without(body: dict[str, Any], name: str) -> dict[str, Any]:
     return {key: value for key, value in body.items() if key != name}
 
 
-@scenario_check("session_create_invalid", creates=6, key="any")
+@scenario_check("session_create_invalid", creates=7, key="any")
 def session_create_invalid(ctx: Context) -> None:
     """Metadata that is not an object, an unknown quality, a timeout that is no integer, no
-    avatar_id, no transport, and an avatar that does not exist (the model judges each)."""
+    avatar_id, no transport, a livekit url that is not wss://, and an avatar that does not
+    exist (the model judges each)."""
     body = ctx.session_body("invalid")
+    insecure = {**body["transport"], "url": "ws://" + body["transport"]["url"].removeprefix("wss://")}
     bodies = [
+        {**body, "transport": insecure},
         {**body, "metadata": ["x"]},
         {**body, "quality": "ultra"},
         {**body, "max_duration_seconds": 1.5},

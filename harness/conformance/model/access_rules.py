@@ -104,12 +104,15 @@ def _plain(call: Call) -> bool:
 def judge_auth(call: Call, caller: Caller) -> Iterator[Verdict]:
     exchange = call.exchange
     if call.operation in PUBLIC:
-        if caller.kind == "none" and not call.ok:
+        if call.query or caller.kind in ("known", "stranger", "doubtful"):
+            return
+        if not call.ok:
             yield Verdict.failed(
                 AUTH, exchange,
-                f"{call.operation} is public, yet answered {call.status} without a key",
+                f"{call.operation} is public and unauthenticated, yet answered {call.status} "
+                f"to a request with {_described(caller)}",
             )  # fmt: skip
-        elif caller.kind == "none":
+        else:
             yield Verdict.passed(AUTH, exchange)
         return
     if caller.kind in ("none", "malformed", "unknown", "embed", "revoked") and _plain(call):

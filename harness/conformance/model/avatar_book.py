@@ -65,6 +65,7 @@ class AvatarBook:
     shown_to: dict[str, set[str]] = field(default_factory=dict)  # id -> organizations
     demo: dict[str, Any] = field(default_factory=dict)  # id -> is_demo as last answered
     judged_stock: set[str] = field(default_factory=set)
+    stuck: set[str] = field(default_factory=set)
     uploaded_at: dict[str, float] = field(default_factory=dict)  # id -> run time of the upload
     #: Fields an own upload shows while processing: whatever else a failed one shows is its
     #: failure reason (the seed names four optional fields but not what they are called).
@@ -117,8 +118,8 @@ class AvatarBook:
         yield from self._reason(avatar_id, status, avatar, exchange)
         since = self.uploaded_at.get(avatar_id)
         if status == "processing" and since is not None and at - since > FITTING_BOUND:
-            if avatar_id not in self.judged_stock:
-                self.judged_stock.add(avatar_id)
+            if avatar_id not in self.stuck:
+                self.stuck.add(avatar_id)
                 yield Verdict.failed(
                     AVATARS, exchange,
                     f"avatar {avatar_id} is still processing {at - since:.0f} s after its "
@@ -149,20 +150,17 @@ class AvatarBook:
                 f"the customer's avatar {avatar_id} answered is_demo {avatar.get('is_demo')!r}",
             )  # fmt: skip
             return
-        if (
-            uploader is None
-            and len(self.shown_to[avatar_id]) > 1
-            and avatar_id not in self.judged_stock
-        ):
-            self.judged_stock.add(avatar_id)
-            if avatar.get("is_demo") is not True:
+        if uploader is None and len(self.shown_to[avatar_id]) > 1:
+            if avatar.get("is_demo") is not True and avatar_id not in self.judged_stock:
+                self.judged_stock.add(avatar_id)
                 yield Verdict.failed(
                     AVATARS, exchange,
                     f"avatar {avatar_id}, shown to both organizations and uploaded by neither "
                     f"(a platform stock avatar), answered is_demo {avatar.get('is_demo')!r}",
                 )  # fmt: skip
                 return
-            yield Verdict.passed(AVATARS, exchange, edge=True)
+            if avatar.get("is_demo") is True:
+                yield Verdict.passed(AVATARS, exchange, edge=True)
 
     def _reason(
         self, avatar_id: str, status: Any, avatar: dict[str, Any], exchange: Exchange

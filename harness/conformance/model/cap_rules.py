@@ -8,10 +8,10 @@ status changed since) is settled by a confirmation read before anything fails.
 * A key whose every session was seen terminal before the create was sent holds no slot: a
   refusal then is justified only by the organization's cap, so the run reads the organization's
   list, and when no session there is live the refusal fails.
-* A key that holds a session seen placed (``starting``, ``running``, ``ending``) before a create
-  was sent, and still live when read again after the create was accepted, held it throughout:
-  the acceptance broke the cap of one per key. A session seen only ``queued`` proves nothing (a
-  cap may count placed sessions only, a reading the seed leaves open).
+* A key whose last seen session was ``starting`` or ``running`` before a create was sent, and
+  still so when seen again after the create was accepted, held it throughout: the acceptance
+  broke the cap of one per key. A session seen ``queued`` or ``ending`` proves nothing (a cap
+  may count placed sessions only, and let a draining one go: readings the seed leaves open).
 """
 
 from __future__ import annotations
@@ -33,15 +33,19 @@ CAPS = model_rule(
     "ended",
 )  # fmt: skip
 
-_PLACED = frozenset({"starting", "running", "ending"})
+#: Statuses that surely hold a slot under every reading of "concurrent": on a worker and not
+#: draining (a cap may count only placed sessions, and a draining one may already be let go).
+_HOLDING = frozenset({"starting", "running"})
 
 
 def _terminal_before(facts: SessionFacts, order: int) -> bool:
     return any(status in TERMINAL and seen < order for _, status, seen in facts.statuses)
 
 
-def _placed_before(facts: SessionFacts, order: int) -> bool:
-    return any(status in _PLACED and seen < order for _, status, seen in facts.statuses)
+def _held_before(facts: SessionFacts, order: int) -> bool:
+    """Whether the session's last status seen before ``order`` surely held a slot."""
+    before = [status for _, status, seen in facts.statuses if seen < order]
+    return bool(before) and before[-1] in _HOLDING
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +90,7 @@ def acceptance_suspects(
     held = [
         s.id
         for s in book.owned_by(role)
-        if s.id != new_id and _placed_before(s, order) and not _terminal_before(s, order)
+        if s.id != new_id and _held_before(s, order) and not _terminal_before(s, order)
     ]
     if not held:
         return None
@@ -119,13 +123,13 @@ def settle(
     for session_id in check.sessions:
         facts = book.get(session_id)
         seen_live = facts is not None and any(
-            seen > check.answered and status not in TERMINAL for _, status, seen in facts.statuses
+            seen > check.answered and status in _HOLDING for _, status, seen in facts.statuses
         )
         if seen_live:
             yield Verdict.failed(CAPS, check.exchange, check.message)
             return
     statuses = [status_of(s) for s in check.sessions]
-    if any(status is not None and status not in TERMINAL for status in statuses):
+    if any(status in _HOLDING for status in statuses):
         yield Verdict.failed(CAPS, check.exchange, check.message)
     else:
         yield Verdict.passed(CAPS, check.exchange, edge=False)

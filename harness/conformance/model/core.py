@@ -456,7 +456,8 @@ class SeedModel:
             what = "GET /v1/runs/{id}" if call.operation == "retrieveRun" else "the status poll"
             yield from self.runs.named(run_id, call.answer, call.exchange, what)
         if call.operation == "listRunEvents":
-            yield from self.runs.events(call.answer, call.exchange)
+            after = call.query.get("starting_after")
+            yield from self.runs.events(run_id, call.answer, after, self.readings, call.exchange)
             return
         if call.operation == "getRunStatus":
             return

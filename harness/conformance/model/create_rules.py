@@ -133,6 +133,8 @@ def problems_of(body: Any, idempotency_key: str | None) -> Reading:
     elif transport["type"] != "livekit":
         unsupported = (400, "invalid_request", "transport.unsupported", "transport.type")
         out.append(Problem("transport.type", unsupported))
+    elif isinstance(transport.get("url"), str) and not transport["url"].startswith("wss://"):
+        out.append(Problem("transport.url"))  # the seed: a wss:// address
     for name, low, high in (
         ("idle_timeout_seconds", SEED.idle_min, SEED.idle_max),
         ("max_duration_seconds", SEED.max_duration_min, SEED.max_duration_ceiling),

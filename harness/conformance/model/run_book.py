@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.conformance.model.readings import Readings
 from harness.conformance.model.rules import Verdict, model_rule
 from harness.conformance.target import Exchange
 
@@ -45,6 +46,10 @@ class RunBook:
     model: dict[str, str] = field(default_factory=dict)
     had_content: set[str] = field(default_factory=set)
     deleted: set[str] = field(default_factory=set)
+    #: Each run's first page of events (its sequences), and the sequences of every page by the
+    #: next_cursor it gave: to follow a walk of events once ``starting_after`` is seen to move it.
+    first_pages: dict[str, list[int]] = field(default_factory=dict)
+    by_cursor: dict[tuple[str, str], list[int]] = field(default_factory=dict)
 
     def created(
         self, path_model: str, run: dict[str, Any], exchange: Exchange
@@ -106,9 +111,13 @@ class RunBook:
         self.deleted.add(run_id)
         yield Verdict.passed(RUNS, exchange, edge=False)
 
-    def events(self, body: Any, exchange: Exchange) -> Iterator[Verdict]:
-        """A page of a run's events: in ``sequence`` order. (Continuing a walk of events is
-        not judged: the name of their offset parameter is an open point.)"""
+    def events(
+        self, run_id: str, body: Any, after: str | None, readings: Readings, exchange: Exchange
+    ) -> Iterator[Verdict]:
+        """A page of a run's events (``after``: its ``starting_after``): in ``sequence`` order,
+        and, once ``starting_after`` is seen to be the deployment's name for the offset (a page
+        asked with it differs from the first page), a page that follows a ``next_cursor``
+        repeats none of the page that gave it."""
         data = body.get("data") if isinstance(body, dict) else None
         sequences = [e.get("sequence") for e in data or [] if isinstance(e, dict)]
         numbers = [s for s in sequences if isinstance(s, int) and not isinstance(s, bool)]
@@ -118,5 +127,23 @@ class RunBook:
             yield Verdict.failed(
                 RUNS, exchange, f"run events are not in sequence order: {numbers[:10]}"
             )
-        elif len(numbers) > 1:
+            return
+        if len(numbers) > 1:
             yield Verdict.passed(RUNS, exchange, edge=True)
+        cursor = body.get("next_cursor") if isinstance(body, dict) else None
+        if after is None:
+            self.first_pages.setdefault(run_id, numbers)
+        elif run_id in self.first_pages and numbers and numbers != self.first_pages[run_id]:
+            readings.hold("run events offset", "starting_after", exchange)
+        if cursor is not None:
+            self.by_cursor[(run_id, str(cursor))] = numbers
+        previous = self.by_cursor.get((run_id, after)) if after is not None else None
+        if previous is None or readings.get("run events offset") != "starting_after":
+            return
+        again = sorted(set(numbers) & set(previous))
+        if again:
+            yield Verdict.failed(
+                RUNS, exchange,
+                f"the page of {run_id}'s events after next_cursor {after} repeats sequences "
+                f"{again[:5]} of the page that gave it",
+            )  # fmt: skip
