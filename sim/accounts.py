@@ -191,6 +191,10 @@ class AccountRegistry:
             self._keys[secret] = key
         return key
 
+    def key(self, secret: str) -> ApiKey | None:
+        """The key with this secret, revoked or not (``None``: no such key)."""
+        return self._keys.get(secret)
+
     def keys(self, org_id: str) -> list[ApiKey]:
         return [k for k in self._keys.values() if k.org_id == org_id]
 

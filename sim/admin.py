@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from sim.accounts import Environment, Scope
-from sim.errors import Unprocessable
+from sim.errors import NotFound, Unprocessable
 
 if TYPE_CHECKING:
     from sim.platform import Platform
@@ -78,6 +78,20 @@ class PlatformAdmin:
             "scopes": None if key.scopes is None else sorted(key.scopes),
         }
 
+    def describe_key(self, secret: str) -> dict[str, Any]:
+        """What the simulator knows of a key (its organization above all), so a test given only
+        a key can find the organization it acts for."""
+        key = self._platform.accounts.key(secret)
+        if key is None:
+            raise NotFound("api_key.not_found", "No such API key.", param="key")
+        return {
+            "key": key.secret,
+            "org_id": key.org_id,
+            "environment": key.environment,
+            "scopes": None if key.scopes is None else sorted(key.scopes),
+            "revoked": key.revoked_at is not None,
+        }
+
     def revoke_key(self, secret: str) -> dict[str, Any]:
         key = self._platform.accounts.revoke_key(secret)
         return {"key": key.secret, "revoked": True}
@@ -112,6 +126,12 @@ class PlatformAdmin:
         """The worker pool as it is, so a client that changes capacity can put it back."""
         return self._pool()
 
+    def set_queue_size(self, jobs: int) -> dict[str, Any]:
+        """Bound the wait queue: with no idle worker and ``jobs`` waiting, a create is refused
+        ``503 at_capacity`` (0 and no worker: every create is)."""
+        self._platform.sessions.faults.set_queue_size(jobs)
+        return self._pool()
+
     def slow_startup(self, extra_seconds: float, duration: float | None) -> dict[str, Any]:
         """Slow every worker boot by ``extra_seconds`` for ``duration`` (``None``: for good);
         no extra seconds for good clears the fault, so a client can undo what it set."""
@@ -142,6 +162,16 @@ class PlatformAdmin:
         self._platform.accounts.organization(org_id)
         endpoint = self._platform.webhooks.register_endpoint(org_id, url, event_types)
         return endpoint.to_resource(self._platform.clock)
+
+    def unregister_webhook(self, endpoint_id: str) -> dict[str, Any]:
+        """Remove an endpoint, whichever organization's: deliveries to it not yet attempted
+        end ``canceled``."""
+        webhooks = self._platform.webhooks
+        for endpoint in webhooks.endpoints():
+            if endpoint.id == endpoint_id:
+                webhooks.remove_endpoint(endpoint.org_id, endpoint_id)
+                return {"id": endpoint_id, "object": "webhook_endpoint", "deleted": True}
+        raise NotFound("webhook_endpoint.not_found", f"No webhook endpoint {endpoint_id}.")
 
     def webhook_deliveries(self, org_id: str) -> dict[str, Any]:
         clock = self._platform.clock
@@ -193,4 +223,5 @@ class PlatformAdmin:
             "busy": pool.busy,
             "restarting": pool.restarting,
             "queued": pool.queued,
+            "queue_size": self._platform.sessions.faults.queue_size,
         }

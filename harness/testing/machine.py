@@ -34,7 +34,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import httpx
 from hypothesis import HealthCheck, settings
@@ -49,6 +49,7 @@ from hypothesis.stateful import (
 )
 
 from harness.testing.admin import AdminRefused, HttpAdmin, InProcessAdmin, SimAdmin
+from harness.testing.machine_api import Answer, HttpApi, PlatformApi
 
 if TYPE_CHECKING:
     from sim.config import SimConfig
@@ -60,108 +61,6 @@ __all__ = ["Account", "Answer", "HttpApi", "MachineTarget", "PlatformApi", "Sess
 TERMINAL = frozenset({"ended", "failed", "canceled"})
 _NOT_STARTED = frozenset({"created", "queued", "starting"})
 _TRANSPORT = {"type": "livekit", "url": "wss://rtc.example", "room_name": "machine"}
-
-
-class Answer(NamedTuple):
-    """What one call answered: the body when it succeeded, else the error's type and code
-    (and ``Retry-After`` in seconds when the answer carried one)."""
-
-    body: Any
-    error_type: str | None = None
-    code: str | None = None
-    retry_after: float | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error_type is None
-
-    def describe(self) -> str:
-        return "ok" if self.ok else f"{self.error_type}/{self.code}"
-
-
-class PlatformApi:
-    """The contract operations the machine uses, through ``Platform.call`` (the in-process door
-    the facade also goes through: the same answers, without HTTP's cost per step)."""
-
-    def __init__(self, platform: Platform) -> None:
-        self.platform = platform
-
-    def _call(self, operation: str, key: str, params: dict[str, Any]) -> Answer:
-        from sim.errors import DomainError
-
-        try:
-            caller = self.platform.authenticate(f"Bearer {key}")
-            return Answer(self.platform.call(operation, caller, params).body)
-        except DomainError as error:
-            return Answer(None, error.type, error.code, error.retry_after)
-
-    def create(self, key: str, body: dict[str, Any], idempotency_key: str | None) -> Answer:
-        params: dict[str, Any] = {"body": body}
-        if idempotency_key is not None:
-            params["idempotency_key"] = idempotency_key
-        return self._call("createSession", key, params)
-
-    def retrieve(self, key: str, session_id: str) -> Answer:
-        return self._call("retrieveSession", key, {"session_id": session_id})
-
-    def end(self, key: str, session_id: str) -> Answer:
-        return self._call("endSession", key, {"session_id": session_id})
-
-    def quota(self, key: str) -> Answer:
-        return self._call("getQuota", key, {})
-
-    def usage(self, key: str) -> Answer:
-        return self._call("getUsage", key, {})
-
-    def close(self) -> None:
-        return None
-
-
-class HttpApi:
-    """The same operations over HTTP, one client per key."""
-
-    def __init__(self, base_url: str, *, timeout: float = 30.0) -> None:
-        self._http = httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout)
-
-    def _send(
-        self,
-        method: str,
-        path: str,
-        key: str,
-        body: Any = None,
-        headers: dict[str, str] | None = None,
-    ) -> Answer:
-        response = self._http.request(
-            method, path, json=body, headers={"Authorization": f"Bearer {key}", **(headers or {})}
-        )
-        if response.status_code < 300:
-            return Answer(response.json())
-        retry = response.headers.get("retry-after")
-        try:
-            error = response.json()["error"]
-            kind, code = str(error["type"]), str(error["code"])
-        except (ValueError, KeyError, TypeError):
-            kind, code = f"http_{response.status_code}", response.text[:200]
-        return Answer(None, kind, code, float(retry) if retry is not None else None)
-
-    def create(self, key: str, body: dict[str, Any], idempotency_key: str | None) -> Answer:
-        headers = {} if idempotency_key is None else {"Idempotency-Key": idempotency_key}
-        return self._send("POST", "/v1/sessions", key, body, headers)
-
-    def retrieve(self, key: str, session_id: str) -> Answer:
-        return self._send("GET", f"/v1/sessions/{session_id}", key)
-
-    def end(self, key: str, session_id: str) -> Answer:
-        return self._send("POST", f"/v1/sessions/{session_id}/end", key)
-
-    def quota(self, key: str) -> Answer:
-        return self._send("GET", "/v1/billing/quota", key)
-
-    def usage(self, key: str) -> Answer:
-        return self._send("GET", "/v1/usage", key)
-
-    def close(self) -> None:
-        self._http.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +131,24 @@ class SessionMachine(RuleBasedStateMachine):
             ).run(max_examples=5, steps=15)
 
         TestSimulator = SessionMachine.in_process().TestCase   # collected by pytest
+
+    Adding rules and invariants: subclass a bound machine and decorate methods with
+    hypothesis's ``rule``, ``precondition`` and ``invariant``; they run beside the machine's own.
+    ``self.target`` has the ``api`` (``create``, ``retrieve``, ``end``, ``quota``, ``usage``),
+    the ``accounts`` and their keys, ``pass_time`` and the ``admin`` (or ``None``);
+    ``self.sessions`` maps each session made to what was seen of it::
+
+        class Listing(SessionMachine.for_client(api_client)):
+            @rule()
+            def list_them(self):
+                answer = self.target.api.usage(self.target.accounts[0].keys[0])
+                assert answer.ok, answer.describe()
+
+            @invariant()
+            def never_created(self):
+                assert all(t.statuses[0] == "queued" for t in self.sessions.values())
+
+        Listing.run(max_examples=5, steps=10)
     """
 
     #: The seed's cap of concurrent sessions per API key.
@@ -338,6 +255,43 @@ class SessionMachine(RuleBasedStateMachine):
             )
 
         return cls.against(factory)
+
+    @classmethod
+    def for_client(cls, client: httpx.Client, **at_url: Any) -> type[SessionMachine]:
+        """Bound to whatever ``client`` talks to (the ``api_client`` fixture's target): the
+        in-process simulator of the test (fresh organizations of its own per example, exact
+        checks), a served simulator through its admin API, or a deployment with the client's own
+        key (``at_url`` options, such as ``org_cap``, then apply).
+
+        Example::
+
+            def test_the_caps_hold(api_client):
+                SessionMachine.for_client(api_client).run(max_examples=5, steps=10)
+        """
+        from harness.testing.target import InProcessTarget, target_of
+
+        target = target_of(client)
+        if isinstance(target, InProcessTarget):
+            platform = target.platform
+
+            def factory() -> MachineTarget:
+                admin = InProcessAdmin(platform)
+                return MachineTarget(
+                    api=PlatformApi(platform),
+                    accounts=own_accounts(admin),
+                    pass_time=platform.clock.advance,
+                    admin=admin,
+                    exact=True,
+                    platform=platform,
+                )
+
+            return cls.against(factory)
+        base_url = str(client.base_url).rstrip("/")
+        admin = target.admin
+        if isinstance(admin, HttpAdmin):
+            return cls.at_url(base_url, admin_token=admin.token, **at_url)
+        key = client.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        return cls.at_url(base_url, api_keys=[key], **at_url)
 
     @classmethod
     def run(cls, *, max_examples: int = 25, steps: int = 30, **options: Any) -> None:

@@ -44,6 +44,8 @@ class ClockLike(Protocol):
     def horizon(self) -> float: ...
     def timestamp(self, seconds: float | None = None) -> str: ...
     def advance(self, seconds: float) -> None: ...
+    def advance_to(self, target: float) -> None: ...
+    def next_event_at(self) -> float | None: ...
 
 
 class _Body(BaseModel):
@@ -52,6 +54,10 @@ class _Body(BaseModel):
 
 class Advance(_Body):
     seconds: float = Field(ge=0, allow_inf_nan=False)
+
+
+class Step(_Body):
+    within: float = Field(ge=0, allow_inf_nan=False)
 
 
 class NewOrganization(_Body):
@@ -71,6 +77,10 @@ class RevokeKey(_Body):
     key: str
 
 
+class DescribeKey(_Body):
+    key: str
+
+
 class ConcurrencyOverride(_Body):
     limit: int | None
 
@@ -86,6 +96,10 @@ class SessionFault(_Body):
 
 class Capacity(_Body):
     workers: int = Field(ge=0)
+
+
+class QueueSize(_Body):
+    size: int = Field(ge=0)
 
 
 class SlowStartup(_Body):
@@ -160,6 +174,16 @@ def admin_routes(
         clock.advance(body.seconds)
         return ok(request, clock_body())
 
+    async def step(request: Request) -> Response:
+        """The clock to its next scheduled event, at most ``within`` seconds ahead: what an
+        in-process wait does, so a manual served clock stops where in-process time would."""
+        body = await body_of(request, Step)
+        _at_most("within", body.within, bounds.clock_advance_max_seconds)
+        deadline = min(clock.now + body.within, clock.horizon)
+        due = clock.next_event_at()
+        clock.advance_to(deadline if due is None else max(clock.now, min(due, deadline)))
+        return ok(request, clock_body())
+
     async def organizations(request: Request) -> Response:
         body = await body_of(request, NewOrganization)
         created = admin.create_organization(
@@ -173,6 +197,10 @@ def admin_routes(
     async def keys(request: Request) -> Response:
         body = await body_of(request, NewKey)
         return ok(request, admin.create_key(body.org_id, body.scopes, body.environment), 201)
+
+    async def describe(request: Request) -> Response:
+        body = await body_of(request, DescribeKey)
+        return ok(request, admin.describe_key(body.key))
 
     async def revoke(request: Request) -> Response:
         body = await body_of(request, RevokeKey)
@@ -210,6 +238,11 @@ def admin_routes(
     async def pool(request: Request) -> Response:
         return ok(request, admin.capacity())
 
+    async def queue(request: Request) -> Response:
+        body = await body_of(request, QueueSize)
+        _at_most("size", body.size, bounds.workers_max)
+        return ok(request, admin.set_queue_size(body.size))
+
     async def slow_startup(request: Request) -> Response:
         body = await body_of(request, SlowStartup)
         _at_most("extra_seconds", body.extra_seconds, bounds.duration_max_seconds)
@@ -230,6 +263,9 @@ def admin_routes(
         body = await body_of(request, Webhook)
         return ok(request, admin.register_webhook(body.org_id, body.url, body.event_types), 201)
 
+    async def unregister(request: Request) -> Response:
+        return ok(request, admin.unregister_webhook(str(request.path_params["endpoint_id"])))
+
     async def deliveries(request: Request) -> Response:
         unknown = sorted(set(request.query_params) - {"org_id"})
         if unknown:
@@ -245,21 +281,25 @@ def admin_routes(
     table: list[tuple[str, str, Callable[[Request], Awaitable[Response]]]] = [
         ("/clock", "GET", get_clock),
         ("/clock/advance", "POST", advance),
+        ("/clock/step", "POST", step),
         ("/organizations", "POST", organizations),
         ("/organizations/{org_id}/concurrency", "POST", concurrency),
         ("/keys", "POST", keys),
         ("/keys/revoke", "POST", revoke),
+        ("/keys/describe", "POST", describe),
         ("/sessions/{session_id}/audio", "POST", audio),
         ("/sessions/{session_id}/clear_buffer", "POST", clear_buffer),
         ("/sessions/{session_id}/events", "GET", session_events),
         ("/faults/worker_crash", "POST", worker_crash),
         ("/faults/capacity", "POST", capacity),
         ("/faults/capacity", "GET", pool),
+        ("/faults/queue", "POST", queue),
         ("/faults/slow_startup", "POST", slow_startup),
         ("/faults/heartbeat_loss", "POST", heartbeat_loss),
         ("/faults/purge_failure", "POST", purge_failure),
         ("/webhooks", "POST", webhooks),
         ("/webhooks/deliveries", "GET", deliveries),
+        ("/webhooks/{endpoint_id}", "DELETE", unregister),
     ]
     return [Route(path, guarded(handler), methods=[method]) for path, method, handler in table]
 

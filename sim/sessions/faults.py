@@ -1,7 +1,8 @@
 """Injectable faults of the realtime fleet (SIM-9).
 
 ``FleetFaults`` is the simulator's control panel for the session fleet: crash a worker, change
-the pool's capacity, slow down worker boots, drop a session's heartbeats. The faults act through
+the pool's capacity or the wait queue's bound, slow down worker boots, drop a session's
+heartbeats. The faults act through
 the scheduler and the session runtime; the service's transition table decides what they do to a
 session (``fire``). Slow start-up is the one standing condition rather than an instant action:
 ``FaultState`` holds it, and the extra boot time is drawn from its own ``faults`` random stream,
@@ -110,6 +111,15 @@ class FleetFaults:
     def set_capacity(self, workers: int) -> None:
         """Grow or shrink the worker pool (capacity loss: queued jobs then time out)."""
         self._scheduler.set_capacity(workers)
+
+    def set_queue_size(self, jobs: int) -> None:
+        """Bound the wait queue (0 with no idle worker: every create is refused
+        ``at_capacity``)."""
+        self._scheduler.set_queue_bound(jobs)
+
+    @property
+    def queue_size(self) -> int:
+        return self._scheduler.queue_bound
 
     def slow_startup(
         self, extra: float | Distribution, *, duration: float | None = None
