@@ -20,14 +20,18 @@ from tests.serve.support import Served, served
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.req("HAR-7")
 
-NEEDS_THE_CONTROLS = ("queued_cancels", "clamped", "no_capacity", "audio_keeps")
+NEEDS_THE_CONTROLS = (
+    "queued_cancels", "clamped", "no_capacity", "audio_keeps", "full_queue", "webhooks_follow",
+    "dead_webhook",
+)  # fmt: skip
 
 
 def _copy(pytester: pytest.Pytester) -> int:
-    """Copy the examples into the pytester project; the number of example tests."""
-    assert cli.main(["examples", str(pytester.path), "--force"]) == 0
+    """Copy the example suite alone into the pytester project; the number of example tests."""
+    assert cli.main(["examples", str(pytester.path), "--force", "--tests-only"]) == 0
     copied = pytester.path / "tests" / "test_session_lifecycle.py"
     assert copied.read_bytes() == suite_files()[0].read_bytes()
+    assert sorted(p.name for p in pytester.path.iterdir()) == ["tests"]  # the suite alone
     return copied.read_text(encoding="utf-8").count("\ndef test_")
 
 
@@ -41,11 +45,26 @@ def _by_url(pytester: pytest.Pytester, server: Served, *extra: str) -> pytest.Ru
     )  # fmt: skip
 
 
+@pytest.mark.req("HAR-29")
 def test_the_example_suite_passes_in_process(pytester: pytest.Pytester) -> None:
     count = _copy(pytester)
-    assert count >= 9
+    assert count >= 12
     result = pytester.runpytest_subprocess("tests", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=count)
+
+
+@pytest.mark.req("HAR-27", "HAR-20")
+def test_the_example_suite_passes_in_parallel_on_served_simulators_of_its_own(
+    pytester: pytest.Pytester,
+) -> None:
+    count = _copy(pytester)
+    result = pytester.runpytest_subprocess(
+        "tests", "-p", "no:cacheprovider", "-n", "2", "--avatar-sim-serve"
+    )
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    result.assert_outcomes(passed=count)
+    # Each worker ran against a server of its own: two workers, two served simulators.
+    assert "2 workers" in result.stdout.str()
 
 
 def test_the_example_suite_passes_against_a_served_simulator_by_url(
