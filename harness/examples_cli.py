@@ -3,8 +3,8 @@
 Writes ``DIR/scenarios``, ``DIR/sweeps`` and ``DIR/notebooks`` (the sweeps' relative ``base:``
 paths keep working there) and the example test suite ``DIR/tests`` (``pytest DIR/tests``, or by
 URL with ``--avatar-sim-serve`` or ``--avatar-sim-base-url``); ``--tests-only`` writes the suite
-alone, for a project that wants a starting point for its own tests. Exit 0 on success, 2 when a file already exists (``--force``
-replaces it) or DIR cannot be written.
+alone, for a project that wants a starting point for its own tests. Exit 0 on success, 2 when a
+file already exists (``--force`` replaces it) or DIR cannot be written.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import argparse
 import inspect
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, get_type_hints
 
@@ -54,7 +54,7 @@ def _first_line(thing: Any) -> str:
     return first.replace("``", "`").replace("|", "\\|")
 
 
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
@@ -128,7 +128,7 @@ def admin_table() -> str:
 def _unit_of(hint: Any, unit_type: type) -> str | None:
     for extra in getattr(hint, "__metadata__", ()):
         if isinstance(extra, unit_type):
-            return str(extra.name)
+            return str(getattr(extra, "name"))  # noqa: B009 - unit_type is Unit
     for arg in getattr(hint, "__args__", ()) or ():  # Optional[SimSeconds]
         found = _unit_of(arg, unit_type)
         if found:
@@ -218,6 +218,13 @@ def tables() -> dict[str, str]:
     return {name: make() for name, make in BLOCKS.items()}
 
 
+def _block(table: str) -> Callable[[re.Match[str]], str]:
+    def fill(match: re.Match[str]) -> str:
+        return match.group(1) + table + "\n" + match.group(2)
+
+    return fill
+
+
 def render(page: str) -> str:
     """``page`` with each generated block rewritten from the code (a missing block is an
     error: the page must show every table)."""
@@ -227,7 +234,7 @@ def render(page: str) -> str:
         )
         if not pattern.search(page):
             raise ValueError(f"the page has no block {name!r}")
-        page = pattern.sub(lambda match, t=table: match.group(1) + t + "\n" + match.group(2), page)
+        page = pattern.sub(_block(table), page)
     return page
 
 
