@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from harness.testing.receiver import ReceivedAttempt, WebhookReceiver
     from harness.testing.serving import SimTarget
     from harness.testing.sessions import SessionTracker, create_session, expect_error, retry_after
+    from harness.testing.statuses import UnknownStatus
     from harness.testing.target import (
         InProcessTarget,
         Target,
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
     )
     from harness.testing.waiting import (
         StateNotReached,
-        UnknownStatus,
         pass_time,
         wait_for,
         wait_for_avatar,
@@ -97,7 +97,7 @@ _HOMES = {
     "SimTarget": "serving",
     "StateNotReached": "waiting",
     "Target": "target",
-    "UnknownStatus": "waiting",
+    "UnknownStatus": "statuses",
     "UnknownTarget": "target",
     "UrlTarget": "target",
     "WebhookReceiver": "receiver",

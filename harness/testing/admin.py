@@ -17,6 +17,7 @@ those annotations (``harness.testing.reference``).
 from __future__ import annotations
 
 import abc
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -24,11 +25,21 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
 
 import httpx
 
+from harness.testing.target import InProcessTarget, Target, UrlTarget, bind, url_client
+
 if TYPE_CHECKING:
-    from harness.testing.target import Target
     from sim.platform import Platform
 
-__all__ = ["AdminRefused", "AudioKind", "HttpAdmin", "InProcessAdmin", "SimAdmin", "Unit"]
+__all__ = [
+    "AdminRefused",
+    "AudioKind",
+    "HttpAdmin",
+    "InProcessAdmin",
+    "SimAdmin",
+    "Unit",
+    "in_process_client",
+    "in_process_target",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,8 +310,6 @@ class InProcessAdmin(SimAdmin):
 
     @property
     def target(self) -> Target:
-        from harness.testing.target import in_process_target
-
         return in_process_target(self.platform)
 
     def _do(self, call: Any, *args: Any, **kwargs: Any) -> Any:
@@ -344,8 +353,6 @@ class InProcessAdmin(SimAdmin):
         return described
 
     def client(self, key: str) -> httpx.Client:
-        from harness.testing.target import in_process_client
-
         return in_process_client(self.platform, key)
 
     def play_audio(
@@ -437,8 +444,6 @@ class HttpAdmin(SimAdmin):
     @property
     def target(self) -> Target:
         if self._target is None:
-            from harness.testing.target import UrlTarget
-
             self._target = UrlTarget(self.base_url, self)
         return self._target
 
@@ -494,8 +499,6 @@ class HttpAdmin(SimAdmin):
         return described
 
     def client(self, key: str) -> httpx.Client:
-        from harness.testing.target import url_client
-
         return url_client(self.base_url, key, admin=self)
 
     def play_audio(
@@ -567,6 +570,37 @@ class HttpAdmin(SimAdmin):
 
     def close(self) -> None:
         self._http.close()
+
+
+_platforms: weakref.WeakKeyDictionary[Platform, InProcessTarget] = weakref.WeakKeyDictionary()
+
+
+def in_process_target(platform: Platform) -> InProcessTarget:
+    """The one target of ``platform``, with its controls (its clients share the facade and the
+    clock).
+
+    Example::
+
+        client = bind(httpx.Client(transport=..., base_url="http://testserver"),
+                      in_process_target(platform))
+    """
+    target = _platforms.get(platform)
+    if target is None:
+        target = _platforms[platform] = InProcessTarget(platform, InProcessAdmin(platform))
+    return target
+
+
+def in_process_client(platform: Platform, key: str) -> httpx.Client:
+    """A client of ``platform``'s facade authenticated with ``key``, bound to its target."""
+    from harness.conformance.target import SyncASGITransport
+
+    target = in_process_target(platform)
+    client = httpx.Client(
+        transport=SyncASGITransport(target.app),
+        base_url="http://testserver",
+        headers={"Authorization": f"Bearer {key}"},
+    )
+    return bind(client, target)
 
 
 def _moment(timestamp: str) -> datetime:

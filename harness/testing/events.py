@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 import httpx
 
+from harness.testing.statuses import wanted_statuses
 from harness.testing.target import target_of
 
 if TYPE_CHECKING:
@@ -182,9 +183,7 @@ class SessionHistory(Sequence[LifecycleEvent]):
             )
         """
         __tracebackhide__ = True
-        from harness.testing.waiting import _wanted
-
-        _wanted("session", list(statuses))
+        wanted_statuses("session", list(statuses))
         if self.path != list(statuses):
             raise AssertionError(
                 f"{self.session_id} went {' -> '.join(self.path) or '(nowhere)'}, not "

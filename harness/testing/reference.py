@@ -184,7 +184,7 @@ def helpers_table() -> str:
 
 def statuses_table() -> str:
     """The statuses each ``wait_for`` helper accepts (anything else is a misspelling)."""
-    from harness.testing.waiting import statuses_of
+    from harness.testing.statuses import statuses_of
 
     rows = []
     for kind, helper in (

@@ -24,11 +24,10 @@ from typing import TYPE_CHECKING, Literal
 
 import httpx
 
-from harness.testing.admin import HttpAdmin, InProcessAdmin, SimAdmin
-
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
+    from harness.testing.admin import SimAdmin
     from sim.platform import Platform
 
 __all__ = [
@@ -37,8 +36,6 @@ __all__ = [
     "UnknownTarget",
     "UrlTarget",
     "bind",
-    "in_process_client",
-    "in_process_target",
     "target_of",
     "url_client",
 ]
@@ -91,15 +88,16 @@ class InProcessTarget(Target):
 
     Example::
 
-        target = InProcessTarget(platform)
+        target = in_process_target(platform)   # harness.testing.admin: with its controls
         client = bind(httpx.Client(transport=SyncASGITransport(target.app)), target)
     """
 
     kind: Literal["in_process", "url"] = "in_process"
 
-    def __init__(self, platform: Platform) -> None:
+    def __init__(self, platform: Platform, admin: SimAdmin | None = None) -> None:
         self.platform = platform
-        self.admin: SimAdmin | None = InProcessAdmin(platform)
+        #: The platform's controls (``harness.testing.admin.in_process_target`` gives them).
+        self.admin = admin
         self._app: Starlette | None = None
 
     @property
@@ -176,7 +174,6 @@ class UrlTarget(Target):
 
 
 _bound: weakref.WeakKeyDictionary[httpx.Client, Target] = weakref.WeakKeyDictionary()
-_platforms: weakref.WeakKeyDictionary[Platform, InProcessTarget] = weakref.WeakKeyDictionary()
 
 
 def bind(client: httpx.Client, target: Target) -> httpx.Client:
@@ -190,14 +187,6 @@ def bind(client: httpx.Client, target: Target) -> httpx.Client:
     """
     _bound[client] = target
     return client
-
-
-def in_process_target(platform: Platform) -> InProcessTarget:
-    """The one target of ``platform`` (its clients share the facade and the clock)."""
-    target = _platforms.get(platform)
-    if target is None:
-        target = _platforms[platform] = InProcessTarget(platform)
-    return target
 
 
 def target_of(client: httpx.Client) -> Target:
@@ -223,21 +212,8 @@ def target_of(client: httpx.Client) -> Target:
     return deployment
 
 
-def in_process_client(platform: Platform, key: str) -> httpx.Client:
-    """A client of ``platform``'s facade authenticated with ``key``, bound to its target."""
-    from harness.conformance.target import SyncASGITransport
-
-    target = in_process_target(platform)
-    client = httpx.Client(
-        transport=SyncASGITransport(target.app),
-        base_url="http://testserver",
-        headers={"Authorization": f"Bearer {key}"},
-    )
-    return bind(client, target)
-
-
 def url_client(
-    base_url: str, key: str, *, admin: HttpAdmin | None = None, timeout: float = 30.0
+    base_url: str, key: str, *, admin: SimAdmin | None = None, timeout: float = 30.0
 ) -> httpx.Client:
     """A client of ``base_url`` authenticated with ``key``, bound to a ``UrlTarget``."""
     client = httpx.Client(

@@ -16,12 +16,12 @@ points at the test's line.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from harness.testing.statuses import UnknownStatus, statuses_of, wanted_statuses
 from harness.testing.target import Target, target_of
 
 if TYPE_CHECKING:
@@ -31,7 +31,6 @@ __all__ = [
     "StateNotReached",
     "UnknownStatus",
     "pass_time",
-    "statuses_of",
     "wait_for",
     "wait_for_avatar",
     "wait_for_delivery",
@@ -41,34 +40,6 @@ __all__ = [
 
 class StateNotReached(AssertionError):
     """A resource did not reach the awaited status in time (or can no longer reach it)."""
-
-
-class UnknownStatus(ValueError):
-    """A status no resource of that kind ever has (a misspelling): refused before waiting."""
-
-
-def statuses_of(kind: str) -> tuple[frozenset[str], frozenset[str]]:
-    """Every status of ``kind`` (``session``, ``run``, ``avatar``, ``delivery``) and the final
-    ones, from the simulator's lifecycle declarations."""
-    if kind == "session":
-        from sim.lifecycle import STATUSES, TERMINAL
-
-        return frozenset(STATUSES), frozenset(TERMINAL)
-    if kind == "run":
-        from sim.runs.lifecycle import RUN_TERMINAL, RunStatus
-
-        return frozenset(s.value for s in RunStatus), frozenset(s.value for s in RUN_TERMINAL)
-    if kind == "avatar":
-        from sim.avatars.lifecycle import AVATAR_STATUSES, FINAL_STATUSES
-
-        return frozenset(AVATAR_STATUSES), frozenset(FINAL_STATUSES)
-    if kind == "delivery":
-        from typing import get_args
-
-        from sim.webhooks import FINAL_DELIVERY_STATUSES, DeliveryStatus
-
-        return frozenset(get_args(DeliveryStatus)), frozenset(FINAL_DELIVERY_STATUSES)
-    raise ValueError(f"no statuses for {kind!r}")
 
 
 def wait_for(
@@ -86,7 +57,7 @@ def wait_for(
         ended = wait_for(api_client, created["id"], "ended", within=idle + 5)
     """
     __tracebackhide__ = True
-    wanted = _wanted("session", status)
+    wanted = wanted_statuses("session", status)
 
     def history() -> str:
         from harness.testing.events import session_events
@@ -110,7 +81,7 @@ def wait_for_run(
         done = wait_for_run(api_client, run["id"], "succeeded", within=120)
     """
     __tracebackhide__ = True
-    wanted = _wanted("run", status)
+    wanted = wanted_statuses("run", status)
 
     def history() -> str:
         response = client.get(f"/v1/runs/{run_id}/events", params={"limit": 100})
@@ -137,7 +108,7 @@ def wait_for_avatar(
         ready = wait_for_avatar(api_client, avatar["id"], "ready", within=600)
     """
     __tracebackhide__ = True
-    wanted = _wanted("avatar", status)
+    wanted = wanted_statuses("avatar", status)
     return _wait(
         client, f"/v1/avatars/{avatar_id}", f"avatar {avatar_id}", wanted, within, lambda: ""
     )
@@ -166,7 +137,7 @@ def wait_for_delivery(
         assert [a["outcome"] for a in dead["attempts"]] == ["no_response"] * 7
     """
     __tracebackhide__ = True
-    wanted = _wanted("delivery", status)
+    wanted = wanted_statuses("delivery", status)
     _, final = statuses_of("delivery")
     target = admin.target
     deadline = target.now() + within
@@ -220,21 +191,6 @@ def pass_time(client: httpx.Client, seconds: float) -> float:
     target = target_of(client)
     target.jump(seconds)
     return target.now()
-
-
-def _wanted(kind: str, status: str | Collection[str]) -> frozenset[str]:
-    __tracebackhide__ = True
-    wanted = frozenset({status} if isinstance(status, str) else status)
-    known, _ = statuses_of(kind)
-    for name in sorted(wanted - known):
-        close = difflib.get_close_matches(name, sorted(known), n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise UnknownStatus(
-            f"a {kind} is never {name!r}{hint}: its statuses are {', '.join(sorted(known))}"
-        )
-    if not wanted:
-        raise UnknownStatus(f"name at least one {kind} status to wait for")
-    return wanted
 
 
 def _wait(
