@@ -36,14 +36,11 @@ class HttpSender:
 
     def send(self, request: WebhookRequest) -> int | None:
         # A client per attempt: nothing stays open between two clock steps.
+        from harness.serve.webhook_sender import post_arguments
+
         with httpx.Client(transport=self._transport, follow_redirects=False) as client:
             try:
-                response = client.post(
-                    request.url,
-                    content=request.body.encode("utf-8"),
-                    headers=dict(request.headers),
-                    timeout=request.timeout_seconds,
-                )
+                response = client.post(request.url, **post_arguments(request))
             except httpx.HTTPError:
                 return None
         return response.status_code

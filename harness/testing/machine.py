@@ -84,8 +84,10 @@ class MachineTarget:
     admin: SimAdmin | None = None
     exact: bool = False
     platform: Platform | None = None
-    #: Wall seconds to wait for sessions (and the ledger) to settle at the end against a URL.
+    #: The target's seconds to wait for sessions (and the ledger) to settle at the end against a
+    #: URL, on the target's clock (``now``: simulated with the admin API, else the wall's).
     settle_seconds: float = 30.0
+    now: Callable[[], float] = time.monotonic
     closers: list[Callable[[], None]] = field(default_factory=list)
 
     def close(self) -> None:
@@ -198,16 +200,7 @@ class SessionMachine(RuleBasedStateMachine):
         def factory() -> MachineTarget:
             from sim.platform import Platform
 
-            platform = Platform.create(config)
-            admin = InProcessAdmin(platform)
-            return MachineTarget(
-                api=PlatformApi(platform),
-                accounts=own_accounts(admin),
-                pass_time=platform.clock.advance,
-                admin=admin,
-                exact=True,
-                platform=platform,
-            )
+            return _in_process(Platform.create(config))
 
         return cls.against(factory)
 
@@ -252,6 +245,7 @@ class SessionMachine(RuleBasedStateMachine):
                 admin=admin,
                 settle_seconds=settle_seconds,
                 closers=[api.close, admin.close],
+                now=admin.now,
             )
 
         return cls.against(factory)
@@ -273,19 +267,7 @@ class SessionMachine(RuleBasedStateMachine):
         target = target_of(client)
         if isinstance(target, InProcessTarget):
             platform = target.platform
-
-            def factory() -> MachineTarget:
-                admin = InProcessAdmin(platform)
-                return MachineTarget(
-                    api=PlatformApi(platform),
-                    accounts=own_accounts(admin),
-                    pass_time=platform.clock.advance,
-                    admin=admin,
-                    exact=True,
-                    platform=platform,
-                )
-
-            return cls.against(factory)
+            return cls.against(lambda: _in_process(platform))
         base_url = str(client.base_url).rstrip("/")
         admin = target.admin
         if isinstance(admin, HttpAdmin):
@@ -546,7 +528,8 @@ class SessionMachine(RuleBasedStateMachine):
         if self.target.exact:
             self.target.pass_time(60.0)
             return
-        deadline = time.monotonic() + self.target.settle_seconds
+        now = self.target.now
+        deadline = now() + self.target.settle_seconds
         while True:
             pending = [
                 i
@@ -555,19 +538,34 @@ class SessionMachine(RuleBasedStateMachine):
             ]
             if not pending:
                 break
-            assert time.monotonic() < deadline, f"sessions did not finish: {pending}"
+            assert now() < deadline, f"sessions did not finish: {pending}"
             self.target.pass_time(5.0)
             time.sleep(0.05)
         last_error: AssertionError | None = None
-        while time.monotonic() < deadline:
+        while now() < deadline:
             try:
                 self.check_ledger()
                 return
             except AssertionError as error:
                 last_error = error
-                time.sleep(0.2)
+                self.target.pass_time(1.0)  # time must pass for the charges to land
+                time.sleep(0.05)
         if last_error is not None:
             raise last_error
+
+
+def _in_process(platform: Platform) -> MachineTarget:
+    """An in-process target on ``platform``: two organizations of its own, exact checks."""
+    admin = InProcessAdmin(platform)
+    return MachineTarget(
+        api=PlatformApi(platform),
+        accounts=own_accounts(admin),
+        pass_time=platform.clock.advance,
+        admin=admin,
+        exact=True,
+        platform=platform,
+        now=lambda: platform.clock.now,
+    )
 
 
 def _broken_invariant(error: BaseException) -> AssertionError | None:
