@@ -15,6 +15,9 @@ Why it is put together this way:
   body cannot hold the server up.
 * The listening socket has ``TCP_NODELAY`` (see ``bind``); logging goes to stderr, the facade's
   500s included, and uvicorn's access log is opt-in (``--access-log``).
+* The console (``harness.serve.console``) is mounted with the admin routes, and the pool is
+  sampled on the simulated clock from the start, so its chart covers what happened before the
+  page was opened.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from harness.runner.engine import install
 from harness.scenarios.model import Scenario
 from harness.serve.app import ServedApp
 from harness.serve.clock_driver import WallClockDriver, wall_now
+from harness.serve.console.routes import console_routes
 from harness.serve.seeding import (
     SEEDING_SECONDS,
     format_keys,
@@ -149,7 +153,11 @@ def build(options: ServeOptions, base_url: str) -> ServedSimulator:
         installed = install(platform, scenario)
         organizations = [organization_record(account) for account in installed.accounts]
     admin_token = new_admin_token()
-    facade = create_app(platform, admin_token=admin_token)
+    # The console's page and its reads: the pool against time needs a sampler on the clock.
+    admin = platform.config.admin
+    platform.admin.sample_pool(admin.pool_sample_seconds, admin.pool_samples_kept)
+    console = console_routes(token=admin_token, time_factor=options.time_factor)
+    facade = create_app(platform, admin_token=admin_token, admin_extras=console)
     driver = (
         WallClockDriver(platform.clock, options.time_factor)
         if options.time_factor is not None
