@@ -38,12 +38,13 @@ class PoolSamples:
         start, horizon = clock.now, clock.horizon
 
         def grid() -> Iterator[tuple[float, None]]:
-            for index in count():
+            for index in count(1):
                 at = start + index * every
                 if at > horizon:
                     return
                 yield at, None
 
+        self._samples.append(read())  # the pool as it is when the sampling starts
         clock.follow(grid(), lambda _: self._samples.append(read()))
 
     def samples(self) -> list[PoolStatus]:
