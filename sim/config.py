@@ -424,6 +424,8 @@ class AdminConfig(_Frozen):
     every ``pool_sample_seconds`` of simulated time once served mode starts its sampler, the
     newest ``pool_samples_kept`` readings, and the newest ``request_log_size`` HTTP requests the
     facade answered (kept only when an admin token is configured, since nothing else reads them).
+    Served mode stretches the pool's grid on a fast clock (``pool_sample_wall_seconds`` of its
+    options).
     """
 
     clock_advance_max_seconds: float = Field(default=366 * 86400.0, gt=0)

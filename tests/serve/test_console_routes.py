@@ -179,3 +179,14 @@ def test_the_console_files_are_package_data_beside_its_routes() -> None:
     assert sorted(p.name for p in (package / "static").iterdir()) == sorted(
         ["console.html", *ASSETS]
     )
+
+
+@pytest.mark.req("HAR-31", "SIM-8")
+@pytest.mark.parametrize(
+    ("factor", "every"), [(None, 5.0), (1.0, 5.0), (0.1, 10.0), (0.002, 500.0)]
+)
+def test_a_fast_clock_stretches_the_pool_grid_to_a_wall_second(
+    factor: float | None, every: float
+) -> None:
+    simulator = build(ServeOptions(time_factor=factor), "http://sim.test")
+    assert simulator.platform.admin.pool()["sample_every_seconds"] == every
