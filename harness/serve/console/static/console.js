@@ -14,6 +14,7 @@
   const POLL_MS = 1000;
   const SESSIONS_SHOWN = 25;
   const REQUESTS_SHOWN = 50;
+  const DELIVERIES_SHOWN = 20; // per organization, the newest
   const SVG = "http://www.w3.org/2000/svg";
   const LIVE = new Set(["starting", "running", "ending"]);
 
@@ -413,7 +414,7 @@
       const deliveries = lists[index].data;
       if (deliveries.length === 0) return;
       const rows = [];
-      for (const delivery of deliveries.slice().reverse()) {
+      for (const delivery of deliveries.slice(-DELIVERIES_SHOWN).reverse()) {
         rows.push(el("tr", { class: "delivery" },
           el("td", {}, shortTime(delivery.created_at)),
           el("td", {}, delivery.event_type),
@@ -429,8 +430,11 @@
             el("td", {}, "")));
         }
       }
+      const shown = deliveries.length > DELIVERIES_SHOWN
+        ? ` (newest ${DELIVERIES_SHOWN} of ${deliveries.length})`
+        : "";
       blocks.push(el("div", { class: "org" },
-        el("h3", {}, el("span", { class: "org-name" }, org.name), ` · ${org.id}`),
+        el("h3", {}, el("span", { class: "org-name" }, org.name), ` · ${org.id}${shown}`),
         el("table", { class: "table" },
           el("thead", {}, el("tr", {}, ...["at", "event / attempt", "url / answer", "status", "attempts"].map((h) => el("th", {}, h)))),
           el("tbody", {}, ...rows))));
