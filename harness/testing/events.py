@@ -260,28 +260,32 @@ def _received(
     client: httpx.Client, session_id: str, webhooks: WebhookReceiver, within: float
 ) -> list[dict[str, Any]]:
     """The receiver's events about the session, once it holds what the session's status says
-    was sent (``NoWebhooks`` naming what is missing otherwise)."""
+    was sent: the event that ended it, and ``session.usage`` after a session that ran
+    (``NoWebhooks`` naming what is missing otherwise)."""
     __tracebackhide__ = True
     response = client.get(f"/v1/sessions/{session_id}")
     response.raise_for_status()
-    status = str(response.json()["status"])
-    expected = _TERMINAL_EVENTS.get(status)
-    if expected is not None and not webhooks.wants(expected):
-        expected = None
+    session = response.json()
+    status = str(session["status"])
+    ended = _TERMINAL_EVENTS.get(status)
+    expected = [ended] if ended else []
+    if ended and session.get("first_frame_at"):
+        expected.append("session.usage")  # a session that ran is charged as it ends
+    expected = [event_type for event_type in expected if webhooks.wants(event_type)]
 
     def complete(receiver: WebhookReceiver) -> bool:
         types = {str(e["type"]) for e in receiver.events_about(session_id)}
-        return bool(types) and (expected is None or expected in types)
+        return bool(types) and all(event_type in types for event_type in expected)
 
     try:
         webhooks.wait_until(complete, within=within, client=client)
     except AssertionError:
         held = [str(e["type"]) for e in webhooks.events_about(session_id)]
-        wanted = expected or "any event"
+        wanted = " and ".join(expected) or "any event"
         raise NoWebhooks(
             f"the receiver at {webhooks.url} holds {held or 'no event'} about {session_id} "
-            f"after {within:g} s ({target_of(client).seconds}); the session is {status}, so "
-            f"{wanted} was expected. It got {len(webhooks.attempts)} requests in all: is its "
+            f"after {within:g} s ({target_of(client).seconds}); the session is {status}, so it "
+            f"expected {wanted}. It got {len(webhooks.attempts)} requests in all: is its "
             "endpoint registered for this session's organization (receiver.register(sim_admin, "
             "org_id)) and its secret set?"
         ) from None

@@ -22,6 +22,7 @@ from sim.config import Constant, Distribution, SimConfig
 from sim.errors import Conflict, NotFound, Unprocessable
 from sim.lifecycle import Trigger
 from sim.rng import sample
+from sim.sessions.heartbeat import EPSILON
 from sim.sessions.records import SessionState
 from sim.sessions.scheduler import Scheduler
 
@@ -152,6 +153,20 @@ class FleetFaults:
             state.heartbeat_lost_at = lost_at if current is None else min(current, lost_at)
             self._check(state)
         return lost_at
+
+    def heartbeat_losses(self, now: float) -> list[tuple[str, float]]:
+        """The live sessions whose heartbeats are being dropped at ``now``, each with the end of
+        its loss window, in the order the losses were injected (what a watcher is shown)."""
+        losses = []
+        for session_id, state in self._losing.items():
+            track = state.heartbeats
+            if state.status not in ("running", "ending") or track is None:
+                continue
+            for start, end in track.losses:
+                if start - EPSILON <= now < end - EPSILON:
+                    losses.append((session_id, end))
+                    break
+        return losses
 
     def active(self, now: float) -> bool:
         """A fault is under way: slow start-up, or a live session losing heartbeats."""

@@ -132,7 +132,7 @@ def journey(admin: SimAdmin) -> dict[str, Any]:
             session_events(client, session["id"], webhooks=silent, within=5)
             seen["silent"] = "returned"
         except NoWebhooks as error:
-            seen["silent"] = "session.ended was expected" in str(error)
+            seen["silent"] = "expected session.ended" in str(error)
 
     # Refusals: the per-key cap, a full queue, the create rate limit.
     held = _new(client)
