@@ -273,8 +273,8 @@ class PlatformAdmin:
 
     def faults(self) -> dict[str, Any]:
         """The faults in force now, each with its parameters: a pool whose capacity or wait queue
-        differs from the configured one (both 0: ``at_capacity``), slow start-up, sessions losing heartbeats, failing purges, and workers
-        still restarting after a crash."""
+        differs from the configured one (both 0: ``at_capacity``), slow start-up, sessions losing
+        heartbeats, failing purges, and workers still restarting after a crash."""
         platform = self._platform
         clock = platform.clock
         fleet = platform.sessions.faults

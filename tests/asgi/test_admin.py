@@ -295,6 +295,8 @@ def test_the_controls_a_test_toolkit_needs() -> None:
     client.post("/_sim/faults/capacity", json={"workers": 0}, headers=ADMIN)
     pool = client.post("/_sim/faults/queue", json={"size": 0}, headers=ADMIN).json()
     assert pool["queue_size"] == 0 and pool["capacity"] == 0
+    active = client.get("/_sim/faults", headers=ADMIN).json()["data"]
+    assert {"fault": "queue_size", "size": 0, "configured": 16} in active
     client.post(f"/v1/sessions/{created['id']}/end", headers=org.auth())
     refused = client.post("/v1/sessions", json=session_body(), headers=org.auth())
     assert_envelope(refused, 503, "service_unavailable", "at_capacity", None)
