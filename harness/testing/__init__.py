@@ -21,10 +21,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harness.testing.admin import AdminRefused, HttpAdmin, InProcessAdmin, SimAdmin
+    from harness.testing.admin import AdminRefused, InProcessAdmin, SimAdmin
     from harness.testing.audio import play_audio
     from harness.testing.events import LifecycleEvent, NoWebhooks, SessionHistory, session_events
     from harness.testing.fixtures import Organization
+    from harness.testing.http_admin import HttpAdmin
     from harness.testing.machine import SessionMachine
     from harness.testing.receiver import ReceivedAttempt, WebhookReceiver
     from harness.testing.serving import SimTarget
@@ -83,7 +84,7 @@ __all__ = [
 
 _HOMES = {
     "AdminRefused": "admin",
-    "HttpAdmin": "admin",
+    "HttpAdmin": "http_admin",
     "InProcessAdmin": "admin",
     "InProcessTarget": "target",
     "LifecycleEvent": "events",

@@ -5,7 +5,8 @@ the fleet away must run the same against the in-process simulator (fast, on a vi
 against ``avatar-sim serve`` (real HTTP, a scaled or manual clock). ``SimAdmin`` names what a
 test may do; ``InProcessAdmin`` calls the platform's own admin controls, ``HttpAdmin`` the
 ``/_sim`` endpoints with the served simulator's admin token. Both answer the same JSON-ready
-dicts (the ``/_sim`` bodies) and refuse with ``AdminRefused``.
+dicts (the ``/_sim`` bodies) and refuse with ``AdminRefused``. ``HttpAdmin`` lives in
+``harness.testing.http_admin``.
 
 ``restore`` puts back everything a test changed for everyone (the worker pool, the queue's size,
 a slow start-up, failing purges, the webhook endpoints it registered), so one test's fault does
@@ -20,12 +21,12 @@ import abc
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
 
 import httpx
 
-from harness.testing.target import InProcessTarget, Target, UrlTarget, bind, url_client
+from harness.testing.target import InProcessTarget, Target, bind
 
 if TYPE_CHECKING:
     from sim.platform import Platform
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 __all__ = [
     "AdminRefused",
     "AudioKind",
-    "HttpAdmin",
     "InProcessAdmin",
     "SimAdmin",
     "Unit",
@@ -328,7 +328,7 @@ class InProcessAdmin(SimAdmin):
         return self.platform.clock.now
 
     def seconds_at(self, timestamp: str) -> SimSeconds:
-        return self.platform.clock.seconds_at(_moment(timestamp))
+        return self.platform.clock.seconds_at(moment(timestamp))
 
     def step(self, within: SimSeconds) -> SimSeconds:
         clock = self.platform.clock
@@ -414,164 +414,6 @@ class InProcessAdmin(SimAdmin):
         return list(listed["data"])
 
 
-class HttpAdmin(SimAdmin):
-    """``SimAdmin`` over a served simulator's ``/_sim`` API (``avatar-sim serve`` prints the
-    admin token and writes it with ``--keys-out``).
-
-    Example::
-
-        with HttpAdmin("http://127.0.0.1:8080", "simadmin_...") as admin:
-            admin.set_capacity(0)
-            ...
-            admin.restore()
-    """
-
-    kind: Literal["in_process", "url"] = "url"
-
-    def __init__(self, base_url: str, token: str, *, timeout: float = 30.0) -> None:
-        super().__init__()
-        self.base_url = base_url.rstrip("/")
-        #: The admin token it sends (what ``SessionMachine.for_client`` hands on).
-        self.token = token
-        self._http = httpx.Client(
-            base_url=f"{self.base_url}/_sim",
-            headers={"Authorization": f"Bearer {token}"},
-            timeout=timeout,
-        )
-        self._target: Target | None = None
-        self._epoch: datetime | None = None  # the served clock's epoch, read once
-
-    @property
-    def target(self) -> Target:
-        if self._target is None:
-            self._target = UrlTarget(self.base_url, self)
-        return self._target
-
-    def _call(
-        self,
-        method: str,
-        path: str,
-        body: dict[str, Any] | None = None,
-        params: dict[str, str] | None = None,
-    ) -> Any:
-        response = self._http.request(method, path, json=body, params=params)
-        if response.status_code >= 300:
-            try:
-                error = response.json()["error"]
-                code, message = str(error["code"]), str(error["message"])
-            except (ValueError, KeyError, TypeError):
-                code, message = "http_error", response.text[:200]
-            raise AdminRefused(code, message, response.status_code)
-        return response.json()
-
-    def now(self) -> SimSeconds:
-        return float(self._call("GET", "/clock")["seconds"])
-
-    def advance(self, seconds: SimSeconds) -> SimSeconds:
-        return float(self._call("POST", "/clock/advance", {"seconds": seconds})["seconds"])
-
-    def step(self, within: SimSeconds) -> SimSeconds:
-        return float(self._call("POST", "/clock/step", {"within": within})["seconds"])
-
-    def seconds_at(self, timestamp: str) -> SimSeconds:
-        if self._epoch is None:
-            clock = self._call("GET", "/clock")
-            self._epoch = _moment(str(clock["now"])) - timedelta(seconds=float(clock["seconds"]))
-        return (_moment(timestamp) - self._epoch).total_seconds()
-
-    def create_organization(
-        self, name: str = "test organization", plan: str = "enterprise", **options: Any
-    ) -> dict[str, Any]:
-        created: dict[str, Any] = self._call(
-            "POST", "/organizations", {"name": name, "plan": plan, **options}
-        )
-        return created
-
-    def create_key(self, org_id: str, scopes: Sequence[str] | None = None) -> dict[str, Any]:
-        body: dict[str, Any] = {"org_id": org_id}
-        if scopes is not None:
-            body["scopes"] = list(scopes)
-        created: dict[str, Any] = self._call("POST", "/keys", body)
-        return created
-
-    def describe_key(self, key: str) -> dict[str, Any]:
-        described: dict[str, Any] = self._call("POST", "/keys/describe", {"key": key})
-        return described
-
-    def client(self, key: str) -> httpx.Client:
-        return url_client(self.base_url, key, admin=self)
-
-    def play_audio(
-        self, session_id: str, kind: AudioKind = "speech", seconds: SimSeconds = 5.0
-    ) -> dict[str, Any]:
-        played: dict[str, Any] = self._call(
-            "POST", f"/sessions/{session_id}/audio", {"kind": kind, "duration": seconds}
-        )
-        return played
-
-    def barge_in(self, session_id: str) -> dict[str, Any]:
-        cleared: dict[str, Any] = self._call("POST", f"/sessions/{session_id}/clear_buffer")
-        return cleared
-
-    def session_events(self, session_id: str) -> list[dict[str, Any]]:
-        return list(self._call("GET", f"/sessions/{session_id}/events")["data"])
-
-    def crash_worker(self, session_id: str) -> dict[str, Any]:
-        crashed: dict[str, Any] = self._call(
-            "POST", "/faults/worker_crash", {"session_id": session_id}
-        )
-        return crashed
-
-    def capacity(self) -> dict[str, Any]:
-        pool: dict[str, Any] = self._call("GET", "/faults/capacity")
-        return pool
-
-    def _set_capacity(self, workers: int) -> dict[str, Any]:
-        pool: dict[str, Any] = self._call("POST", "/faults/capacity", {"workers": workers})
-        return pool
-
-    def _set_queue_size(self, sessions: int) -> dict[str, Any]:
-        pool: dict[str, Any] = self._call("POST", "/faults/queue", {"size": sessions})
-        return pool
-
-    def _slow_startup(self, extra_seconds: float, duration: float | None) -> dict[str, Any]:
-        body: dict[str, Any] = {"extra_seconds": extra_seconds}
-        if duration is not None:
-            body["duration"] = duration
-        pool: dict[str, Any] = self._call("POST", "/faults/slow_startup", body)
-        return pool
-
-    def lose_heartbeats(self, session_id: str, seconds: SimSeconds) -> dict[str, Any]:
-        lost: dict[str, Any] = self._call(
-            "POST", "/faults/heartbeat_loss", {"session_id": session_id, "duration": seconds}
-        )
-        return lost
-
-    def _purge_failure(self, enabled: bool) -> dict[str, Any]:
-        answer: dict[str, Any] = self._call("POST", "/faults/purge_failure", {"enabled": enabled})
-        return answer
-
-    def _register_webhook(
-        self, org_id: str, url: str, event_types: Sequence[str] | None
-    ) -> dict[str, Any]:
-        body: dict[str, Any] = {"org_id": org_id, "url": url}
-        if event_types is not None:
-            body["event_types"] = list(event_types)
-        endpoint: dict[str, Any] = self._call("POST", "/webhooks", body)
-        return endpoint
-
-    def _unregister_webhook(self, endpoint_id: str) -> dict[str, Any]:
-        removed: dict[str, Any] = self._call("DELETE", f"/webhooks/{endpoint_id}")
-        return removed
-
-    def webhook_deliveries(self, org_id: str) -> list[dict[str, Any]]:
-        listed = self._call("GET", "/webhooks/deliveries", params={"org_id": org_id})
-        return list(listed["data"])
-
-    def close(self) -> None:
-        self._http.close()
-
-
 _platforms: weakref.WeakKeyDictionary[Platform, InProcessTarget] = weakref.WeakKeyDictionary()
 
 
@@ -603,5 +445,6 @@ def in_process_client(platform: Platform, key: str) -> httpx.Client:
     return bind(client, target)
 
 
-def _moment(timestamp: str) -> datetime:
+def moment(timestamp: str) -> datetime:
+    """An ISO-8601 timestamp of the simulator's (``Z`` or an offset) as an aware datetime."""
     return datetime.fromisoformat(timestamp.replace("Z", "+00:00"))

@@ -29,7 +29,8 @@ import httpx
 import pytest
 
 from harness.testing import options
-from harness.testing.admin import HttpAdmin, InProcessAdmin, SimAdmin
+from harness.testing.admin import InProcessAdmin, SimAdmin
+from harness.testing.http_admin import HttpAdmin
 from harness.testing.serving import SimTarget, avatar_sim_served, resolve
 from harness.testing.sessions import SessionTracker
 

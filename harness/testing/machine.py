@@ -20,11 +20,8 @@ Against a URL time is real, so a session seen active at some moment was active f
 creation until then (it cannot come back from a terminal status): every session a sweep sees
 active was active when the sweep began, which is what makes the cap check sound without a shared
 clock. The machine needs keys nobody else uses while it runs; with the admin API it makes its own
-organizations for each example (fresh keys, known caps).
-
-Run it in process with ``SessionMachine.in_process(config).run()``, against a served simulator or
-a deployment with ``SessionMachine.at_url(url, api_keys=[...], admin_token=...).run()``, or
-subclass the bound machine to add invariants of your own.
+organizations for each example (fresh keys, known caps). Its targets are bound in
+``harness.testing.machine_target``; its calls go through ``harness.testing.machine_api``.
 """
 
 from __future__ import annotations
@@ -33,7 +30,6 @@ import contextlib
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import httpx
@@ -48,76 +44,27 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from harness.testing.admin import AdminRefused, HttpAdmin, InProcessAdmin, SimAdmin
-from harness.testing.machine_api import Answer, HttpApi, PlatformApi
+from harness.testing.admin import AdminRefused
+from harness.testing.http_admin import HttpAdmin
+from harness.testing.machine_api import Answer, HttpApi
+from harness.testing.machine_target import (
+    Account,
+    MachineTarget,
+    Tracked,
+    broken_invariant,
+    in_process,
+    own_accounts,
+)
 
 if TYPE_CHECKING:
     from sim.config import SimConfig
-    from sim.platform import Platform
 
-__all__ = ["Account", "Answer", "HttpApi", "MachineTarget", "PlatformApi", "SessionMachine"]
+__all__ = ["SessionMachine"]
 
 #: The seed's session statuses a session never leaves.
 TERMINAL = frozenset({"ended", "failed", "canceled"})
 _NOT_STARTED = frozenset({"created", "queued", "starting"})
 _TRANSPORT = {"type": "livekit", "url": "wss://rtc.example", "room_name": "machine"}
-
-
-@dataclass(frozen=True, slots=True)
-class Account:
-    """An organization the machine uses: its keys and the cap it expects for it."""
-
-    keys: tuple[str, ...]
-    cap: int
-    org_id: str | None = None
-
-
-@dataclass
-class MachineTarget:
-    """What one run of the machine drives: the API, the simulator's controls if any, the
-    accounts, how to let time pass, and whether answers can be judged exactly (in process:
-    nothing else acts and time stands still between steps)."""
-
-    api: PlatformApi | HttpApi
-    accounts: tuple[Account, ...]
-    pass_time: Callable[[float], None]
-    admin: SimAdmin | None = None
-    exact: bool = False
-    platform: Platform | None = None
-    #: The target's seconds to wait for sessions (and the ledger) to settle at the end against a
-    #: URL, on the target's clock (``now``: simulated with the admin API, else the wall's).
-    settle_seconds: float = 30.0
-    now: Callable[[], float] = time.monotonic
-    closers: list[Callable[[], None]] = field(default_factory=list)
-
-    def close(self) -> None:
-        for close in reversed(self.closers):
-            close()
-
-
-def own_accounts(
-    admin: SimAdmin, keys: Sequence[int] = (3, 2), caps: Sequence[int] = (2, 1)
-) -> tuple[Account, ...]:
-    """Fresh organizations made with the admin API: ``keys[i]`` unrestricted keys and a
-    support override of ``caps[i]`` concurrent sessions each (on the free plan)."""
-    accounts = []
-    for number, (count, cap) in enumerate(zip(keys, caps, strict=True)):
-        org = admin.create_organization(
-            f"session machine {number}", "free", concurrency_override=cap
-        )
-        extra = [admin.create_key(org["id"])["key"] for _ in range(count - 1)]
-        accounts.append(Account((org["keys"]["unrestricted"], *extra), cap, org["id"]))
-    return tuple(accounts)
-
-
-@dataclass
-class _Tracked:
-    key: str
-    account: int
-    body: dict[str, Any]
-    idempotency_key: str | None
-    statuses: list[str] = field(default_factory=list)
-    terminal: dict[str, Any] | None = None  # the resource when first seen terminal
 
 
 class SessionMachine(RuleBasedStateMachine):
@@ -136,21 +83,9 @@ class SessionMachine(RuleBasedStateMachine):
 
     Adding rules and invariants: subclass a bound machine and decorate methods with
     hypothesis's ``rule``, ``precondition`` and ``invariant``; they run beside the machine's own.
-    ``self.target`` has the ``api`` (``create``, ``retrieve``, ``end``, ``quota``, ``usage``),
-    the ``accounts`` and their keys, ``pass_time`` and the ``admin`` (or ``None``);
-    ``self.sessions`` maps each session made to what was seen of it::
-
-        class Listing(SessionMachine.for_client(api_client)):
-            @rule()
-            def list_them(self):
-                answer = self.target.api.usage(self.target.accounts[0].keys[0])
-                assert answer.ok, answer.describe()
-
-            @invariant()
-            def never_created(self):
-                assert all(t.statuses[0] == "queued" for t in self.sessions.values())
-
-        Listing.run(max_examples=5, steps=10)
+    ``self.target`` (a ``MachineTarget``) has the ``api``, the ``accounts``, ``pass_time`` and the
+    ``admin`` (or ``None``); ``self.sessions`` maps each session made to its ``Tracked`` record.
+    ``docs/testing-reference.md`` ("Extending SessionMachine") shows one.
     """
 
     #: The seed's cap of concurrent sessions per API key.
@@ -161,7 +96,7 @@ class SessionMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.target = self.make_target()
-        self.sessions: dict[str, _Tracked] = {}
+        self.sessions: dict[str, Tracked] = {}
         #: Refused creates by ``type/code`` (for a subclass or a report).
         self.refusals: Counter[str] = Counter()
         #: Sessions whose heartbeats were made to drop (their usage may lag more than usual).
@@ -200,7 +135,7 @@ class SessionMachine(RuleBasedStateMachine):
         def factory() -> MachineTarget:
             from sim.platform import Platform
 
-            return _in_process(Platform.create(config))
+            return in_process(Platform.create(config))
 
         return cls.against(factory)
 
@@ -267,7 +202,7 @@ class SessionMachine(RuleBasedStateMachine):
         target = target_of(client)
         if isinstance(target, InProcessTarget):
             platform = target.platform
-            return cls.against(lambda: _in_process(platform))
+            return cls.against(lambda: in_process(platform))
         base_url = str(client.base_url).rstrip("/")
         admin = target.admin
         if isinstance(admin, HttpAdmin):
@@ -291,7 +226,7 @@ class SessionMachine(RuleBasedStateMachine):
         except Flaky as error:
             # A live target is state hypothesis cannot reset: replaying a failing program can
             # take another path. The invariant that broke is still the finding.
-            broken = _broken_invariant(error)
+            broken = broken_invariant(error)
             if broken is None:
                 raise
             raise AssertionError(
@@ -333,7 +268,7 @@ class SessionMachine(RuleBasedStateMachine):
         assert made["idle_timeout_seconds"] == idle, made
         assert 1 <= made["max_duration_seconds"] <= max_duration, made
         assert made["id"] not in self.sessions, f"a create answered an existing id {made['id']}"
-        self.sessions[made["id"]] = _Tracked(key, account, body, idempotency_key, ["queued"])
+        self.sessions[made["id"]] = Tracked(key, account, body, idempotency_key, ["queued"])
 
     @precondition(lambda self: any(t.idempotency_key for t in self.sessions.values()))
     @rule(pick=st.integers(0, 1000))
@@ -417,7 +352,7 @@ class SessionMachine(RuleBasedStateMachine):
     def observe(self) -> None:
         """Read every session once, then check the caps on what this sweep saw active, and that
         nothing left a terminal status; in process, also the ledger."""
-        active: list[tuple[str, _Tracked]] = []
+        active: list[tuple[str, Tracked]] = []
         for session_id, tracked in self.sessions.items():
             answer = self.target.api.retrieve(tracked.key, session_id)
             assert answer.ok, f"GET {session_id} answered {answer.describe()}"
@@ -451,7 +386,7 @@ class SessionMachine(RuleBasedStateMachine):
                 f"{charged - charged0}"
             )
 
-    def _check_caps(self, active: list[tuple[str, _Tracked]]) -> None:
+    def _check_caps(self, active: list[tuple[str, Tracked]]) -> None:
         per_key: dict[str, list[str]] = {}
         per_org: dict[int, list[str]] = {}
         for session_id, tracked in active:
@@ -492,7 +427,7 @@ class SessionMachine(RuleBasedStateMachine):
             return
         raise AssertionError(f"a valid create was refused {answer.describe()}")
 
-    def _saw(self, session_id: str, tracked: _Tracked, status: str, body: dict[str, Any]) -> None:
+    def _saw(self, session_id: str, tracked: Tracked, status: str, body: dict[str, Any]) -> None:
         if tracked.terminal is not None:
             final = tracked.terminal["status"]
             assert status == final, f"{session_id} left {final} for {status}"
@@ -503,7 +438,7 @@ class SessionMachine(RuleBasedStateMachine):
         if tracked.statuses[-1] != status:
             tracked.statuses.append(status)
 
-    def _maybe_active(self, belongs: Callable[[_Tracked], bool]) -> int:
+    def _maybe_active(self, belongs: Callable[[Tracked], bool]) -> int:
         """Sessions that may still be active (not yet seen terminal) among those chosen."""
         return sum(1 for t in self.sessions.values() if belongs(t) and t.terminal is None)
 
@@ -552,35 +487,3 @@ class SessionMachine(RuleBasedStateMachine):
                 time.sleep(0.05)
         if last_error is not None:
             raise last_error
-
-
-def _in_process(platform: Platform) -> MachineTarget:
-    """An in-process target on ``platform``: two organizations of its own, exact checks."""
-    admin = InProcessAdmin(platform)
-    return MachineTarget(
-        api=PlatformApi(platform),
-        accounts=own_accounts(admin),
-        pass_time=platform.clock.advance,
-        admin=admin,
-        exact=True,
-        platform=platform,
-        now=lambda: platform.clock.now,
-    )
-
-
-def _broken_invariant(error: BaseException) -> AssertionError | None:
-    """The ``AssertionError`` (an invariant that broke) behind hypothesis's ``Flaky`` report,
-    looked for in the exceptions it groups and in what it was raised while handling."""
-    seen: set[int] = set()
-    pending: list[BaseException] = [error]
-    while pending:
-        current = pending.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        if isinstance(current, AssertionError):
-            return current
-        if isinstance(current, BaseExceptionGroup):
-            pending.extend(current.exceptions)
-        pending.extend(e for e in (current.__cause__, current.__context__) if e is not None)
-    return None

@@ -78,7 +78,8 @@ def resolve(request: pytest.FixtureRequest) -> SimTarget:
     token = options.admin_token(config)
     org_id = None
     if token is not None:
-        from harness.testing.admin import AdminRefused, HttpAdmin
+        from harness.testing.admin import AdminRefused
+        from harness.testing.http_admin import HttpAdmin
 
         with HttpAdmin(url, token) as admin:
             try:
