@@ -41,7 +41,9 @@ def billing_reads(ctx: Context) -> None:
     expect_status(target.request("GET", "/v1/billing/quota"), 200, what="GET /v1/billing/quota")
     target.request("GET", "/v1/usage", params={"period": "previous_month"})
     current = usage_now(ctx)
-    window = {k: current[k] for k in ("period_start", "period_end") if isinstance(current.get(k), str)}
+    window = {
+        k: current[k] for k in ("period_start", "period_end") if isinstance(current.get(k), str)
+    }
     for params in (
         window,
         {"period_start": window.get("period_start", FAR_FUTURE["period_start"])},
@@ -54,7 +56,9 @@ def billing_reads(ctx: Context) -> None:
 
 
 def _window(usage: Mapping[str, Any]) -> dict[str, str]:
-    return {k: str(usage[k]) for k in ("period_start", "period_end") if isinstance(usage.get(k), str)}
+    return {
+        k: str(usage[k]) for k in ("period_start", "period_end") if isinstance(usage.get(k), str)
+    }
 
 
 @scenario_check("usage_probe", order=LATE + 20, creates=1, budget=4 * _SETTLED_WITHIN)

@@ -40,12 +40,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHECKS",
-    "BeyondTime",
     "DEFAULT_BUDGET_SECONDS",
     "ENVELOPE_FIELDS",
     "ERROR_TYPES",
     "LATE",
     "STATUS_TYPES",
+    "BeyondTime",
     "Check",
     "CheckFailed",
     "Incomplete",

@@ -532,7 +532,9 @@ class Context:
         def charged(usage: Any) -> Any:
             return usage.get("credits_charged") if isinstance(usage, dict) else None
 
-        if not isinstance(charged(before), int | float) or not isinstance(charged(after), int | float):
+        if not isinstance(charged(before), int | float) or not isinstance(
+            charged(after), int | float
+        ):
             return
         exchange = self.proof
         if charged(after) > charged(before):
@@ -570,9 +572,7 @@ class Context:
             if not isinstance(body, dict) or not isinstance(body.get("data"), list):
                 return None
             live += sum(
-                1
-                for s in body["data"]
-                if isinstance(s, dict) and s.get("status") not in TERMINAL
+                1 for s in body["data"] if isinstance(s, dict) and s.get("status") not in TERMINAL
             )
             if body.get("has_more") is not True:
                 return live

@@ -113,7 +113,11 @@ def run_cancel_probe(ctx: Context) -> None:
     refused = ctx.target.request("POST", path, role="runs_read")
     ctx.proves(refused)
     error = envelope_of(refused) if refused.status >= 400 else None
-    if refused.status == 403 and error is not None and error.get("code") == "api_key.scope_required":
+    if (
+        refused.status == 403
+        and error is not None
+        and error.get("code") == "api_key.scope_required"
+    ):
         ctx.record(Verdict.passed(SCOPES, refused))
     else:
         ctx.record(Verdict.failed(

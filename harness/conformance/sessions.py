@@ -119,7 +119,10 @@ def session_create_invalid(ctx: Context) -> None:
     avatar_id, no transport, a livekit url that is not wss://, and an avatar that does not
     exist (the model judges each)."""
     body = ctx.session_body("invalid")
-    insecure = {**body["transport"], "url": "ws://" + body["transport"]["url"].removeprefix("wss://")}
+    insecure = {
+        **body["transport"],
+        "url": "ws://" + body["transport"]["url"].removeprefix("wss://"),
+    }
     bodies = [
         {**body, "transport": insecure},
         {**body, "metadata": ["x"]},
@@ -276,4 +279,3 @@ def pipecat_session(ctx: Context) -> None:
     if not isinstance(session, dict) or not str(session.get("id", "")).startswith("sess_"):
         raise CheckFailed(f"the pipecat answer's session is {session!r}", exchange)
     ctx.proves(exchange)
-

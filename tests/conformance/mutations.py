@@ -334,8 +334,11 @@ def busy_yet_made(call: Call, reply: Reply) -> None:
     body = call.json()
     transport = body.get("transport") if isinstance(body, dict) else None
     room = transport.get("room_name") if isinstance(transport, dict) else None
-    if call.method == "POST" and call.path == "/v1/sessions" and reply.status == 201 and (
-        isinstance(room, str) and room.startswith("conformance-walk")
+    if (
+        call.method == "POST"
+        and call.path == "/v1/sessions"
+        and reply.status == 201
+        and (isinstance(room, str) and room.startswith("conformance-walk"))
     ):
         request_id = reply.header("x-request-id") or "req_0"
         reply.status = 503

@@ -265,8 +265,9 @@ def test_a_running_session_canceled_by_end_is_reported() -> None:
         body = reply.json()
         sessions = [s for s in objects(body) if s.get("object") == "session"]
         for session in sessions:
-            if session.get("status") == "queued" and not (call.method == "POST"
-                                                         and call.path == "/v1/sessions"):
+            if session.get("status") == "queued" and not (
+                call.method == "POST" and call.path == "/v1/sessions"
+            ):
                 session.update(status="running")
         if sessions:
             reply.set_json(body)

@@ -90,7 +90,9 @@ def test_without_the_admin_token_every_check_but_the_admin_ones_runs_in_real_tim
     assert report.names("beyond_time") == ["idempotency_window"]
     assert "--max-wait 86402" in (report.result("idempotency_window").flag or "")
     assert report.exit_code == 0
-    assert report.verdict().startswith("CONFORMING") and "beyond this run's time" in report.verdict()
+    assert (
+        report.verdict().startswith("CONFORMING") and "beyond this run's time" in report.verdict()
+    )
     # The schedule keeps both keys within the rate limit and overlaps their waits: the whole
     # run takes well under the 6 minutes a default run is planned for.
     assert sim.platform.clock.now - started < 360
@@ -121,9 +123,9 @@ def test_checks_the_run_cannot_do_name_the_flag_that_would_let_them() -> None:
     assert 0 < checked < len(contract_ids()) - len(NOT_CHECKABLE)
     assert f"checked: {checked} of {len(contract_ids())} contract ids" in report.summary()
     for requirement, reason in report.coverage.unchecked.items():
-        assert reason.startswith(
-            ("incomplete:", "partly:", "not checkable", "not applicable")
-        ), requirement
+        assert reason.startswith(("incomplete:", "partly:", "not checkable", "not applicable")), (
+            requirement
+        )
     flags = report.flags()
     assert {"--other-org-key", "--revoked-key", "without --quick"} <= set(flags)
 

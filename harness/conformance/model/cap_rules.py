@@ -23,7 +23,7 @@ from harness.conformance.model.rules import Verdict, model_rule
 from harness.conformance.model.session_book import TERMINAL, SessionBook, SessionFacts
 from harness.conformance.target import Exchange
 
-__all__ = ["CAPS", "CapCheck", "refusal_suspect", "acceptance_suspects"]
+__all__ = ["CAPS", "CapCheck", "acceptance_suspects", "refusal_suspect"]
 
 CAPS = model_rule(
     "concurrency_caps", "LIM-1", "EP-SESS-4",

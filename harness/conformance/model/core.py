@@ -16,7 +16,7 @@ scripts, with reads that are themselves observed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,13 +27,13 @@ from harness.conformance.model.calls import Call, call_of
 from harness.conformance.model.idempotency_table import IdempotencyTable
 from harness.conformance.model.keys import Caller, KeyRing, Org
 from harness.conformance.model.list_book import LISTED, ListBook
-from harness.conformance.model.usage_book import UsageBook
 from harness.conformance.model.multipart import form_parts, is_portrait
 from harness.conformance.model.rate_book import Attempt, Outcome, RateBook
 from harness.conformance.model.readings import Readings
 from harness.conformance.model.rules import Verdict, model_rule
 from harness.conformance.model.run_book import RunBook
 from harness.conformance.model.session_book import SessionBook
+from harness.conformance.model.usage_book import UsageBook
 from harness.conformance.responses import resources_in
 from harness.conformance.target import Credentials, Exchange
 
@@ -73,6 +73,8 @@ class SeedModel:
     now: Callable[[], float]
     #: Whether sessions may receive audio the run does not send (``--transport-json``).
     audio_may_flow: bool = False
+    #: Further unrestricted keys the run holds (secret to organization), beyond its roles.
+    extra_keys: Mapping[str, Org] = field(default_factory=dict)
     keys: KeyRing = field(init=False)
     readings: Readings = field(default_factory=Readings)
     sessions: SessionBook = field(init=False)
@@ -93,11 +95,11 @@ class SeedModel:
     order: int = 0
 
     def __post_init__(self) -> None:
-        self.keys = KeyRing.of(self.credentials)
+        self.keys = KeyRing.of(self.credentials, self.extra_keys)
         self.sessions = SessionBook(audio_may_flow=self.audio_may_flow)
         start = self.now()
-        for role in ("api", "other_org"):
-            if self.credentials.get(role) is not None:
+        for role in ("api", "other_org", *self.keys.roles):
+            if role.startswith("key-") or self.credentials.get(role) is not None:
                 self.rates.watch(role, start)
 
     # -- the door --------------------------------------------------------------------------
@@ -292,9 +294,7 @@ class SeedModel:
             if owner == org:
                 yield from self.sessions.judge_end_refused(session_id, call.exchange)
                 if call.ok and isinstance(call.answer, dict):
-                    yield from self.sessions.judge_end(
-                        session_id, call.answer, call.exchange, sent
-                    )
+                    yield from self.sessions.judge_end(session_id, call.answer, call.exchange, sent)
                 self.sessions.end_sent(session_id, sent)
         if call.operation == "listSessions":
             yield from self._page(call, caller)

@@ -10,7 +10,8 @@ not ``Bearer <key>``, an ``emb_`` embed id, or an unknown key.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Literal
 
 from harness.conformance.target import Credentials
@@ -69,18 +70,28 @@ class Caller:
 
 @dataclass(frozen=True, slots=True)
 class KeyRing:
-    """The run's keys by their secret."""
+    """The run's keys by their secret, and each role's organization and scopes."""
 
     by_secret: dict[str, str]
+    roles: dict[str, tuple[Org, frozenset[str] | None]] = field(
+        default_factory=lambda: dict(_ROLES)
+    )
 
     @classmethod
-    def of(cls, credentials: Credentials) -> KeyRing:
-        found = {}
+    def of(cls, credentials: Credentials, extra: Mapping[str, Org] | None = None) -> KeyRing:
+        """The credentials' keys by role, and ``extra`` unrestricted keys (secret to
+        organization), each its own role (``key-1``, ``key-2``...)."""
+        found: dict[str, str] = {}
+        roles = dict(_ROLES)
         for role in _ROLES:
             secret = credentials.get(role)
             if secret:
                 found[secret] = role
-        return cls(found)
+        for number, (secret, org) in enumerate((extra or {}).items(), start=1):
+            if secret not in found:
+                found[secret] = f"key-{number}"
+                roles[f"key-{number}"] = (org, None)
+        return cls(found, roles)
 
     def caller(self, authorization: str | None) -> Caller:
         """The caller an ``Authorization`` header names."""
@@ -98,8 +109,8 @@ class KeyRing:
             if not token.startswith("sk_live_"):
                 return Caller("malformed")  # not of the form every key has
             return Caller("unknown" if token == FABRICATED_KEY else "stranger")
-        org, scopes = _ROLES[role]
+        org, scopes = self.roles[role]
         return Caller("revoked" if role == "revoked" else "known", role, org, scopes)
 
     def org_of(self, role: str) -> Org:
-        return _ROLES[role][0]
+        return self.roles[role][0]
