@@ -9,7 +9,9 @@ gap, so it is not sent.
 ``usage_probe`` makes usage between two reads of one window: a session that runs a few
 seconds (billable seconds at its tier) and a run of each listed model (credits under
 ``by_model``, keyed by the model id: a model a customer runs from the catalog is not an internal
-one), then holds the second read to at least what was made once it has had time to settle.
+one), then holds the second read to at least what was made once it has had time to settle,
+and its ``sessions`` to no more than the sessions that billed (a session canceled while queued
+is made between the reads too; the organization must have no other traffic meanwhile).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from harness.conformance.target import Exchange
 __all__: list[str] = []
 
 _SETTLED_WITHIN = 120.0
+#: Target seconds between two reads of usage that must agree before it counts as settled.
+_STILL_STEP = 5.0
 #: The session that bills a few seconds (target seconds of max duration).
 _BILLED_SECONDS = 5
 _MODELS_RUN = 3
@@ -61,11 +65,12 @@ def _window(usage: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
-@scenario_check("usage_probe", order=LATE + 20, creates=1, budget=4 * _SETTLED_WITHIN)
+@scenario_check("usage_probe", order=LATE + 20, creates=2, budget=4 * _SETTLED_WITHIN)
 def usage_probe(ctx: Context) -> None:
     """Usage read, then a session billed a few seconds and a run of each listed model (up to
     three), then usage read until it accounts for them or two minutes pass: the model holds it
     to at least what was made, by quality and by model, and reads the far-future window again."""
+    ctx.settle()
     ctx.quiesce_runs(_SETTLED_WITHIN)
     window = _window(usage_now(ctx))
     target = ctx.target
@@ -74,8 +79,17 @@ def usage_probe(ctx: Context) -> None:
         params = window or {"period": "current_month"}
         return target.request("GET", "/v1/usage", params=params, operation="getUsage")
 
+    # Usage lags what happened: start from a window that has stopped moving.
     before = read().json()
-    made = Expected(*_billed_session(ctx), _charged_runs(ctx))
+    for _ in range(int(_SETTLED_WITHIN // _STILL_STEP)):
+        ctx.wait(_STILL_STEP, "usage to stop moving before the window is read")
+        now = read().json()
+        if now == before:
+            break
+        before = now
+    seconds, billed = _billed_session(ctx)
+    unbilled = _unbilled_session(ctx)
+    made = Expected(seconds, billed, _charged_runs(ctx), unbilled)
     assert ctx.model is not None
     book = ctx.model.usage
     after = ctx.poll(
@@ -107,6 +121,14 @@ def _billed_session(ctx: Context) -> tuple[dict[str, int], int]:
     if isinstance(billed, int) and not isinstance(billed, bool) and billed > 0:
         return {str(final.get("quality")): billed}, 1
     return {}, 0
+
+
+def _unbilled_session(ctx: Context) -> int:
+    """A session ended while still queued (canceled): it contributes no usage. 1, or 0 when
+    it ran all the same before the end arrived."""
+    _, session = ctx.new_session("unbilled")
+    answer = ctx.end(str(session["id"])).json()
+    return 1 if isinstance(answer, dict) and answer.get("status") == "canceled" else 0
 
 
 def _charged_runs(ctx: Context) -> dict[str, float]:

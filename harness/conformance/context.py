@@ -37,6 +37,7 @@ from harness.conformance.checks import (
     CheckFailed,
     Incomplete,
     NotApplicable,
+    NotChecked,
     envelope_of,
     is_rate_limited,
 )

@@ -2,9 +2,10 @@
 
 Every kind-C requirement of ``spec/requirements.yaml`` is either carried by at least one
 registered check or listed in ``NOT_CHECKABLE`` with the reason no request to a deployment can
-show it. A run counts an id as checked only when every check carrying it judged the condition it names at
-its edge (it passed or failed there) and none was left incomplete: an id half checked is
-``partly`` checked, with what was missing. Each checked id names the exchange that showed it.
+show it. A run counts an id as checked only when every check carrying it judged the condition
+it names at its edge (it passed or failed there) and none was left incomplete: an id half
+checked is ``partly`` checked, with what was missing. Each checked id names the exchange that
+showed it.
 """
 
 from __future__ import annotations

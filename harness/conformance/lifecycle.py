@@ -54,7 +54,7 @@ TIMER_SECONDS = 20
 def session_lifecycle(ctx: Context) -> None:
     """Create, get, list, end, end again, get: the model judges every answer against the
     seed's rows."""
-    created, session = ctx.new_session("lifecycle")
+    _, session = ctx.new_session("lifecycle")
     sid = str(session["id"])
     ctx.get_session(sid)
     walk(ctx.target, "/v1/sessions")
@@ -64,9 +64,7 @@ def session_lifecycle(ctx: Context) -> None:
 
 
 def _until(ctx: Context, sid: str, done: Any, within: float, why: str) -> dict[str, Any]:
-    return ctx.poll(  # type: ignore[no-any-return]
-        lambda: ctx.get_session(sid)[1], done, within=within, step=1.0, why=why
-    )
+    return ctx.poll(lambda: ctx.get_session(sid)[1], done, within=within, step=1.0, why=why)
 
 
 @scenario_check(

@@ -365,7 +365,7 @@ for _shape in SHAPES:
     _register_shape(_shape)
 
 
-# -- integers the seed calls integers ---------------------------------------------------------------
+# -- integers the seed calls integers ----------------------------------------------------------
 
 #: Where the seed says a field is an integer: by resource kind, the dot paths.
 INTEGER_FIELDS: Mapping[str, tuple[str, ...]] = {

@@ -88,7 +88,7 @@ def session_create_bounds(ctx: Context) -> None:
     fits = _sized(ctx.metadata(note=""), _METADATA_FITS)
     too_big = _sized(ctx.metadata(note=""), _METADATA_TOO_BIG)
     # The two accepted creates take the tiers no other script sends (every plan accepts each).
-    bodies = [
+    bodies: list[dict[str, Any]] = [
         {"idle_timeout_seconds": SEED.idle_min, "max_duration_seconds": SEED.max_duration_ceiling,
          "quality": "lite"},
         {"idle_timeout_seconds": SEED.idle_max, "max_duration_seconds": SEED.max_duration_min,

@@ -403,11 +403,11 @@ def end_drains_starting(call: Call, reply: Reply) -> None:
     body = reply.json()
     ending = call.method == "POST" and call.path.endswith("/end")
     for session in (s for s in objects(body) if s.get("object") == "session"):
-        if ending and session.get("status") == "canceled" and session.get("started_at"):
-            if session["id"] not in drained:
-                drained.add(session["id"])
-                session["status"] = "ending"
-                continue
+        first = session.get("id") not in drained
+        if ending and first and session.get("status") == "canceled" and session.get("started_at"):
+            drained.add(session["id"])
+            session["status"] = "ending"
+            continue
         if session.get("id") in drained and session.get("status") == "canceled":
             session["status"] = "ended"
     if isinstance(body, dict | list):

@@ -205,7 +205,7 @@ def judge_foreign_target(
     if call.ok:
         yield Verdict.failed(
             TENANTS, exchange,
-            f"{call.operation} of another organization's {name.removesuffix('_id')} answered "
+            f"{call.operation} of another organization's {str(name).removesuffix('_id')} answered "
             f"{call.status}",
         )  # fmt: skip
         return

@@ -16,6 +16,7 @@ scripts, with reads that are themselves observed.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -138,7 +139,7 @@ class SeedModel:
         self, call: Call, caller: Caller, sent: float, at: float
     ) -> Iterator[Verdict]:
         org, role = _org(caller), str(caller.role)
-        body = call.body if isinstance(call.body, dict) else call.body
+        body = call.body
         reading = create_rules.problems_of(body, call.idempotency_key)
         replay = call.idempotency_key is not None and self.idempotency.is_replay(
             org, "POST", call.exchange.path, call.idempotency_key, body, sent
@@ -301,9 +302,10 @@ class SeedModel:
         if not call.ok:
             return
         for _, session in resources_in(call.operation, call.answer):
-            session_id = session.get("id")
-            if not isinstance(session_id, str):
+            found = session.get("id")
+            if not isinstance(found, str):
                 continue
+            session_id = found
             owner = self.ownership.owner.get(session_id)
             if owner is not None and owner != org:
                 continue  # tenant_isolation judges it
@@ -340,11 +342,12 @@ class SeedModel:
         found: list[Verdict] = []
         pending, self.suspects = self.suspects, []
         for check in pending:
+            role = check.role
             found += cap_rules.settle(
                 check,
                 self.sessions,
-                lambda session_id, role=check.role: status_of(session_id, role),
-                lambda role=check.role: org_live(role),
+                functools.partial(_as, status_of, role=role),
+                functools.partial(org_live, role),
             )
         return found
 
@@ -400,9 +403,9 @@ class SeedModel:
             if isinstance(avatar_id, str) and self.ownership.foreign(avatar_id, _org(caller)):
                 continue
             yield from self.avatars.seen(avatar, _org(caller), call.exchange, at)
-            if isinstance(avatar_id, str) and len(self.avatars.shown_to.get(avatar_id, ())) > 1:
-                if avatar_id not in self.avatars.uploaded:
-                    self.ownership.shared.add(avatar_id)
+            shown = self.avatars.shown_to.get(avatar_id, ()) if isinstance(avatar_id, str) else ()
+            if len(shown) > 1 and avatar_id not in self.avatars.uploaded:
+                self.ownership.shared.add(str(avatar_id))
 
     # -- runs ------------------------------------------------------------------------------
 
@@ -525,6 +528,10 @@ class SeedModel:
             value = call.answer.get("can_start_session")
             self.can_start_session = value if isinstance(value, bool) else None
         return iter(())
+
+
+def _as(status_of: Callable[[str, str], str | None], session_id: str, *, role: str) -> str | None:
+    return status_of(session_id, role)
 
 
 def _declared_reset(exchange: Exchange, at: float) -> float | None:

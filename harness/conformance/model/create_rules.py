@@ -78,15 +78,15 @@ _LIVEKIT = frozenset({"type", "url", "room_name", "worker_token", "audio_source"
 
 def _complete(body: dict[str, Any]) -> bool:
     """Whether every reading accepts the body's shape: the transport's every listed field, of
-    the form the seed shows (a wss:// url, the data_stream audio source), and no unlisted
-    field (a deployment may require what the seed lists without saying so, or refuse the
-    rest)."""
+    the form the seed shows (the data_stream audio source), and no unlisted field (a deployment
+    may require what the seed lists without saying so, or refuse the rest)."""
     transport = body.get("transport")
     if set(body) - _FIELDS or not isinstance(transport, dict) or set(transport) != _LIVEKIT:
         return False
     return (
-        isinstance(transport["url"], str) and transport["url"].startswith("wss://")
-        and all(isinstance(transport[k], str) and transport[k] for k in ("room_name", "worker_token"))
+        isinstance(transport["url"], str)  # its wss:// form is a problem of its own
+        and all(isinstance(transport[k], str) and transport[k]
+                for k in ("room_name", "worker_token"))
         and transport["audio_source"] == "data_stream"
     )  # fmt: skip
 
@@ -169,9 +169,24 @@ def _metadata(metadata: Any, out: list[Problem]) -> tuple[bool, bool]:
     return True, size >= _METADATA_FITS - 200
 
 
+def _related(param: str, field: str) -> bool:
+    """Whether ``param`` names ``field`` by its dot-path, or a field within it or around it."""
+    return param == field or param.startswith(field + ".") or field.startswith(param + ".")
+
+
 def judge_refused(reading: Reading, exchange: Exchange, error: dict[str, Any] | None) -> Verdict:
     """A create the seed refuses was answered ``exchange`` (not a 2xx)."""
     sole = reading.problems[0] if len(reading.problems) == 1 else None
+    param = None if error is None else error.get("param")
+    if (
+        sole is not None and reading.complete and isinstance(param, str)
+        and exchange.status not in (429, 503) and not _related(param, sole.field)
+    ):  # fmt: skip
+        return Verdict.failed(
+            CREATE, exchange,
+            f"a create refused for {sole.field} names param {param!r}; param is the offending "
+            "field's dot-path",
+        )  # fmt: skip
     if sole is None or sole.exact is None or exchange.status in (429, 503):
         return Verdict.passed(CREATE, exchange, edge=reading.edge)
     status, kind, code, param = sole.exact
@@ -202,6 +217,9 @@ def judge_accepted(
     wrong: list[str] = []
     if session.get("status") != "queued":
         wrong.append(f"status {session.get('status')!r}, not queued (SES-ST-1)")
+    for stamp in ("started_at", "first_frame_at"):
+        if session.get(stamp) is not None:
+            wrong.append(f"{stamp} {session[stamp]!r} at once (set by a worker's event, later)")
     for name in ("avatar_id", "quality", "metadata"):
         if name in body and session.get(name) != body[name]:
             wrong.append(f"{name} {session.get(name)!r} for {body[name]!r} asked")

@@ -107,11 +107,12 @@ class ListBook:
         if call.operation == "listRunEvents" and not readings.get("run events page size", "limit"):
             # The name of the run events' page size is an open point: ``limit`` is learned as
             # its name once a page in range holds no more than it asked while more remain.
-            body = call.answer if call.ok else None
-            data = body.get("data") if isinstance(body, dict) else None
+            answer = call.answer if call.ok else None
+            page = answer if isinstance(answer, dict) else {}
+            data = page.get("data")
             if (
                 limit is not None and 1 <= limit <= maximum and isinstance(data, list)
-                and len(data) <= limit and body.get("has_more") is True
+                and len(data) <= limit and page.get("has_more") is True
             ):  # fmt: skip
                 readings.hold("run events page size", True, exchange, "limit")
             else:
@@ -121,6 +122,12 @@ class ListBook:
         alone = set(call.query) == {"limit"}  # nothing else the answer could be about
         if not call.ok and call.status not in (400, 422):
             return  # not a refusal of the request's values (an unknown run, the rate limit)
+        if not call.ok and alone and limit is not None and 1 <= limit <= maximum:
+            yield Verdict.failed(
+                PAGES, exchange,
+                f"{call.operation} refused limit {limit}, within the seed's range 1..{maximum}",
+            )  # fmt: skip
+            return
         if not call.ok:
             if asked is not None and alone and (limit is None or not 1 <= limit <= maximum):
                 held = readings.hold(

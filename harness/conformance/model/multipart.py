@@ -8,7 +8,6 @@ hand-written scanner.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from email.message import Message
 from email.parser import BytesParser
 from email.policy import HTTP
 
@@ -35,8 +34,6 @@ def form_parts(content_type: str, body: bytes) -> list[Part] | None:
         return None
     parts = []
     for part in message.iter_parts():
-        if not isinstance(part, Message):
-            continue
         name = part.get_param("name", header="content-disposition")
         if not isinstance(name, str):
             continue

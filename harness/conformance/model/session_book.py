@@ -67,6 +67,12 @@ STAMPS = model_rule(
     "produced, and once shown neither changes or disappears",
     edge="a session seen with both stamps and then ended",
 )  # fmt: skip
+UNCHANGED = model_rule(
+    "session_unchanged", "RES-SESS-1", "RES-SESS-7", "RES-TRN-1",
+    description="wherever a session appears (a read, an end, a list) it answers the avatar, "
+    "quality, metadata, transport and timeouts it was created with",
+    edge="a session the run made, read again and listed",
+)  # fmt: skip
 STARTUP = model_rule(
     "startup_timeout", "SES-ST-2",
     description="no session waits queued past the start-up timeout: it is placed, or failed "
@@ -151,6 +157,8 @@ class SessionFacts:
     failed_rules: set[str] = field(default_factory=set)
     #: started_at and first_frame_at as first shown.
     stamps: dict[str, str] = field(default_factory=dict)
+    #: What the session was created with, as its create answered (it never changes).
+    fixed: dict[str, Any] = field(default_factory=dict)
 
     @property
     def last(self) -> str | None:
@@ -214,6 +222,18 @@ class SessionBook:
         if facts.sent is None:
             facts.sent, facts.created = sent, at
             facts.role, facts.org = role, org
+            transport = resource.get("transport")
+            facts.fixed = {
+                name: resource.get(name)
+                for name in ("avatar_id", "quality", "metadata", "idle_timeout_seconds",
+                             "max_duration_seconds", "created_at")
+                if name in resource
+            }  # fmt: skip
+            if isinstance(transport, dict):
+                facts.fixed.update({
+                    f"transport.{name}": transport[name]
+                    for name in ("type", "url", "room_name") if name in transport
+                })  # fmt: skip
         idle, limit = resource.get("idle_timeout_seconds"), resource.get("max_duration_seconds")
         facts.idle = idle if isinstance(idle, int) and not isinstance(idle, bool) else None
         facts.max_duration = (
@@ -255,6 +275,23 @@ class SessionBook:
             facts.ending_at = at
         yield from self._timers(facts, status, resource, at, exchange)
         yield from self._stamps(facts, status, resource, exchange)
+        yield from self._unchanged(facts, resource, exchange)
+
+    def _unchanged(
+        self, facts: SessionFacts, resource: dict[str, Any], exchange: Exchange
+    ) -> Iterator[Verdict]:
+        """Wherever a session appears it answers what it was created with."""
+        transport = resource.get("transport")
+        for name, value in facts.fixed.items():
+            holder = transport if name.startswith("transport.") else resource
+            key = name.removeprefix("transport.")
+            if not isinstance(holder, dict) or key not in holder or holder[key] == value:
+                continue
+            yield self._fail(
+                facts, UNCHANGED, exchange,
+                f"session {facts.id} answers {name} {holder[key]!r}, created as {value!r}",
+            )  # fmt: skip
+            return
 
     # -- session_stamps ----------------------------------------------------------------------
 
@@ -276,11 +313,11 @@ class SessionBook:
             )  # fmt: skip
             return
         for name in names[1:]:
-            value, shown = resource.get(name), facts.stamps.get(name)
-            if shown is not None and value != shown:
+            value, before = resource.get(name), facts.stamps.get(name)
+            if before is not None and value != before:
                 yield self._fail(
                     facts, STAMPS, exchange,
-                    f"session {facts.id} showed {name} {shown} and now {value!r}: it is set "
+                    f"session {facts.id} showed {name} {before} and now {value!r}: it is set "
                     "once, by its event",
                 )  # fmt: skip
                 return

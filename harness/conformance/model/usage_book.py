@@ -58,6 +58,8 @@ class Expected:
     seconds_by_quality: Mapping[str, int] = field(default_factory=dict)
     sessions: int = 0
     charges_by_model: Mapping[str, float] = field(default_factory=dict)
+    #: Sessions made that contributed no usage (canceled before they ran): they must not count.
+    unbilled: int = 0
 
 
 @dataclass
@@ -166,7 +168,8 @@ class UsageBook:
             yield Verdict.failed(
                 ACCOUNTING, exchange,
                 f"usage for one window fell between two reads: {fell}"
-                + (" (a run was deleted between them)" if deletions_before != self.deletions else ""),
+                + (" (a run was deleted between them)" if deletions_before != self.deletions
+                   else ""),
             )  # fmt: skip
             return
         yield Verdict.passed(
@@ -193,6 +196,12 @@ class UsageBook:
         if _rise(before, after, "sessions") < made.sessions:
             short.append(
                 f"sessions rose {_rise(before, after, 'sessions'):g} for {made.sessions} billed"
+            )
+        elif made.unbilled and _rise(before, after, "sessions") > made.sessions:
+            short.append(
+                f"sessions rose {_rise(before, after, 'sessions'):g} although only "
+                f"{made.sessions} of the {made.sessions + made.unbilled} sessions made "
+                "contributed usage (the others were canceled before they ran)"
             )
         for quality, billed in made.seconds_by_quality.items():
             rose = _rise(before, after, "by_quality", quality)
