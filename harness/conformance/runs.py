@@ -17,6 +17,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import httpx
+
 from harness.conformance.checks import (
     LATE,
     Incomplete,
@@ -249,6 +251,26 @@ def asset_probe(ctx: Context) -> None:
     """An asset of the organization (listed, or made by a run of a model with media outputs),
     and its content downloaded (the model judges the content)."""
     asset = an_asset(ctx)
-    ctx.proves(
-        ctx.target.request("GET", f"/v1/assets/{asset['id']}/content", operation="getAssetContent")
+    content = ctx.target.request(
+        "GET", f"/v1/assets/{asset['id']}/content", operation="getAssetContent"
     )
+    ctx.proves(content)
+    link = _only_link(content.json()) if is_success(content) else None
+    if link is not None and ctx.model is not None:
+        # The content behind a link the answer gives (the content's shape is a gap): fetched
+        # as a customer's browser would, without the key.
+        with httpx.Client(timeout=20.0) as client:
+            fetched = client.get(link)
+        if fetched.status_code == 200:
+            for verdict in ctx.model.asset_bytes(str(asset["id"]), len(fetched.content), content):
+                ctx.record(verdict)
+
+
+def _only_link(body: Any) -> str | None:
+    """The one absolute http(s) URL a JSON answer holds, if it holds exactly one."""
+    if not isinstance(body, dict):
+        return None
+    links = [
+        v for v in body.values() if isinstance(v, str) and v.startswith(("http://", "https://"))
+    ]
+    return links[0] if len(links) == 1 else None

@@ -233,6 +233,6 @@ def test_by_url_the_machine_holds_the_target_to_the_conformance_model() -> None:
         machine = SessionMachine.at_url(
             deployment.base_url, api_keys=[key], org_cap=5, time_factor=0.05
         )
-        with pytest.raises(AssertionError, match="conformance model of the seed found: "
-                           "session_stamps"):  # fmt: skip
+        found = "conformance model of the seed found: session_(create|stamps)"
+        with pytest.raises(AssertionError, match=found):
             machine.run(max_examples=3, steps=5, database=None)

@@ -16,6 +16,7 @@ scripts, with reads that are themselves observed.
 
 from __future__ import annotations
 
+import base64
 import functools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -90,6 +91,8 @@ class SeedModel:
     nonces: dict[str, set[str]] = field(default_factory=dict)
     #: An asset's file size as a run's output item named it (its ``file.file_size``).
     file_sizes: dict[str, int] = field(default_factory=dict)
+    #: An asset's byte_size as the organization's list gave it.
+    byte_sizes: dict[str, int] = field(default_factory=dict)
     suspects: list[cap_rules.CapCheck] = field(default_factory=list)
     can_start_session: bool | None = None
     #: How many exchanges the model has observed (the order of observations).
@@ -494,12 +497,30 @@ class SeedModel:
             elif call.ok and not call.exchange.body:
                 yield Verdict.failed(ASSETS, call.exchange, f"asset {asset_id}'s content is empty")
             elif call.ok:
-                yield Verdict.passed(ASSETS, call.exchange)
+                yield Verdict.passed(ASSETS, call.exchange, edge=False)
+                size = inline_size(call.exchange)
+                if size is not None:
+                    yield from self.asset_bytes(asset_id, size, call.exchange)
+
+    def asset_bytes(self, asset_id: str, size: int, exchange: Exchange) -> list[Verdict]:
+        """The asset's content, downloaded, is ``size`` bytes: its byte_size says so."""
+        listed = self.byte_sizes.get(asset_id)
+        if listed is None:
+            return []
+        if listed != size:
+            return [Verdict.failed(
+                ASSETS, exchange,
+                f"asset {asset_id} lists byte_size {listed}, and its content is {size} bytes",
+            )]  # fmt: skip
+        return [Verdict.passed(ASSETS, exchange, edge=True)]
 
     def _asset_size(
         self, asset_id: str, asset: dict[str, Any], exchange: Exchange
     ) -> Iterator[Verdict]:
-        size, listed = self.file_sizes.get(asset_id), asset.get("byte_size")
+        listed = asset.get("byte_size")
+        if isinstance(listed, int) and not isinstance(listed, bool):
+            self.byte_sizes[asset_id] = listed
+        size = self.file_sizes.get(asset_id)
         if size is None or not isinstance(listed, int) or isinstance(listed, bool):
             return
         if listed != size:
@@ -528,6 +549,23 @@ class SeedModel:
             value = call.answer.get("can_start_session")
             self.can_start_session = value if isinstance(value, bool) else None
         return iter(())
+
+
+def inline_size(exchange: Exchange) -> int | None:
+    """The size of an asset's content as its answer carries it: the body itself when it is no
+    JSON, or JSON that says it holds the bytes as base64 (``encoding``, ``data``); ``None`` when
+    the content is elsewhere (a link) or its form is not one of those (the shape is a gap)."""
+    content_type = exchange.headers.get("content-type", "")
+    if "json" not in content_type.lower():
+        return len(exchange.body)
+    body = exchange.json()
+    data = body.get("data") if isinstance(body, dict) else None
+    if isinstance(body, dict) and body.get("encoding") == "base64" and isinstance(data, str):
+        try:
+            return len(base64.b64decode(data, validate=True))
+        except ValueError:
+            return None
+    return None
 
 
 def _as(status_of: Callable[[str, str], str | None], session_id: str, *, role: str) -> str | None:

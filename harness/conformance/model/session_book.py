@@ -282,16 +282,21 @@ class SessionBook:
     ) -> Iterator[Verdict]:
         """Wherever a session appears it answers what it was created with."""
         transport = resource.get("transport")
+        compared = False
         for name, value in facts.fixed.items():
             holder = transport if name.startswith("transport.") else resource
             key = name.removeprefix("transport.")
-            if not isinstance(holder, dict) or key not in holder or holder[key] == value:
+            if not isinstance(holder, dict) or key not in holder:
                 continue
-            yield self._fail(
-                facts, UNCHANGED, exchange,
-                f"session {facts.id} answers {name} {holder[key]!r}, created as {value!r}",
-            )  # fmt: skip
-            return
+            compared = True
+            if holder[key] != value:
+                yield self._fail(
+                    facts, UNCHANGED, exchange,
+                    f"session {facts.id} answers {name} {holder[key]!r}, created as {value!r}",
+                )  # fmt: skip
+                return
+        if compared and len(facts.statuses) > 1:
+            yield Verdict.passed(UNCHANGED, exchange, edge=True)
 
     # -- session_stamps ----------------------------------------------------------------------
 
