@@ -145,7 +145,13 @@ def run_events(ctx: Context) -> None:
     for limit in (SEED.page_min, SEED.run_events_page_max, 0, SEED.run_events_page_max + 1):
         ctx.proves(ctx.target.request("GET", path, params={"limit": limit}))
     # A walk of a page at a time through next_cursor, as the conventions name the offset
-    # (judged once the target shows that starting_after moves its pages).
+    # (judged once the target shows that starting_after moves its pages: asked to start after
+    # the first page's last event, it answers other events).
+    first = ctx.target.request("GET", path, params={"limit": SEED.page_min}).json()
+    events = first.get("data") if isinstance(first, dict) else None
+    last = events[-1].get("sequence") if isinstance(events, list) and events else None
+    if isinstance(last, int):
+        ctx.target.request("GET", path, params={"limit": SEED.page_min, "starting_after": last})
     params: dict[str, Any] = {"limit": SEED.page_min}
     for _ in range(3):
         body = ctx.target.request("GET", path, params=params).json()

@@ -51,8 +51,6 @@ UNREACHABLE: dict[str, str] = {
 UNREACHABLE_UNDER: dict[tuple[str, str], str] = {
     ("cancel_allowed_with_read_scope", "b"): "the cancel path is not shown, and reading b puts it "
     "at POST /v1/runs/{id}:cancel, where the run does not look",
-    ("run_events_next_page_repeats", "b"): "the run events' offset parameter is not shown, and "
-    "reading b names it offset, not the conventions' starting_after",
 }
 
 
