@@ -102,6 +102,15 @@ def _further(seen: str, answer: dict[str, Any]) -> str:
     return max(seen, shown, key=_PROGRESS.index)
 
 
+def _mentions_timer(value: Any) -> bool:
+    """Whether a failed session's error names one of the timers (its code, in any shape)."""
+    if isinstance(value, str):
+        return "max_duration" in value or "idle_timeout" in value
+    if isinstance(value, dict):
+        return any(_mentions_timer(v) for k, v in value.items() if k != "message")
+    return False
+
+
 def _names(value: Any, word: str) -> bool:
     """Whether ``word`` is a string somewhere in ``value`` (an error's shape is a gap)."""
     if isinstance(value, str):
@@ -464,6 +473,13 @@ class SessionBook:
             unplaced = [t for t, s, _ in facts.statuses if s in _UNPLACED]
             waited = max(unplaced, default=facts.created) - facts.created
             yield Verdict.passed(STARTUP, exchange, edge=waited >= startup - STARTUP_SLACK)
+        error = resource.get("error")
+        if status == "failed" and _mentions_timer(error):
+            yield self._fail(
+                facts, TIMERS, exchange,
+                f"session {facts.id} failed with error {error!r}: a timer ended it, and the "
+                "seed's rows end a session by its max duration or idle timeout as ended",
+            )  # fmt: skip
         if (
             status == "ending"
             and facts.ending_at is not None
