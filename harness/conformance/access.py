@@ -13,6 +13,7 @@ import re
 import uuid
 from typing import Any
 
+from harness.conformance.answers import expect_status, is_success
 from harness.conformance.checks import (
     LATE,
     BeyondTime,
@@ -20,7 +21,7 @@ from harness.conformance.checks import (
     NotChecked,
     scenario_check,
 )
-from harness.conformance.context import Context, expect_status, is_success
+from harness.conformance.context import Context
 from harness.conformance.listing import walk
 from harness.conformance.model.keys import FABRICATED_KEY
 from harness.conformance.seed import SEED

@@ -17,8 +17,9 @@ from typing import Any
 
 from PIL import Image, ImageDraw
 
+from harness.conformance.answers import expect_status, is_success
 from harness.conformance.checks import LATE, CheckFailed, Incomplete, scenario_check
-from harness.conformance.context import Context, expect_status, is_success
+from harness.conformance.context import Context
 from harness.conformance.listing import walk
 from harness.conformance.model.avatar_book import FITTING_BOUND
 from harness.conformance.seed import SEED

@@ -19,12 +19,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from harness.conformance.answers import expect_status, is_success
 from harness.conformance.checks import LATE, scenario_check
-from harness.conformance.context import TERMINAL, Context, expect_status, is_success
+from harness.conformance.context import Context
 from harness.conformance.model.usage_book import FAR_FUTURE, Expected
 from harness.conformance.runs import usage_now
 from harness.conformance.seed import SEED
 from harness.conformance.target import Exchange
+from harness.conformance.watch import TERMINAL
 
 __all__: list[str] = []
 

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 from harness.conformance import runner
 from harness.conformance.clock import QuickClock, RealClock, TargetClock, tqdm_display
-from harness.conformance.context import Inputs
+from harness.conformance.inputs import Inputs
 from harness.conformance.target import Credentials, Target, TargetUnreachable
 
 __all__ = ["add_arguments", "run"]

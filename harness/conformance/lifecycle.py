@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from harness.conformance.answers import expect_status, is_success, refusal_code
 from harness.conformance.checks import (
     LATE,
     CheckFailed,
@@ -27,18 +28,12 @@ from harness.conformance.checks import (
     NotApplicable,
     scenario_check,
 )
-from harness.conformance.context import (
-    TERMINAL,
-    Context,
-    expect_status,
-    is_success,
-    refusal_code,
-)
+from harness.conformance.context import Context
 from harness.conformance.listing import walk
 from harness.conformance.model.session_book import DRAIN_BOUND, TIMER_SLACK
 from harness.conformance.seed import SEED
 from harness.conformance.target import Exchange
-from harness.conformance.watch import mentions
+from harness.conformance.watch import TERMINAL, mentions
 
 __all__: list[str] = []
 

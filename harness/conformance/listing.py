@@ -20,8 +20,9 @@ from typing import Any
 
 from PIL import Image
 
+from harness.conformance.answers import expect_status, is_success
 from harness.conformance.checks import LATE, CheckFailed, NotChecked, envelope_of, scenario_check
-from harness.conformance.context import Context, expect_status, is_success
+from harness.conformance.context import Context
 from harness.conformance.pacing import retry_hint
 from harness.conformance.seed import SEED
 from harness.conformance.target import Exchange, Target

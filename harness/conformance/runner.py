@@ -51,9 +51,10 @@ from harness.conformance.checks import (
     NotChecked,
 )
 from harness.conformance.clock import TargetClock
-from harness.conformance.context import Context, Inputs
+from harness.conformance.context import Context
 from harness.conformance.coverage import coverage_of
 from harness.conformance.fuzz import fuzz
+from harness.conformance.inputs import Inputs
 from harness.conformance.model import SeedModel, Verdict
 from harness.conformance.report import (
     BODIES_DIR,

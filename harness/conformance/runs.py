@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from harness.conformance.answers import expect_status, is_success
 from harness.conformance.checks import (
     LATE,
     Incomplete,
@@ -26,7 +27,8 @@ from harness.conformance.checks import (
     envelope_of,
     scenario_check,
 )
-from harness.conformance.context import Context, RunPlan, expect_status, is_success
+from harness.conformance.context import Context
+from harness.conformance.inputs import RunPlan
 from harness.conformance.listing import walk
 from harness.conformance.model import Verdict
 from harness.conformance.seed import SEED
@@ -268,7 +270,9 @@ def asset_probe(ctx: Context) -> None:
         with httpx.Client(timeout=20.0) as client:
             fetched = client.get(link)
         if fetched.status_code == 200:
-            for verdict in ctx.model.asset_bytes(str(asset["id"]), len(fetched.content), content):
+            for verdict in ctx.model.assets.downloaded(
+                str(asset["id"]), len(fetched.content), content
+            ):
                 ctx.record(verdict)
 
 

@@ -15,6 +15,7 @@ import json
 import uuid
 from typing import Any
 
+from harness.conformance.answers import expect_status, is_success, refusal_code
 from harness.conformance.checks import (
     CheckFailed,
     Incomplete,
@@ -22,15 +23,10 @@ from harness.conformance.checks import (
     is_rate_limited,
     scenario_check,
 )
-from harness.conformance.context import (
-    TERMINAL,
-    Context,
-    expect_status,
-    is_success,
-    refusal_code,
-)
+from harness.conformance.context import Context
 from harness.conformance.seed import SEED
 from harness.conformance.target import Exchange
+from harness.conformance.watch import TERMINAL
 
 __all__: list[str] = []
 

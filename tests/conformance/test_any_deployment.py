@@ -24,7 +24,7 @@ import pytest
 
 from harness.conformance.checks import CHECKS
 from harness.conformance.clock import RealClock
-from harness.conformance.context import Inputs
+from harness.conformance.inputs import Inputs
 from harness.conformance.report import Report
 from harness.conformance.runner import RunOptions, run
 from harness.conformance.target import Credentials, Target

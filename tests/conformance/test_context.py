@@ -12,7 +12,8 @@ import pytest
 
 from harness.conformance.checks import Incomplete
 from harness.conformance.clock import QuickClock, RealClock, line_display
-from harness.conformance.context import Context, Inputs
+from harness.conformance.context import Context
+from harness.conformance.inputs import Inputs
 from harness.conformance.instances import minimal_instance
 from harness.conformance.pacing import KeyPacer, retry_hint
 from harness.conformance.runner import RunOptions, run

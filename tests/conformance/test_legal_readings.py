@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from harness.conformance.context import DEFAULT_TRANSPORT
+from harness.conformance.inputs import DEFAULT_TRANSPORT
 from harness.conformance.target import Exchange
 from tests.conformance.edits import Edits
 from tests.conformance.gap_variant import GapChoice, combined

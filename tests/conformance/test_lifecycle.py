@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.conformance.model.session_book import END_RULES, TERMINAL, SessionBook
+from harness.conformance.model.session_book import END_RULES, SessionBook
+from harness.conformance.model.session_facts import TERMINAL
 from harness.conformance.report import Report
 from harness.conformance.runner import RunOptions, run
 from harness.conformance.target import Exchange

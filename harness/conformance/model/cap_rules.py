@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from harness.conformance.model.rules import Verdict, model_rule
-from harness.conformance.model.session_book import TERMINAL, SessionBook, SessionFacts
+from harness.conformance.model.session_book import SessionBook
+from harness.conformance.model.session_facts import TERMINAL, SessionFacts
 from harness.conformance.target import Exchange
 
 __all__ = ["CAPS", "CapCheck", "acceptance_suspects", "refusal_suspect"]

@@ -16,7 +16,6 @@ scripts, with reads that are themselves observed.
 
 from __future__ import annotations
 
-import base64
 import functools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -24,47 +23,26 @@ from typing import Any
 
 from harness.conformance.model import access_rules, cap_rules, create_rules
 from harness.conformance.model.access_rules import Ownership
+from harness.conformance.model.asset_book import AssetBook
 from harness.conformance.model.avatar_book import AvatarBook
 from harness.conformance.model.calls import Call, call_of
 from harness.conformance.model.idempotency_table import IdempotencyTable
 from harness.conformance.model.keys import Caller, KeyRing, Org
 from harness.conformance.model.list_book import LISTED, ListBook
 from harness.conformance.model.multipart import form_parts, is_portrait
-from harness.conformance.model.rate_book import Attempt, Outcome, RateBook
+from harness.conformance.model.nonces import Nonces
+from harness.conformance.model.rate_book import Attempt, Outcome, RateBook, declared_reset
 from harness.conformance.model.readings import Readings
-from harness.conformance.model.rules import Verdict, model_rule
+from harness.conformance.model.rules import Verdict
 from harness.conformance.model.run_book import RunBook
 from harness.conformance.model.session_book import SessionBook
 from harness.conformance.model.usage_book import UsageBook
 from harness.conformance.responses import resources_in
 from harness.conformance.target import Credentials, Exchange
 
-__all__ = ["NONCE", "ONCE", "SeedModel"]
-
-#: The metadata key whose value names one create request: every listed resource carrying it
-#: must be the one that request was answered.
-NONCE = "conformance_nonce"
-
-ONCE = model_rule(
-    "creates_answered_once", "LIM-5", "EP-SESS-4", "EP-SESS-5",
-    description="a create makes at most the one resource it answers: a replay or a refused "
-    "create makes none that a list later shows",
-    edge="a list walked after replays and refused creates",
-)  # fmt: skip
-ASSETS = model_rule(
-    "asset_content", "EP-ASSET-1", "RES-ASSET-1",
-    description="the content of an asset the organization lists can be downloaded, and is "
-    "not empty; its byte_size is the size of the file a run's output names it by",
-    edge="the content of an asset a run of this organization made",
-)  # fmt: skip
+__all__ = ["SeedModel"]
 
 _MEDIA = frozenset({"audio", "image", "video"})
-
-
-def _nonce(resource: dict[str, Any]) -> str | None:
-    metadata = resource.get("metadata")
-    value = metadata.get(NONCE) if isinstance(metadata, dict) else None
-    return value if isinstance(value, str) else None
 
 
 @dataclass
@@ -88,11 +66,8 @@ class SeedModel:
     runs: RunBook = field(default_factory=RunBook)
     usage: UsageBook = field(default_factory=UsageBook)
     media_models: dict[str, bool] = field(default_factory=dict)
-    nonces: dict[str, set[str]] = field(default_factory=dict)
-    #: An asset's file size as a run's output item named it (its ``file.file_size``).
-    file_sizes: dict[str, int] = field(default_factory=dict)
-    #: An asset's byte_size as the organization's list gave it.
-    byte_sizes: dict[str, int] = field(default_factory=dict)
+    nonces: Nonces = field(default_factory=Nonces)
+    assets: AssetBook = field(default_factory=AssetBook)
     suspects: list[cap_rules.CapCheck] = field(default_factory=list)
     can_start_session: bool | None = None
     #: How many exchanges the model has observed (the order of observations).
@@ -157,7 +132,7 @@ class SeedModel:
             else "limited" if call.status == 429 and call.error_type == "rate_limit"
             else "other"
         )  # fmt: skip
-        reset = _declared_reset(call.exchange, at)
+        reset = declared_reset(call.exchange, at)
         yield from self.rates.record(
             role, Attempt(sent, at, outcome, replay, reset), call.exchange, counted=True
         )
@@ -220,9 +195,7 @@ class SeedModel:
             self.sessions.created(session, org=org, role=role, sent=sent, at=at)
             self.ownership.claim(session_id, org)
             self.lists.add(("listSessions", org), session_id)
-        nonce = _nonce(call.body) if isinstance(call.body, dict) else None
-        if nonce is not None:
-            self.nonces.setdefault(nonce, set()).add(session_id)
+        self.nonces.made(call.body, session_id)
 
     def _refused_session(
         self, call: Call, caller: Caller, reading: create_rules.Reading, sent: float
@@ -315,22 +288,7 @@ class SeedModel:
             if owner is None:
                 self.ownership.claim(session_id, org)
             yield from self.sessions.seen(session, at, call.exchange, org=org, order=self.order)
-            yield from self._answered_once(session, call.exchange)
-
-    def _answered_once(self, resource: dict[str, Any], exchange: Exchange) -> Iterator[Verdict]:
-        nonce = _nonce(resource)
-        if nonce is None:
-            return
-        answered = self.nonces.get(nonce, set())
-        if resource.get("id") not in answered:
-            yield Verdict.failed(
-                ONCE, exchange,
-                f"{resource.get('id')} carries the nonce of a create this run sent, which was "
-                + (f"answered {sorted(answered)[0]}" if answered else "refused")
-                + ": that create made a resource it did not answer",
-            )  # fmt: skip
-        else:
-            yield Verdict.passed(ONCE, exchange)
+            yield from self.nonces.judge(session, call.exchange)
 
     # -- suspicions -------------------------------------------------------------------------
 
@@ -429,21 +387,17 @@ class SeedModel:
         if isinstance(run_id, str):
             self.ownership.claim(run_id, org)
             self.lists.add(("listRuns", org), run_id)
-            nonce = _nonce(call.body) if isinstance(call.body, dict) else None
-            if nonce is not None:
-                self.nonces.setdefault(nonce, set()).add(run_id)
+            self.nonces.made(call.body, run_id)
         self._claim_assets(call.answer, org)
         yield from self.runs.created(model, call.answer, call.exchange)
 
     def _claim_assets(self, run: dict[str, Any], org: Org) -> None:
-        for output in run.get("outputs") or [] if isinstance(run.get("outputs"), list) else []:
+        outputs = run.get("outputs")
+        for output in outputs if isinstance(outputs, list) else []:
             asset = output.get("asset_id") if isinstance(output, dict) else None
             if isinstance(asset, str):
                 self.ownership.claim(asset, org)
-                file = output.get("file")
-                size = file.get("file_size") if isinstance(file, dict) else None
-                if isinstance(size, int) and not isinstance(size, bool):
-                    self.file_sizes[asset] = size
+                self.assets.output_named(output)
 
     def _runs_seen(self, call: Call, caller: Caller, sent: float, at: float) -> Iterator[Verdict]:
         org = _org(caller)
@@ -475,7 +429,7 @@ class SeedModel:
                 self.ownership.claim(found, org)
             self._claim_assets(run, org)
             yield from self.runs.seen(run, call.exchange)
-            yield from self._answered_once(run, call.exchange)
+            yield from self.nonces.judge(run, call.exchange)
 
     def _assets(self, call: Call, caller: Caller, sent: float, at: float) -> Iterator[Verdict]:
         org = _org(caller)
@@ -484,53 +438,12 @@ class SeedModel:
                 found = asset.get("id")
                 if isinstance(found, str) and not self.ownership.foreign(found, org):
                     self.ownership.claim(found, org)
-                    yield from self._asset_size(found, asset, call.exchange)
+                    yield from self.assets.listed(found, asset, call.exchange)
             yield from self._page(call, caller)
             return
         asset_id = call.params.get("asset_id", "")
         if call.operation == "getAssetContent" and self.ownership.owner.get(asset_id) == org:
-            if not call.ok and call.status not in (429, 503):
-                yield Verdict.failed(
-                    ASSETS, call.exchange,
-                    f"the content of the organization's asset {asset_id} answered {call.status}",
-                )  # fmt: skip
-            elif call.ok and not call.exchange.body:
-                yield Verdict.failed(ASSETS, call.exchange, f"asset {asset_id}'s content is empty")
-            elif call.ok:
-                yield Verdict.passed(ASSETS, call.exchange, edge=False)
-                size = inline_size(call.exchange)
-                if size is not None:
-                    yield from self.asset_bytes(asset_id, size, call.exchange)
-
-    def asset_bytes(self, asset_id: str, size: int, exchange: Exchange) -> list[Verdict]:
-        """The asset's content, downloaded, is ``size`` bytes: its byte_size says so."""
-        listed = self.byte_sizes.get(asset_id)
-        if listed is None:
-            return []
-        if listed != size:
-            return [Verdict.failed(
-                ASSETS, exchange,
-                f"asset {asset_id} lists byte_size {listed}, and its content is {size} bytes",
-            )]  # fmt: skip
-        return [Verdict.passed(ASSETS, exchange, edge=True)]
-
-    def _asset_size(
-        self, asset_id: str, asset: dict[str, Any], exchange: Exchange
-    ) -> Iterator[Verdict]:
-        listed = asset.get("byte_size")
-        if isinstance(listed, int) and not isinstance(listed, bool):
-            self.byte_sizes[asset_id] = listed
-        size = self.file_sizes.get(asset_id)
-        if size is None or not isinstance(listed, int) or isinstance(listed, bool):
-            return
-        if listed != size:
-            yield Verdict.failed(
-                ASSETS, exchange,
-                f"asset {asset_id} lists byte_size {listed}, but the run output naming it gave "
-                f"its file {size} bytes",
-            )  # fmt: skip
-        else:
-            yield Verdict.passed(ASSETS, exchange, edge=False)
+            yield from self.assets.content(asset_id, call)
 
     # -- catalog, usage, quota -------------------------------------------------------------
 
@@ -551,37 +464,8 @@ class SeedModel:
         return iter(())
 
 
-def inline_size(exchange: Exchange) -> int | None:
-    """The size of an asset's content as its answer carries it: the body itself when it is no
-    JSON, or JSON that says it holds the bytes as base64 (``encoding``, ``data``); ``None`` when
-    the content is elsewhere (a link) or its form is not one of those (the shape is a gap)."""
-    content_type = exchange.headers.get("content-type", "")
-    if "json" not in content_type.lower():
-        return len(exchange.body)
-    body = exchange.json()
-    data = body.get("data") if isinstance(body, dict) else None
-    if isinstance(body, dict) and body.get("encoding") == "base64" and isinstance(data, str):
-        try:
-            return len(base64.b64decode(data, validate=True))
-        except ValueError:
-            return None
-    return None
-
-
 def _as(status_of: Callable[[str, str], str | None], session_id: str, *, role: str) -> str | None:
     return status_of(session_id, role)
-
-
-def _declared_reset(exchange: Exchange, at: float) -> float | None:
-    """When the answer says the rate limit resets, on the run's clock: ``X-RateLimit-Reset`` as
-    seconds from now (added to ``at``) or as an absolute time (kept as it is: only differences
-    between two answers are read)."""
-    raw = (exchange.headers.get("x-ratelimit-reset") or "").split(",")[0].split(";")[0].strip()
-    try:
-        value = float(raw)
-    except ValueError:
-        return None
-    return value if value >= 1_000_000_000 else at + value
 
 
 def _org(caller: Caller) -> Org:

@@ -36,7 +36,7 @@ from harness.conformance.model.rules import Verdict, model_rule
 from harness.conformance.seed import SEED
 from harness.conformance.target import Exchange
 
-__all__ = ["RATE", "RATE_SLACK", "Attempt", "RateBook"]
+__all__ = ["RATE", "RATE_SLACK", "Attempt", "RateBook", "declared_reset"]
 
 RATE = model_rule(
     "create_rate_limit", "LIM-3", "EP-SESS-5",
@@ -191,3 +191,15 @@ class RateBook:
                     f"{math.floor((span + RATE_SLACK) / WINDOW) + 2} windows",
                 )  # fmt: skip
                 return
+
+
+def declared_reset(exchange: Exchange, at: float) -> float | None:
+    """When the answer says the rate limit resets, on the run's clock: ``X-RateLimit-Reset`` as
+    seconds from now (added to ``at``) or as an absolute time (kept as it is: only differences
+    between two answers are read)."""
+    raw = (exchange.headers.get("x-ratelimit-reset") or "").split(",")[0].split(";")[0].strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        return None
+    return value if value >= 1_000_000_000 else at + value

@@ -28,7 +28,8 @@ from typing import Any
 
 from harness.conformance.model.keys import Org
 from harness.conformance.model.rules import Verdict, model_rule
-from harness.conformance.responses import utc_instant
+from harness.conformance.model.session_facts import TERMINAL, SessionFacts, fail_once
+from harness.conformance.model.session_stamps import judge_stamps, judge_unchanged
 from harness.conformance.seed import SEED
 from harness.conformance.target import Exchange
 
@@ -43,7 +44,6 @@ __all__ = [
     "SessionFacts",
 ]
 
-TERMINAL = frozenset({"ended", "failed", "canceled"})
 _PLACED = frozenset({"starting", "running", "ending"})
 _UNPLACED = frozenset({"created", "queued"})
 
@@ -59,19 +59,6 @@ TRANSITIONS = model_rule(
     description="end answers a row of the seed's table for how far the session had got; "
     "canceled comes only from the owner's end; ending leads only to ended",
     edge="end sent to a running session and to a queued one",
-)  # fmt: skip
-STAMPS = model_rule(
-    "session_stamps", "RES-SESS-4",
-    description="started_at and first_frame_at follow created_at in the order of their "
-    "events, first_frame_at never while the session is queued but always once a frame was "
-    "produced, and once shown neither changes or disappears",
-    edge="a session seen with both stamps and then ended",
-)  # fmt: skip
-UNCHANGED = model_rule(
-    "session_unchanged", "RES-SESS-1", "RES-SESS-7", "RES-TRN-1",
-    description="wherever a session appears (a read, an end, a list) it answers the avatar, "
-    "quality, metadata, transport and timeouts it was created with",
-    edge="a session the run made, read again and listed",
 )  # fmt: skip
 STARTUP = model_rule(
     "startup_timeout", "SES-ST-2",
@@ -141,53 +128,6 @@ END_RULES: tuple[EndRule, ...] = (
     EndRule("placed", frozenset({"canceled", "ending", "ended"}), "SES-ST-3, SES-ST-4", "a placed"),
     EndRule("not_started", frozenset({"canceled"}), "SES-ST-4", "a not yet started"),
 )  # fmt: skip
-
-
-@dataclass
-class SessionFacts:
-    """One session as the run has seen it (times on the run's clock)."""
-
-    id: str
-    org: Org | None
-    role: str | None
-    #: When the create that made it was sent, and when its answer arrived (``None``: the
-    #: session was first seen in a list or a read, not made by this run).
-    sent: float | None = None
-    created: float | None = None
-    idle: int | None = None
-    max_duration: int | None = None
-    #: (time, status, order) of every observation; ``order`` counts the model's observations,
-    #: so "seen before a request" holds on a clock that did not move between the two.
-    statuses: list[tuple[float, str, int]] = field(default_factory=list)
-    placed_at: float | None = None
-    running_at: float | None = None
-    ending_at: float | None = None
-    ends_sent: list[float] = field(default_factory=list)
-    failed_rules: set[str] = field(default_factory=set)
-    #: started_at and first_frame_at as first shown.
-    stamps: dict[str, str] = field(default_factory=dict)
-    #: What the session was created with, as its create answered (it never changes).
-    fixed: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def last(self) -> str | None:
-        return self.statuses[-1][1] if self.statuses else None
-
-    @property
-    def terminal(self) -> str | None:
-        return next((s for _, s, _ in self.statuses if s in TERMINAL), None)
-
-    @property
-    def ran(self) -> bool:
-        return self.running_at is not None
-
-    def progress(self) -> str:
-        """How far the session had got, for ``END_RULES``."""
-        if self.running_at is not None or self.ending_at is not None:
-            return "ran"
-        if self.placed_at is not None:
-            return "placed"
-        return "not_started"
 
 
 @dataclass
@@ -283,71 +223,8 @@ class SessionBook:
         if facts.ending_at is None and status == "ending":
             facts.ending_at = at
         yield from self._timers(facts, status, resource, at, exchange)
-        yield from self._stamps(facts, status, resource, exchange)
-        yield from self._unchanged(facts, resource, exchange)
-
-    def _unchanged(
-        self, facts: SessionFacts, resource: dict[str, Any], exchange: Exchange
-    ) -> Iterator[Verdict]:
-        """Wherever a session appears it answers what it was created with."""
-        transport = resource.get("transport")
-        compared = False
-        for name, value in facts.fixed.items():
-            holder = transport if name.startswith("transport.") else resource
-            key = name.removeprefix("transport.")
-            if not isinstance(holder, dict) or key not in holder:
-                continue
-            compared = True
-            if holder[key] != value:
-                yield self._fail(
-                    facts, UNCHANGED, exchange,
-                    f"session {facts.id} answers {name} {holder[key]!r}, created as {value!r}",
-                )  # fmt: skip
-                return
-        if compared and len(facts.statuses) > 1:
-            yield Verdict.passed(UNCHANGED, exchange, edge=True)
-
-    # -- session_stamps ----------------------------------------------------------------------
-
-    def _stamps(
-        self, facts: SessionFacts, status: str, resource: dict[str, Any], exchange: Exchange
-    ) -> Iterator[Verdict]:
-        names = ("created_at", "started_at", "first_frame_at")
-        instants = [utc_instant(resource.get(name)) for name in names]
-        known = [instant for instant in instants if instant is not None]
-        if known != sorted(known):
-            shown = ", ".join(f"{n} {resource.get(n)}" for n in names)
-            yield self._fail(facts, STAMPS, exchange, f"session {facts.id}: {shown} out of order")
-            return
-        if status in _UNPLACED and resource.get("first_frame_at") is not None:
-            yield self._fail(
-                facts, STAMPS, exchange,
-                f"session {facts.id} is {status} yet shows first_frame_at (set by the first "
-                "frame, which comes from a worker)",
-            )  # fmt: skip
-            return
-        for name in names[1:]:
-            value, before = resource.get(name), facts.stamps.get(name)
-            if before is not None and value != before:
-                yield self._fail(
-                    facts, STAMPS, exchange,
-                    f"session {facts.id} showed {name} {before} and now {value!r}: it is set "
-                    "once, by its event",
-                )  # fmt: skip
-                return
-            if isinstance(value, str):
-                facts.stamps[name] = value
-        usage = resource.get("usage")
-        frames = usage.get("frames") if isinstance(usage, dict) else None
-        if isinstance(frames, int) and frames > 0 and resource.get("first_frame_at") is None:
-            yield self._fail(
-                facts, STAMPS, exchange,
-                f"session {facts.id} produced {frames} frames but shows no first_frame_at (set "
-                "by session.first_frame, when the first frame is produced)",
-            )  # fmt: skip
-            return
-        if status in TERMINAL and len(facts.stamps) == 2:
-            yield Verdict.passed(STAMPS, exchange, edge=True)
+        yield from judge_stamps(facts, status, resource, exchange)
+        yield from judge_unchanged(facts, resource, exchange)
 
     # -- session_transitions -----------------------------------------------------------------
 
@@ -357,13 +234,13 @@ class SessionBook:
         if before is None or before == status:
             return
         if before == "ending" and status not in ("ended", "failed"):
-            yield self._fail(
+            yield fail_once(
                 facts, TRANSITIONS, exchange,
                 f"session {facts.id} was ending and then showed {status!r}; ending drains to "
                 "ended",
             )  # fmt: skip
         if status == "canceled" and not facts.ends_sent and facts.role is not None:
-            yield self._fail(
+            yield fail_once(
                 facts, TRANSITIONS, exchange,
                 f"session {facts.id} became canceled although its owner never ended it (only "
                 "end cancels a session)",
@@ -381,7 +258,7 @@ class SessionBook:
         before = facts.last
         if before in TERMINAL:
             if status != before:
-                yield self._fail(
+                yield fail_once(
                     facts, TRANSITIONS, exchange,
                     f"end on a {before} session answered {status!r}; a terminal session is "
                     "answered unchanged (SES-ST-5)",
@@ -395,7 +272,7 @@ class SessionBook:
             if reached == "not_started" and _names(error, "no_capacity"):
                 yield Verdict.passed(TRANSITIONS, exchange, edge=False)
                 return  # the start-up timeout failed the job a moment before the end arrived
-            yield self._fail(
+            yield fail_once(
                 facts, TRANSITIONS, exchange,
                 f"end on a session last seen {before!r} answered 'failed' with error {error!r}; "
                 "end never fails a session, and only the start-up timeout (no_capacity) fails "
@@ -407,7 +284,7 @@ class SessionBook:
             before == "running" and status == "ended" and not facts.ends_sent
             and not self._timer_could_fire(facts, sent)
         ):  # fmt: skip
-            yield self._fail(
+            yield fail_once(
                 facts, TRANSITIONS, exchange,
                 f"end on a running session (last seen {before!r}) answered 'ended' at once, "
                 "before any timer could end it; a running session ends through ending "
@@ -415,7 +292,7 @@ class SessionBook:
             )  # fmt: skip
             return
         if status not in rule.outcomes:
-            yield self._fail(
+            yield fail_once(
                 facts, TRANSITIONS, exchange,
                 f"end on {rule.described} session (last seen {before!r}) answered {status!r}; "
                 f"the seed allows {sorted(rule.outcomes)} ({rule.requirement})",
@@ -437,7 +314,7 @@ class SessionBook:
         facts = self.sessions.get(session_id)
         if facts is None or facts.terminal is None or exchange.status in (200, 429, 503):
             return
-        yield self._fail(
+        yield fail_once(
             facts, TRANSITIONS, exchange,
             f"end on the {facts.terminal} session {session_id} answered {exchange.status}; a "
             "terminal session is answered 200, unchanged (SES-ST-5)",
@@ -460,7 +337,7 @@ class SessionBook:
             and facts.created is not None
             and at - facts.created > startup + STARTUP_SLACK
         ):
-            yield self._fail(
+            yield fail_once(
                 facts, STARTUP, exchange,
                 f"session {facts.id} is still {status!r} {at - facts.created:.0f} s after its "
                 f"create was answered; a job not placed within {startup:g} s fails no_capacity "
@@ -475,7 +352,7 @@ class SessionBook:
             yield Verdict.passed(STARTUP, exchange, edge=waited >= startup - STARTUP_SLACK)
         error = resource.get("error")
         if status == "failed" and _mentions_timer(error):
-            yield self._fail(
+            yield fail_once(
                 facts, TIMERS, exchange,
                 f"session {facts.id} failed with error {error!r}: a timer ended it, and the "
                 "seed's rows end a session by its max duration or idle timeout as ended",
@@ -485,7 +362,7 @@ class SessionBook:
             and facts.ending_at is not None
             and at - facts.ending_at > DRAIN_BOUND
         ):
-            yield self._fail(
+            yield fail_once(
                 facts, TIMERS, exchange,
                 f"session {facts.id} is still ending {at - facts.ending_at:.0f} s after it was "
                 f"first seen ending; ending drains to ended (allowed {DRAIN_BOUND:g} s)",
@@ -493,7 +370,7 @@ class SessionBook:
         if status == "running" and facts.running_at is not None and not facts.ends_sent:
             for limit, name in self._limits(facts):
                 if at - facts.running_at > limit + TIMER_SLACK:
-                    yield self._fail(
+                    yield fail_once(
                         facts, TIMERS, exchange,
                         f"session {facts.id} ({name} {limit} s) is still running "
                         f"{at - facts.running_at:.0f} s after it was first seen running",
@@ -502,7 +379,7 @@ class SessionBook:
             limits = [limit for limit, _ in self._limits(facts, audio_known=True)]
             shortest = min(limits, default=None)
             if shortest is not None and at - facts.sent < shortest - TIMER_SLACK:
-                yield self._fail(
+                yield fail_once(
                     facts, TIMERS, exchange,
                     f"session {facts.id} ended {at - facts.sent:.0f} s after its create was "
                     f"sent, before its shortest timer ({shortest} s) could fire, and nobody "
@@ -520,11 +397,3 @@ class SessionBook:
         if facts.idle is not None and (audio_known or not self.audio_may_flow):
             out.append((facts.idle, "idle_timeout_seconds"))
         return out
-
-    @staticmethod
-    def _fail(facts: SessionFacts, rule: str, exchange: Exchange, message: str) -> Verdict:
-        """A failure, reported once per session and rule (a session stuck is one failure)."""
-        if rule in facts.failed_rules:
-            return Verdict.passed(rule, exchange, edge=False)
-        facts.failed_rules.add(rule)
-        return Verdict.failed(rule, exchange, message)
