@@ -407,18 +407,8 @@ def _result(check: Check, options: RunOptions, out: _Outcomes, fuzz_ran: bool) -
         flag = why.flag
     elif isinstance(why, BeyondTime) and outcome == "beyond_time":
         flag = why.how
-    return CheckResult(
-        name=check.name,
-        kind=check.kind,
-        requirements=check.requirements,
-        description=check.description,
-        outcome=outcome,
-        applied=applied,
-        skip_reason=why.reason if why is not None and outcome != "failed" else None,
-        flag=flag,
-        failures=failures,
-        proof=out.proofs.get(check.name) if outcome in ("passed", "failed") else None,
-    )
+    reason = why.reason if why is not None and outcome != "failed" else None
+    return _check_result(check, outcome, applied, reason, failures, out, flag)
 
 
 def _rule_result(
@@ -436,6 +426,20 @@ def _rule_result(
         outcome, reason = "partly", f"never judged at its edge: {check.edge}"
     else:
         outcome, reason = "unreached", f"no exchange of this run came under it ({check.edge})"
+    return _check_result(check, outcome, applied, reason, failures, out)
+
+
+def _check_result(
+    check: Check,
+    outcome: Outcome,
+    applied: int,
+    reason: str | None,
+    failures: tuple[FailureRecord, ...],
+    out: _Outcomes,
+    flag: str | None = None,
+) -> CheckResult:
+    """The report's line for ``check``; a proof is kept for what was judged."""
+    judged = outcome in ("passed", "failed", "partly")
     return CheckResult(
         name=check.name,
         kind=check.kind,
@@ -444,6 +448,7 @@ def _rule_result(
         outcome=outcome,
         applied=applied,
         skip_reason=reason,
+        flag=flag,
         failures=failures,
-        proof=out.proofs.get(check.name) if outcome in ("passed", "failed", "partly") else None,
+        proof=out.proofs.get(check.name) if judged else None,
     )

@@ -25,8 +25,8 @@ DELIBERATE: dict[tuple[str, str], str] = {
     ("avatars", "uploaded_avatar"): "the target refused the upload for credits, rate or load "
     "(402, 429, 503), which the seed lets it do",
     ("clock", "wait"): "--quick: the user asked for no wait",
-    ("context_base", "wait"): "a wait longer than --max-wait, or past the run's or the check's time "
-    "budget: time the user did not give",
+    ("context_base", "wait"): "a wait longer than --max-wait, or past the run's or the check's "
+    "time budget: time the user did not give",
     ("context_base", "_pick_avatar"): "the target lists no ready avatar: --avatar-id names one",
     ("context_creates", "created"): "a refusal the seed allows for what only the user can change: "
     "credits (402), another traffic's sessions holding the organization's cap, no free worker "

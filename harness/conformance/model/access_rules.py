@@ -28,31 +28,11 @@ from harness.conformance.model.rules import Verdict, model_rule
 
 __all__ = ["AUTH", "SCOPES", "TENANTS", "Ownership", "judge_auth", "judge_scopes"]
 
-AUTH = model_rule(
-    "authentication", "AUTH-2", "AUTH-3", "AUTH-6", "EP-MODEL-1",
-    description="every operation but the two public ones answers 401 without a working key "
-    "(missing, malformed, unknown, embed id, revoked) and never 401 with one",
-    edge="each kind of missing key on a protected operation, and a public one without a key",
-)  # fmt: skip
-SCOPES = model_rule(
-    "scopes", "AUTH-4", "AUTH-5",
-    description="runs:read reads runs but may not create or delete; runs:write creates but "
-    "may not read or generate media; refusals are 403 api_key.scope_required",
-    edge="each scoped key on a run read, a text run create and a media run create",
-)  # fmt: skip
-TENANTS = model_rule(
-    "tenant_isolation", "AUTH-7", "EP-SESS-8", "EP-AV-3",
-    description="no key of one organization reads, ends, deletes, lists, replays or starts a "
-    "session with another's resource; refused 403 or 404, one way per operation",
-    edge="another organization's key on each resource and action",
-)  # fmt: skip
+AUTH = model_rule("authentication")
+SCOPES = model_rule("scopes")
+TENANTS = model_rule("tenant_isolation")
 
-OWNER_READS = model_rule(
-    "owner_reads", "EP-SESS-8", "EP-AV-3", "EP-RUN-1", "EP-RUN-2",
-    description="a session, avatar or run of the key's organization is answered to its "
-    "reads (retrieve, status, events)",
-    edge="each kind of resource read by its owner",
-)  # fmt: skip
+OWNER_READS = model_rule("owner_reads")
 
 PUBLIC = frozenset({"getStatus", "listPlans"})
 _PRINTABLE = re.compile(r"[!-~]+")

@@ -19,12 +19,7 @@ from harness.conformance.target import Exchange
 
 __all__ = ["ASSETS", "AssetBook", "inline_size"]
 
-ASSETS = model_rule(
-    "asset_content", "EP-ASSET-1", "RES-ASSET-1",
-    description="the content of an asset the organization lists can be downloaded, and is "
-    "not empty; its byte_size is the size of the file a run's output names it by",
-    edge="the content of an asset a run of this organization made",
-)  # fmt: skip
+ASSETS = model_rule("asset_content")
 
 
 @dataclass

@@ -24,13 +24,7 @@ from harness.conformance.target import Exchange
 
 __all__ = ["AVATARS", "AvatarBook"]
 
-AVATARS = model_rule(
-    "avatars", "EP-AV-1", "AV-ST-1", "RES-AV-1",
-    description="an upload answers processing with its name and is_demo false; no image is "
-    "refused; fitting ends ready or failed for good; a failed avatar starts no session; a "
-    "stock avatar (both organizations see it) is a demo",
-    edge="a failed avatar offered for a session, and a stock avatar seen by both organizations",
-)  # fmt: skip
+AVATARS = model_rule("avatars")
 
 _FITTED = frozenset({"ready", "failed"})
 #: The avatar fields the seed names; a failure reason, whose name it does not show, is another.

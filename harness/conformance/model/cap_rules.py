@@ -26,13 +26,7 @@ from harness.conformance.target import Exchange
 
 __all__ = ["CAPS", "CapCheck", "acceptance_suspects", "refusal_suspect"]
 
-CAPS = model_rule(
-    "concurrency_caps", "LIM-1", "EP-SESS-4",
-    description="a create is refused concurrent_sessions only while a cap is reached, and "
-    "never accepted while the key holds a placed live session",
-    edge="a create on a key holding a placed live session, and one after its only session "
-    "ended",
-)  # fmt: skip
+CAPS = model_rule("concurrency_caps")
 
 #: Statuses that surely hold a slot under every reading of "concurrent": on a worker and not
 #: draining (a cap may count only placed sessions, and a draining one may already be let go).

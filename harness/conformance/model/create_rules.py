@@ -29,14 +29,7 @@ from harness.conformance.target import Exchange
 
 __all__ = ["CREATE", "Problem", "judge_accepted", "problems_of"]
 
-CREATE = model_rule(
-    "session_create", "EP-SESS-1", "EP-SESS-2", "EP-SESS-3", "RES-SESS-3", "RES-SESS-7",
-    "RES-TRN-1", "SES-ST-1", "LIM-6",
-    description="a create the seed refuses is refused (exactly as the seed says where it "
-    "does); one it accepts is refused only for a reason the seed gives; an accepted session "
-    "is queued and echoes its avatar, quality, metadata, transport and effective timeouts",
-    edge="a create at each bound the seed states and one past it",
-)  # fmt: skip
+CREATE = model_rule("session_create")
 
 #: Metadata sizes (compact JSON bytes) the seed's 8 KB surely allows, and surely does not:
 #: a KB may be 1000 or 1024 bytes, and a deployment may measure the JSON with its own spacing

@@ -29,12 +29,7 @@ from harness.conformance.target import Exchange
 
 __all__ = ["IDEMPOTENCY", "IdempotencyTable"]
 
-IDEMPOTENCY = model_rule(
-    "idempotent_replay", "LIM-5", "CONV-7",
-    description="within 24 h the same Idempotency-Key and body answer the original response "
-    "(status, resource, what it was made with); another body answers 409 conflict",
-    edge="a replay of a session and of a run create, and a reused key with another body",
-)  # fmt: skip
+IDEMPOTENCY = model_rule("idempotent_replay")
 
 #: Fields of a created resource that a replay must answer as the original did.
 _FIXED = ("id", "created_at", "avatar_id", "quality", "metadata", "model")

@@ -32,26 +32,9 @@ from harness.conformance.target import Exchange
 
 __all__ = ["ENVELOPE", "LISTED", "PAGES", "WALKS", "ListBook"]
 
-ENVELOPE = model_rule(
-    "list_envelope", "CONV-4", "CONV-5", "EP-RUN-2",
-    description="a page is {object: list, data, has_more, next_cursor}; next_cursor is a "
-    "string (an av_ id for avatars) or, for run events, an integer, and is absent from an "
-    "empty last page",
-    edge="a page with has_more true and an empty last page",
-)  # fmt: skip
-PAGES = model_rule(
-    "page_sizes", "LIM-7", "EP-AV-2",
-    description="a page holds at most what was asked (avatars 20 by default), never more than "
-    "the maximum (100, run events 500); a size outside the range is refused or clamped, one "
-    "way per list",
-    edge="a page size above the maximum on a list holding more than the maximum",
-)  # fmt: skip
-WALKS = model_rule(
-    "list_walks", "CONV-6", "EP-SESS-7",
-    description="a complete walk visits each item once, every item known to be in the list, "
-    "in the order of every other complete walk",
-    edge="a walk of several pages over items this run made",
-)  # fmt: skip
+ENVELOPE = model_rule("list_envelope")
+PAGES = model_rule("page_sizes")
+WALKS = model_rule("list_walks")
 
 #: The lists with their item prefix, largest page and default page (``None``: not stated).
 LISTED: dict[str, tuple[str, int, int | None]] = {

@@ -20,12 +20,7 @@ __all__ = ["NONCE", "ONCE", "Nonces"]
 #: The metadata key whose value names one create request.
 NONCE = "conformance_nonce"
 
-ONCE = model_rule(
-    "creates_answered_once", "LIM-5", "EP-SESS-4", "EP-SESS-5",
-    description="a create makes at most the one resource it answers: a replay or a refused "
-    "create makes none that a list later shows",
-    edge="a list walked after replays and refused creates",
-)  # fmt: skip
+ONCE = model_rule("creates_answered_once")
 
 
 def nonce_of(resource: Any) -> str | None:

@@ -38,14 +38,7 @@ from harness.conformance.target import Exchange
 
 __all__ = ["RATE", "RATE_SLACK", "Attempt", "RateBook", "declared_reset"]
 
-RATE = model_rule(
-    "create_rate_limit", "LIM-3", "EP-SESS-5",
-    description="a key is never refused rate_limit with at most 10 creates in the last two "
-    "windows, never admitted more than 10 in the window after a refusal, and never more than "
-    "10 per window touched across any span",
-    edge="a refusal after two quiet windows' watch, and more than 10 creates sent in the "
-    "window after a refusal",
-)  # fmt: skip
+RATE = model_rule("create_rate_limit")
 
 LIMIT = SEED.creates_per_window
 WINDOW = SEED.rate_window_seconds

@@ -23,13 +23,7 @@ from harness.conformance.target import Exchange
 
 __all__ = ["RUNS", "RunBook"]
 
-RUNS = model_rule(
-    "runs", "EP-RUN-1", "EP-RUN-2", "RES-RUN-4", "RUN-DEL-1", "EP-RUN-3",
-    description="a run answers as the model and id it was asked for; its events are in "
-    "sequence order; a deleted run answers 202 and then empty content, and only its owner's "
-    "deletion empties it",
-    edge="a deleted run read again, and a page of a run's events holding several",
-)  # fmt: skip
+RUNS = model_rule("runs")
 
 _FILES = ("audio", "image", "video")
 

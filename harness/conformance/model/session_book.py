@@ -54,24 +54,9 @@ TIMER_SLACK = 5.0
 #: frames are a fraction of a second; this allows a minute).
 DRAIN_BOUND = 60.0
 
-TRANSITIONS = model_rule(
-    "session_transitions", "SES-ST-3", "SES-ST-4", "SES-ST-5", "EP-SESS-9", "HAR-3",
-    description="end answers a row of the seed's table for how far the session had got; "
-    "canceled comes only from the owner's end; ending leads only to ended",
-    edge="end sent to a running session and to a queued one",
-)  # fmt: skip
-STARTUP = model_rule(
-    "startup_timeout", "SES-ST-2",
-    description="no session waits queued past the start-up timeout: it is placed, or failed "
-    "with no_capacity",
-    edge="a session left unplaced until the start-up timeout failed it",
-)  # fmt: skip
-TIMERS = model_rule(
-    "session_timers", "SES-ST-6", "SES-ST-7",
-    description="no session stays ending past the drain bound; a running session ends by its "
-    "max duration or idle timeout, not before",
-    edge="a session watched while running until a timer ended it",
-)  # fmt: skip
+TRANSITIONS = model_rule("session_transitions")
+STARTUP = model_rule("startup_timeout")
+TIMERS = model_rule("session_timers")
 
 
 _PROGRESS = ("not_started", "placed", "ran")

@@ -21,19 +21,8 @@ __all__ = ["STAMPS", "UNCHANGED", "judge_stamps", "judge_unchanged"]
 
 _UNPLACED = frozenset({"created", "queued"})
 
-STAMPS = model_rule(
-    "session_stamps", "RES-SESS-4",
-    description="started_at and first_frame_at follow created_at in the order of their "
-    "events, first_frame_at never while the session is queued but always once a frame was "
-    "produced, and once shown neither changes or disappears",
-    edge="a session seen with both stamps and then ended",
-)  # fmt: skip
-UNCHANGED = model_rule(
-    "session_unchanged", "RES-SESS-1", "RES-SESS-7", "RES-TRN-1",
-    description="wherever a session appears (a read, an end, a list) it answers the avatar, "
-    "quality, metadata, transport and timeouts it was created with",
-    edge="a session the run made, read again and listed",
-)  # fmt: skip
+STAMPS = model_rule("session_stamps")
+UNCHANGED = model_rule("session_unchanged")
 
 
 def judge_unchanged(

@@ -25,20 +25,8 @@ from harness.conformance.target import Exchange
 
 __all__ = ["ACCOUNTING", "FAR_FUTURE", "WINDOW", "Expected", "UsageBook"]
 
-WINDOW = model_rule(
-    "usage_window", "EP-USAGE-1", "RES-USAGE-1",
-    description="usage takes period or the explicit pair (never both, never half a pair), "
-    "answers an explicit window with its bounds, the previous month ending where the current "
-    "begins, and nothing in a window far in the future",
-    edge="a far-future window read while the current month holds usage",
-)  # fmt: skip
-ACCOUNTING = model_rule(
-    "usage_accounting", "RES-USAGE-1", "RES-USAGE-2", "RUN-DEL-1",
-    description="a window's totals never fall (a deleted run stays billed); by_quality adds "
-    "up to billable_seconds; the run's sessions and charged runs are there, by_model keyed "
-    "by model id",
-    edge="a window read before and after a deletion, and a charged run of a catalog model",
-)  # fmt: skip
+WINDOW = model_rule("usage_window")
+ACCOUNTING = model_rule("usage_accounting")
 
 #: A window no deployment can have usage in.
 FAR_FUTURE = {"period_start": "2099-01-01T00:00:00Z", "period_end": "2099-01-02T00:00:00Z"}
