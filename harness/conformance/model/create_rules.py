@@ -231,10 +231,12 @@ def judge_accepted(
     clamp_problem = _clamp(body, session, exchange, readings, org)
     if clamp_problem is not None:
         wrong.append(clamp_problem)
-    if wrong:
-        yield Verdict.failed(CREATE, exchange, "an accepted create answered " + "; ".join(wrong))
-    else:
-        yield Verdict.passed(CREATE, exchange, edge=edge)
+    yield Verdict.judged(
+        CREATE,
+        exchange,
+        "an accepted create answered " + "; ".join(wrong) if wrong else None,
+        edge=edge,
+    )
 
 
 def _clamp(
