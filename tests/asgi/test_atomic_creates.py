@@ -28,7 +28,7 @@ import httpx
 import pytest
 from PIL import Image
 
-from harness.conformance.target import SyncASGITransport
+from harness.target import SyncASGITransport
 from sim.asgi import create_app
 from sim.avatars.records import Avatar
 from sim.config import RunsConfig, SimConfig

@@ -26,7 +26,7 @@ import pytest
 from httpx import Client
 from PIL import Image
 
-from harness.conformance.target import SyncASGITransport
+from harness.target import SyncASGITransport
 from sim.asgi import create_app
 from sim.asgi.routes import Route
 from sim.config import LimitsConfig, SimConfig

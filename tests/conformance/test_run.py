@@ -19,7 +19,7 @@ from harness.conformance.clock import QuickClock, RealClock
 from harness.conformance.coverage import NOT_CHECKABLE, contract_ids
 from harness.conformance.report import BODIES_DIR
 from harness.conformance.runner import RunOptions, run
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 from harness.trace.catalog import load_catalog
 from tests.conformance.edits import Call, Edits, Reply
 from tests.conformance.support import Simulated, simulated

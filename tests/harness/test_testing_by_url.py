@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from harness.target import url_client
 from harness.testing import (
     HttpAdmin,
     StateNotReached,
@@ -21,7 +22,6 @@ from harness.testing import (
     target_of,
     wait_for,
 )
-from harness.testing.target import url_client
 from tests.serve.support import Served, served
 
 pytestmark = pytest.mark.req("HAR-7")

@@ -177,7 +177,7 @@ def test_the_admin_restores_what_affects_later_tests(admin: InProcessAdmin) -> N
 
 
 def test_a_client_the_helpers_do_not_know_is_refused_with_advice(platform: Platform) -> None:
-    from harness.conformance.target import SyncASGITransport
+    from harness.target import SyncASGITransport
     from sim.asgi import create_app
 
     stray = httpx.Client(

@@ -15,7 +15,7 @@ from typing import Any
 
 from harness.conformance.model.calls import Call
 from harness.conformance.model.rules import Verdict, model_rule
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 
 __all__ = ["ASSETS", "AssetBook", "inline_size"]
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.conformance.model.rules import Verdict, model_rule
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 
 __all__ = ["AVATARS", "AvatarBook"]
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from harness.conformance.model.rules import Verdict, model_rule
 from harness.conformance.model.session_book import SessionBook
 from harness.conformance.model.session_facts import TERMINAL, SessionFacts
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 
 __all__ = ["CAPS", "CapCheck", "acceptance_suspects", "refusal_suspect"]
 

@@ -25,7 +25,7 @@ from typing import Any
 from harness.conformance.model.readings import Readings
 from harness.conformance.model.rules import Verdict, model_rule
 from harness.conformance.seed import SEED
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 
 __all__ = ["CREATE", "Problem", "judge_accepted", "problems_of"]
 

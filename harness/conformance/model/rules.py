@@ -21,7 +21,7 @@ from importlib import resources
 from typing import Any
 
 from harness.conformance.checks import CHECKS, Check
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 
 __all__ = ["RULES", "Verdict", "model_rule", "rule_table"]
 
