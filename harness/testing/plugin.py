@@ -18,38 +18,18 @@ from __future__ import annotations
 import pytest
 
 from harness.testing import options
-from harness.testing.fixtures import (
-    api_client,
-    avatar_sim_served,
-    created_sessions,
-    fresh_org,
-    play_audio,
-    session_events,
-    sim_admin,
-    sim_clock,
-    sim_org,
-    sim_platform,
-    sim_target,
-)
 from harness.trace import markers
 
 __all__ = [
-    "api_client",
-    "avatar_sim_served",
-    "created_sessions",
-    "fresh_org",
-    "play_audio",
     "pytest_addoption",
     "pytest_configure",
     "pytest_load_initial_conftests",
+    "pytest_plugins",
     "pytest_sessionstart",
-    "session_events",
-    "sim_admin",
-    "sim_clock",
-    "sim_org",
-    "sim_platform",
-    "sim_target",
 ]
+
+#: The fixtures are a plugin module of their own, which pytest registers beside this one.
+pytest_plugins = ["harness.testing.fixtures"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
