@@ -35,11 +35,11 @@ from sim.config import RunsConfig, SimConfig
 from sim.platform import Platform
 from tests.asgi.support import (
     ADMIN_TOKEN,
-    LIVEKIT,
     assert_envelope,
     make_org,
     state_digest,
 )
+from tests.world import session_body
 
 
 class InjectedFault(RuntimeError):
@@ -73,7 +73,7 @@ class Create:
     idempotency_key: str | None = None
 
 
-SESSION = {"avatar_id": "av_stock_mock", "transport": dict(LIVEKIT), "metadata": {"a": 1}}
+SESSION = session_body(metadata={"a": 1})
 PORTRAIT_RUN = {
     "input": {
         "image": base64.b64encode(_png()).decode(),

@@ -23,13 +23,11 @@ from harness.testing import (
     wait_for,
 )
 from tests.serve.support import Served, served
+from tests.world import session_body
 
 pytestmark = pytest.mark.req("HAR-7")
 
-BODY: dict[str, Any] = {
-    "avatar_id": "av_stock_mock",
-    "transport": {"type": "livekit", "url": "wss://rtc.example", "room_name": "by-url"},
-}
+BODY: dict[str, Any] = session_body()
 
 
 @pytest.fixture(scope="module")
