@@ -24,7 +24,7 @@ ADMIN_TOKEN = "simadmin_test-token"
 def session_body(**overrides: Any) -> dict[str, Any]:
     """A valid ``POST /v1/sessions`` body with a worker token; keyword arguments replace or add
     fields."""
-    return world_session_body(worker_token="worker-token", **overrides)
+    return {**world_session_body(worker_token="worker-token"), **overrides}
 
 
 @dataclass(frozen=True)

@@ -87,7 +87,7 @@ class World(BaseWorld):
 
 def body(**overrides: Any) -> dict[str, Any]:
     """A create body of the stock avatar whose transport carries a worker token."""
-    return session_body(STOCK, worker_token="secret-token-xyz", **overrides)
+    return {**session_body(STOCK, worker_token="secret-token-xyz"), **overrides}
 
 
 def make_world(config: SimConfig | None = None) -> World:

@@ -26,7 +26,7 @@ TRANSPORT = LIVEKIT
 
 
 def body(**overrides: Any) -> dict[str, Any]:
-    return session_body(STOCK, **overrides)
+    return {**session_body(STOCK), **overrides}
 
 
 def _refusal(world: World, payload: dict[str, Any]) -> DomainError:
