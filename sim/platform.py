@@ -62,8 +62,6 @@ class Platform:
             clock=kernel.clock,
             journal=kernel.journal,
             limits=kernel.config.limits,
-            settings=kernel.settings,
-            session_service=self.sessions,
             idempotency=self.idempotency,
             api_log=self.api_log,
         )

@@ -23,7 +23,7 @@ from __future__ import annotations
 import builtins
 import copy
 import random
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from sim.accounts import AccountRegistry, Caller
 from sim.config import BILLING_SURFACES
@@ -62,7 +62,6 @@ _CREATE = transition(None, "create")
 #: The status a create answers its session in: where ``admit`` takes a created one (a session is
 #: placed on a worker later, never within its create).
 _ANSWERED = transition(_CREATE.target, "admit").target
-_new_tuple: Final = tuple.__new__  # builds a NamedTuple from its fields in order
 
 
 class SessionService:
@@ -180,7 +179,7 @@ class SessionService:
                 )
                 return self._render(state) if render else {"id": state.id}
 
-        return _new_tuple(Prepared, (commit,))
+        return Prepared(commit)
 
     def created(self, session_id: str) -> dict[str, Any]:
         """The body the create of ``session_id`` answered, rendered again now: the session as
@@ -571,18 +570,15 @@ class SessionService:
         assert seconds is not None
         self.events.publish("session.usage", state, now)
         self._billing.charge_session(
-            _new_tuple(  # ``SessionUsage(...)``: the fields in their order
-                SessionUsage,
-                (
-                    state.id,
-                    state.org_id,
-                    state.quality,
-                    state.billing_surface,
-                    seconds,
-                    seconds * self._fps,
-                    now,
-                    state.avatar_id,
-                    state.embed_id,
-                ),
+            SessionUsage(
+                state.id,
+                state.org_id,
+                state.quality,
+                state.billing_surface,
+                seconds,
+                seconds * self._fps,
+                now,
+                state.avatar_id,
+                state.embed_id,
             )
         )

@@ -59,11 +59,6 @@ _LIVEKIT: Final = "livekit"
 _WSS: Final = re.compile(r"wss://.")
 
 
-# The parsed requests are NamedTuples: immutable, and built from their fields in order with
-# ``tuple.__new__`` where every create builds one.
-_new_tuple: Final = tuple.__new__
-
-
 class TransportRequest(NamedTuple):
     type: str
     url: str
@@ -358,8 +353,8 @@ def _plain_session_request(body: Any, settings: Settings) -> SessionRequest | No
         or audio_source not in AUDIO_SOURCES
     ):
         return None
-    transport = _new_tuple(TransportRequest, (_LIVEKIT, url, room_name, audio_source, worker_token))
-    return _new_tuple(SessionRequest, (avatar_id, transport, idle, max_duration, {}, quality))
+    transport = TransportRequest(_LIVEKIT, url, room_name, audio_source, worker_token)
+    return SessionRequest(avatar_id, transport, idle, max_duration, {}, quality)
 
 
 def parse_pipecat_request(body: Any, settings: Settings) -> PipecatRequest:
