@@ -51,9 +51,9 @@ def month(sessions: int, records: str) -> dict[str, Any]:
     ``run_scenario`` does, in its two phases (simulate, then collect the tables), so each
     phase's time and the memory after simulating are known apart."""
     from bench.month import month_scenario
-    from harness.collect import collect
     from harness.gc_policy import collect_rarely
     from harness.runner import simulate
+    from harness.runner.tables import collect
 
     scenario = month_scenario(sessions, records=records)
     collect_rarely()  # as ``avatar-sim run`` does: this subprocess is the benchmark's

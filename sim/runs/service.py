@@ -21,6 +21,7 @@ from typing import Any
 import simpy
 
 from sim.accounts import AccountRegistry, Caller
+from sim.columns import Table
 from sim.config import ModelConfig
 from sim.errors import Conflict, NotFound, PermissionDenied, RateLimited
 from sim.journal import Prepared, discard
@@ -38,7 +39,7 @@ from sim.runs.events import LIFECYCLE_PART, RunEventLog
 from sim.runs.execution import credits_for, estimate_units, produce
 from sim.runs.inputs import MediaInput, RunRequest, parse_body, resolve_media
 from sim.runs.lifecycle import DeletionStatus, RunStatus, next_deletion_status, next_run_status
-from sim.runs.records import CAPACITY_WAIT_MESSAGE, Run, RunDeletion
+from sim.runs.records import CAPACITY_WAIT_MESSAGE, Run, RunDeletion, runs_table
 
 __all__ = ["RunService"]
 
@@ -78,6 +79,16 @@ class RunService:
 
     def runs(self) -> list[Run]:
         return list(self._runs.values())
+
+    def export(self) -> Table:
+        """Every run in creation order, as it is now (``runs_table``)."""
+        return runs_table(list(self._runs.values()))
+
+    def release(self) -> None:
+        """Forget every run and deletion: who read them in bulk (a run's collector, which hands
+        the platform over) returns their memory."""
+        self._runs, self._by_org, self._queued = {}, {}, {}
+        self._deletions, self._last_deletion = [], {}
 
     def deletions(self) -> list[RunDeletion]:
         return list(self._deletions)

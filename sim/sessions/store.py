@@ -258,13 +258,14 @@ class SessionStore:
             "billing_surface": profile(4),
             **{
                 "transport" if key == "type" else f"transport_{key}": Column(
-                    "category" if key == "type" else "text", partial(self._transport_values, key)
+                    "category" if key == "type" else "text",
+                    partial(_transport_values, self.transports, self._transport_shapes.values, key),
                 )
                 for key in TRANSPORT_KEYS
             },
             "idle_timeout_seconds": Column("int", lambda: [profiles[code][5] for code in picked]),
             "max_duration_seconds": Column("int", self.max_durations),
-            "metadata": Column("text", self._metadata_texts),
+            "metadata": Column("text", partial(_metadata_texts, self.metadata)),
             "embed_id": Column("text", self.embeds),
             "status": Column("category", status, labels=STATUSES),
             "end_reason": Column("category", self.end_reason_codes[:rows], labels=reasons),
@@ -277,25 +278,6 @@ class SessionStore:
             "barge_ins": Column("int", barge_ins),
         }
         return Table(rows, columns)
-
-    def _transport_values(self, key: str) -> dict[int, Any]:
-        """The value of the transports' ``key``, by row (the sessions whose transport has it)."""
-        found: dict[int, Any] = {}
-        shapes = self._transport_shapes.values
-        where = [keys.index(key) + 1 if key in keys else 0 for keys in shapes]
-        for row, transport in enumerate(self.transports):
-            at = where[transport[0]]
-            if at:
-                found[row] = transport[at]
-        return found
-
-    def _metadata_texts(self) -> dict[int, str]:
-        """Each session's metadata as sorted compact JSON, by row (the sessions that have some)."""
-        return {
-            row: json.dumps(value, sort_keys=True, separators=(",", ":"))
-            for row, value in enumerate(self.metadata)
-            if value is not None
-        }
 
     def _transport(self, row: int) -> dict[str, Any]:
         shape, *values = self.transports[row]
@@ -336,3 +318,29 @@ class SessionStore:
             charged=bool(self.charged[row]),
             barge_ins=self.barge_ins[row],
         )
+
+
+# The columns an export builds when read, from the lists it was given (not the store's
+# attributes, which a release replaces): a table outlives its store's release.
+
+
+def _transport_values(
+    transports: list[tuple[Any, ...]], shapes: list[tuple[str, ...]], key: str
+) -> dict[int, Any]:
+    """The value of the transports' ``key``, by row (the sessions whose transport has it)."""
+    found: dict[int, Any] = {}
+    where = [keys.index(key) + 1 if key in keys else 0 for keys in shapes]
+    for row, transport in enumerate(transports):
+        at = where[transport[0]]
+        if at:
+            found[row] = transport[at]
+    return found
+
+
+def _metadata_texts(metadata: list[dict[str, Any] | None]) -> dict[int, str]:
+    """Each session's metadata as sorted compact JSON, by row (the sessions that have some)."""
+    return {
+        row: json.dumps(value, sort_keys=True, separators=(",", ":"))
+        for row, value in enumerate(metadata)
+        if value is not None
+    }

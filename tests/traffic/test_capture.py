@@ -20,8 +20,8 @@ import pandas as pd
 import pytest
 
 from harness import cli
-from harness.columns import to_frame
 from harness.conformance.target import Credentials, Target
+from harness.runner.columns import to_frame
 from harness.scenarios.lifting import Limits, lift
 from harness.traffic.capture import CaptureError, capture, key_label
 from harness.traffic.recording import read_recording
