@@ -15,7 +15,8 @@ repeated here.
 from __future__ import annotations
 
 import math
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
+from types import MappingProxyType
 from typing import Any
 
 import simpy
@@ -45,6 +46,8 @@ __all__ = ["RunService"]
 
 #: Run events that are not also published on the kernel's event log (high-volume parts).
 _RUN_LOG_ONLY = frozenset({"run.progress", "run.output"})
+#: The data of every run's first event, one shared payload (a run's log owns what it is given).
+_QUEUED: Mapping[str, Any] = MappingProxyType({"status": "queued"})
 
 
 class RunService:
@@ -74,6 +77,11 @@ class RunService:
             defer=kernel.journal.defer,
         )
         self._purges = PurgeQueue(kernel, self._purge)
+        # Each progress point's data, shared by every run: ``progress_updates`` of them.
+        steps = runs.progress_updates + 1
+        self._progress: list[Mapping[str, Any]] = [
+            MappingProxyType({"progress": round(step / steps, 6)}) for step in range(1, steps)
+        ]
 
     # -- records for collectors and faults -----------------------------------------------------
 
@@ -203,7 +211,7 @@ class RunService:
         journal.on_undo(lambda: discard(org_runs, run))
         org_runs.append(run)
         journal.on_undo(lambda: self._queued.get(run.org_id, {}).pop(run.id, None))
-        self._move(run, "create", {"status": "queued"})
+        self._move(run, "create", _QUEUED)
         journal.on_undo(lambda: self._slots.undo_admit(run))
         admitted = self._slots.admit(run)
         if not admitted:
@@ -282,14 +290,15 @@ class RunService:
         fails = self._kernel.streams.stream("runs.failures").random() < (
             model_config.failure_probability
         )
-        steps = self._kernel.config.runs.progress_updates + 1
+        steps = len(self._progress) + 1
         for step in range(1, steps + 1):
             yield env.timeout(run.duration / steps)
             if not _running(run):
                 return  # canceled meanwhile
             if step < steps:
-                run.progress = round(step / steps, 6)
-                self._emit(run, "run.progress", {"progress": run.progress})
+                progress = self._progress[step - 1]
+                run.progress = progress["progress"]
+                self._emit(run, "run.progress", progress)
         if fails:
             self._finish_failed(
                 run, "model_error", "model_error", "The model failed to produce an output."
@@ -301,7 +310,8 @@ class RunService:
         produced = produce(self._kernel, self._assets, run, run.input, run.media)
         for item in produced.outputs:
             run.outputs.append(item)
-            self._emit(run, "run.output", item.to_resource(), part_id=item.part_id)
+            # An output part is on the run's log only, rendered from its item when read.
+            run.events.append("run.output", item, part_id=item.part_id)
         run.files = dict(produced.files)
         model_config = self._model_config(run.model)
         assert model_config is not None
@@ -331,7 +341,7 @@ class RunService:
 
     # -- transitions and events ------------------------------------------------------------------
 
-    def _move(self, run: Run, trigger: str, data: dict[str, Any]) -> None:
+    def _move(self, run: Run, trigger: str, data: Mapping[str, Any]) -> None:
         """Apply a declared transition and append its event."""
         row = next_run_status(None if trigger == "create" else run.status, trigger)
         run.status = row.target
@@ -340,19 +350,21 @@ class RunService:
             queued[run.id] = run
         else:
             queued.pop(run.id, None)
+        if run.terminal:  # only its execution reads its input: a finished run keeps none
+            run.input, run.media = None, {}
         self._emit(run, row.event, data)
 
     def _emit(
-        self, run: Run, type_: str, data: dict[str, Any], part_id: str = LIFECYCLE_PART
+        self, run: Run, type_: str, data: Mapping[str, Any], part_id: str = LIFECYCLE_PART
     ) -> None:
-        event = run.events.append(type_, data, part_id=part_id)
+        sequence = run.events.append(type_, data, part_id=part_id)
         if type_ not in _RUN_LOG_ONLY:
             self._kernel.events.emit(
                 type_,
                 run.org_id,
                 {
                     "object": self._render(run),
-                    "sequence": event.sequence,
+                    "sequence": sequence,
                     **data,
                 },
             )
