@@ -66,25 +66,35 @@ class Table:
 V = TypeVar("V", bound=Hashable)
 
 
+class _Codes(dict[V, int]):
+    """An interner's codes by value: looking up a value it does not know yet gives it the next
+    code (``__missing__``), so ``Interner.code`` is the dictionary's own lookup."""
+
+    __slots__ = ("interned",)
+
+    def __init__(self, interned: list[V]) -> None:
+        super().__init__()
+        self.interned = interned  # the interner's values, in code order
+
+    def __missing__(self, value: V) -> int:
+        code = self[value] = len(self.interned)
+        self.interned.append(value)
+        return code
+
+
 class Interner(Generic[V]):
     """A small vocabulary of repeated values (event types, org ids, attribution tuples) and their
     codes: a column stores the code, the vocabulary the value once."""
 
-    __slots__ = ("_codes", "values")
+    __slots__ = ("_codes", "code", "values")
 
     def __init__(self, values: Iterable[V] = ()) -> None:
         self.values: list[V] = []
-        self._codes: dict[V, int] = {}
+        self._codes = _Codes(self.values)
+        #: ``code(value)``: the code of ``value``, interned now if it is new.
+        self.code: Callable[[V], int] = self._codes.__getitem__
         for value in values:
             self.code(value)
-
-    def code(self, value: V) -> int:
-        """The code of ``value``, interned now if it is new."""
-        code = self._codes.get(value)
-        if code is None:
-            code = self._codes[value] = len(self.values)
-            self.values.append(value)
-        return code
 
     def find(self, value: V) -> int | None:
         """The code of ``value`` if it was ever interned (without adding it)."""

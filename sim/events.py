@@ -190,26 +190,17 @@ class EventLog:
         ``seconds`` are non-negative ints, ``status`` and ``value`` shared objects. The
         renderer must depend only on those and on what never changes afterwards.
 
-        The id's random bits are drawn now (``bits``: already drawn). Inside an operation the
-        rest waits until it succeeds (the journal calls this again then); otherwise the event is
-        stored, if the log keeps events, and handed to who wants it. The ``Event`` a subscriber
-        receives is built only when one wants it."""
+        The id's random bits are drawn now (``bits``: already drawn). The event is stored now if
+        the log keeps events (inside an operation, with an undo that takes it out again if the
+        operation fails: ``sim.journal``) and handed to who wants it once it stands: at once
+        outside an operation, when the operation succeeds inside one. The ``Event`` a
+        subscriber receives is built only when one wants it."""
         if bits is None:
             bits = self._draw()
         lanes = self._lanes.get(org_id)
         lane = None if lanes is None else lanes.get(type_)
-        journal = self._journal
-        if journal.active:  # inside an operation: published once it succeeds
-            if not self.keep and lane is not None and not lane[1]:
-                return  # nothing is stored and nobody wants it
-            journal.deferred.append(
-                (
-                    self.emit_values,
-                    (type_, org_id, subject, handle, row, status, seconds, value, now, bits),
-                )
-            )
-            return
         code, route = self._lane(type_, org_id) if lane is None else lane
+        journal = self._journal
         if self.keep:
             self._kind_codes.append(code)
             self._times.append(now)
@@ -221,12 +212,32 @@ class EventLog:
             self._seconds.append(seconds)
             self._statuses.append(status)
             self._values.append(value)
+            if journal.active:
+                journal.on_undo(self._retract)
         if route:
             event = Event(
                 self, type_, org_id, now, subject, bits, (handle, row, status, seconds, value)
             )
-            for subscriber in route:
-                subscriber(event)
+            if journal.active:  # the operation may still fail: delivered when it succeeds
+                journal.deferred.append((_deliver, (event, route)))
+            else:
+                _deliver(event, route)
+
+    def _retract(self) -> None:
+        """Take the newest stored event out again (its operation failed as a whole)."""
+        for column in (
+            self._kind_codes,
+            self._times,
+            self._subjects,
+            self._random_high,
+            self._random_low,
+            self._handles,
+            self._rows,
+            self._seconds,
+            self._statuses,
+            self._values,
+        ):
+            column.pop()
 
     def payload(self, index: int) -> Payload:
         """The payload stored for event ``index``, as it was given."""
@@ -380,3 +391,9 @@ class EventLog:
             ),
         }
         return Table(count, columns)
+
+
+def _deliver(event: Event, route: tuple[Subscriber, ...]) -> None:
+    """Hand ``event`` to each subscriber of its route, in subscription order."""
+    for subscriber in route:
+        subscriber(event)

@@ -97,7 +97,7 @@ def format_value(kind: str, value: int) -> str:
 
 def format_id(kind: str, epoch_ms: int, randomness: int) -> str:
     """The prefixed id of resource ``kind`` (a key of ``PREFIXES``)."""
-    return PREFIXES[kind] + format_ulid(epoch_ms, randomness)
+    return PREFIXES[kind] + _encode_time(epoch_ms) + _encode_random(randomness)
 
 
 class IdFactory:

@@ -92,7 +92,7 @@ def codes(values: Sequence[int] | array[int], length: int | None = None) -> np.n
 
 
 def unix_us(clock: Epoch, seconds: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """Microseconds since the Unix epoch of simulated seconds (``Clock._unix_us``, vectorized:
+    """Microseconds since the Unix epoch of simulated seconds (``Clock.epoch_ms``'s, vectorized:
     NumPy's ``rint`` rounds half to even, like Python's ``round``)."""
     with np.errstate(invalid="ignore"):
         us: np.ndarray[Any, Any] = clock.epoch_us + np.rint(seconds * 1_000_000).astype(np.int64)

@@ -40,11 +40,7 @@ from sim.sessions.heartbeat import HeartbeatTrack, billable_seconds
 from sim.sessions.history import TransitionLog
 from sim.sessions.limits import ConcurrencyCaps
 from sim.sessions.pipecat import RelayCredentials, issue_relay
-from sim.sessions.records import (
-    Session,
-    SessionState,
-    snapshot,
-)
+from sim.sessions.records import Session, SessionState, snapshot, usage_of
 from sim.sessions.scheduler import PoolMeter, PoolStatus, Scheduler, Worker
 from sim.sessions.store import SessionStore
 from sim.sessions.validation import (
@@ -122,6 +118,9 @@ class SessionService:
             tracks=self.published_tracks,
             rpc=self._config.sessions.barge_in_rpc,
         )
+        self._event_log = kernel.events
+        self._event_handles = self.events.handles
+        self._moves_kept = self._history.keep
 
     # -- contract operations -----------------------------------------------------------------
 
@@ -269,7 +268,7 @@ class SessionService:
             state.ending_at = now
             drain = self._runtime.drain(state, now)
             self._worker_free_by(state, now + drain)
-            self._emit(row, state, now, drain)
+            self._emit(row.event, state, now, drain)
         # A caller that reads no body (``Platform.call``'s ``reads_body``) asks ``render=False``
         # and gets the id alone, not a resource nobody reads.
         return self._render(state) if render else {"id": state.id}
@@ -321,7 +320,7 @@ class SessionService:
         now = self._clock.now
         dropped = state.audio.clear(now)
         state.barge_ins += 1
-        self.events.publish("session.barge_in", state, now, dropped)
+        self._emit("session.barge_in", state, now, dropped)
         self._runtime.check(state)  # cutting the timeline can bring the idle deadline forward
 
     def rpc(self, session_id: str, method: str) -> None:
@@ -455,7 +454,9 @@ class SessionService:
             resets_on_silence,
             now,  # created_at
         )
-        self._history.record(state, now, _CREATE.code)
+        if self._moves_kept:
+            state.move_times.append(now)
+            state.move_codes.append(_CREATE.code)
         # Each undo is registered before its change and is safe to run whether or not the change
         # happened, so a change that fails half-way is undone too. The state's own history and
         # status go with the state; its event is held back by the journal until the unit ends.
@@ -467,7 +468,7 @@ class SessionService:
         journal.on_undo(lambda: self._unqueue(state, org_id))
         # ``_move``, ``_emit`` and (in ``commit``) ``_render`` stay calls here, not inlined: the
         # atomic-create tests inject a failure right after each named step of a create.
-        self._emit(self._move(state, "admit", now), state, now)
+        self._emit(self._move(state, "admit", now).event, state, now)
         self._scheduler.enqueue(state.id, now, state)
         return state
 
@@ -491,17 +492,29 @@ class SessionService:
         state.status = row.target
         state.generation += 1
         state.armed_at = None
-        self._history.record(state, now, row.code)
+        if self._moves_kept:  # its transitions while it lives (``TransitionLog``)
+            state.move_times.append(now)
+            state.move_codes.append(row.code)
         if row.terminal:
             self._caps.remove(state.key_secret, state.org_id)
         return row
 
-    def _emit(
-        self, row: SessionTransition, state: SessionState, now: float, extra: Any = None
-    ) -> None:
-        """Publish the event of the transition ``row`` just taken (if it names one)."""
-        if row.event is not None:
-            self.events.publish(row.event, state, now, extra)
+    def _emit(self, type_: str | None, state: SessionState, now: float, value: Any = None) -> None:
+        """Publish the session event ``type_`` about ``state`` now (``None``: the transition just
+        taken names none), with its own ``value`` and the usage it shows now: the few raw values
+        its payload is rendered from when read (``sim.sessions.events``)."""
+        if type_ is not None:
+            self._event_log.emit_values(
+                type_,
+                state.org_id,
+                state.id,
+                self._event_handles[type_],
+                state.number,
+                state.status,
+                usage_of(state, now),
+                value,
+                now,
+            )
 
     def _worker_free_by(self, state: SessionState, moment: float) -> None:
         if state.worker_id is None:
@@ -520,7 +533,7 @@ class SessionService:
         row = self._move(state, "place", now)
         state.started_at = now
         state.worker_id = worker.id
-        self._emit(row, state, now, worker.id)
+        self._emit(row.event, state, now, worker.id)
         self._runtime.boot(state, now)
 
     def _expire(self, state: SessionState) -> None:
@@ -539,7 +552,7 @@ class SessionService:
             self._worker_free_by(
                 state, now + state.max_duration_seconds + settings.drain_max_seconds
             )
-            self._emit(row, state, now)
+            self._emit(row.event, state, now)
             self._runtime.check(state)
             return
         if trigger == "heartbeat_lost" and state.worker_id is not None:
@@ -557,7 +570,7 @@ class SessionService:
         state.end_reason, state.error_code = row.end_reason, row.error_code
         if state.worker_id is not None:
             self._scheduler.release(state.worker_id, state.id)
-        self._emit(row, state, now, row.end_reason or row.error_code)
+        self._emit(row.event, state, now, row.end_reason or row.error_code)
         if first_frame is not None and not state.charged:
             self._charge(state, now)
         state.audio = state.heartbeats = None
@@ -568,7 +581,7 @@ class SessionService:
         state.charged = True
         seconds = state.final_billable_seconds  # set by ``_finish``: ``usage_of`` from now on
         assert seconds is not None
-        self.events.publish("session.usage", state, now)
+        self._emit("session.usage", state, now)
         self._billing.charge_session(
             SessionUsage(
                 state.id,
