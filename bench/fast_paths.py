@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.runner import clients
 from harness.runner.picks import WeightedPick
-from sim import idempotency, pipeline
+from sim import idempotency, pipeline, tuples
 from sim.clock import Clock
 from sim.sessions import validation
 from sim.sessions.heartbeat import HeartbeatTrack
@@ -67,6 +67,11 @@ FAST_PATHS: tuple[FastPath, ...] = (
             (idempotency, "fingerprint", idempotency.fingerprint_by_text),
             (idempotency, "same_request", idempotency.same_request_by_text),
         ),
+    ),
+    FastPath(
+        "tuple_new",
+        "the records a session builds are built by tuple.__new__; reference: their class called",
+        ((tuples, "new", tuples.by_call),),
     ),
     FastPath(
         "heartbeat_usage",

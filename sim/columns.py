@@ -15,12 +15,11 @@ and pandas, and a converter takes the arrays in bulk through the buffer protocol
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
-__all__ = ["Column", "ColumnKind", "Interner", "Table", "Ulids"]
+__all__ = ["Column", "ColumnKind", "Interner", "Table"]
 
 #: How a column's values read:
 #:
@@ -112,28 +111,3 @@ class Interner(Generic[V]):
 
     def __len__(self) -> int:
         return len(self.values)
-
-
-class Ulids:
-    """Whole 128-bit ULID values, 16 bytes each (two 64-bit halves)."""
-
-    __slots__ = ("high", "low")
-
-    def __init__(self) -> None:
-        self.high = array("Q")
-        self.low = array("Q")
-
-    def append(self, value: int) -> None:
-        self.high.append(value >> 64)
-        self.low.append(value & 0xFFFF_FFFF_FFFF_FFFF)
-
-    def __getitem__(self, index: int) -> int:
-        return (self.high[index] << 64) | self.low[index]
-
-    def pop(self) -> None:
-        """Drop the newest value (a row retracted by a failed operation)."""
-        self.high.pop()
-        self.low.pop()
-
-    def __len__(self) -> int:
-        return len(self.low)

@@ -130,10 +130,9 @@ class EventLog:
     def _start_empty(self) -> None:
         """No stored event: one value per event in each column, in append order."""
         self._kind_codes = array("I")
-        self._times = array("d")
-        # The random part of each event's id, as its high 16 and its low 64 bits.
-        self._random_high = array("Q")
-        self._random_low = array("Q")
+        self._times: list[float] = []
+        # The random part of each event's id, as drawn (80 bits; split in two when exported).
+        self._random: list[int] = []
         self._subjects: list[str | None] = []
         # The payload ``(handle, row, status, seconds, value)``, one column each (for the handle
         # ``WHOLE`` the value is the payload dictionary, the others fillers). The status and the
@@ -205,8 +204,7 @@ class EventLog:
             self._kind_codes.append(code)
             self._times.append(now)
             self._subjects.append(subject)
-            self._random_high.append(bits >> 64)
-            self._random_low.append(bits & _LOW_64)
+            self._random.append(bits)
             self._handles.append(handle)
             self._rows.append(row)
             self._seconds.append(seconds)
@@ -220,8 +218,9 @@ class EventLog:
             )
             if journal.active:  # the operation may still fail: delivered when it succeeds
                 journal.deferred.append((_deliver, (event, route)))
-            else:
-                _deliver(event, route)
+                return
+            for subscriber in route:
+                subscriber(event)
 
     def _retract(self) -> None:
         """Take the newest stored event out again (its operation failed as a whole)."""
@@ -229,8 +228,7 @@ class EventLog:
             self._kind_codes,
             self._times,
             self._subjects,
-            self._random_high,
-            self._random_low,
+            self._random,
             self._handles,
             self._rows,
             self._seconds,
@@ -314,7 +312,7 @@ class EventLog:
             org_id,
             self._times[index],
             self._subjects[index],
-            (self._random_high[index] << 64) | self._random_low[index],
+            self._random[index],
             self.payload(index),
         )
 
@@ -371,8 +369,8 @@ class EventLog:
                 "timed_id",
                 self._times,
                 prefix=PREFIXES["event"],
-                high=self._random_high,
-                low=self._random_low,
+                high=array("Q", [bits >> 64 for bits in self._random]),
+                low=array("Q", [bits & _LOW_64 for bits in self._random]),
             ),
             "at": Column("time", self._times),
             "type": Column("category", self._kind_codes, labels=[k[0] for k in kinds]),

@@ -31,6 +31,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from sim import tuples
 from sim.clock import Clock
 from sim.config import LimitsConfig
 from sim.errors import Conflict, Unprocessable
@@ -185,7 +186,7 @@ class IdempotencyStore:
         order = self._order
         if order and order[0][0] <= now - self._window:
             self._expire(now)
-        entry = _Entry(digest or fingerprint(operation, body), result, now)
+        entry = tuples.new(_Entry, (digest or fingerprint(operation, body), result, now))
         place = (org_id, key)
         self._entries[place] = entry
         order.append((now, place))

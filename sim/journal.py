@@ -36,10 +36,11 @@ Held = tuple[Callable[..., object], tuple[Any, ...]]
 class Prepared(NamedTuple):
     """An operation whose every check has passed and which has changed nothing yet.
 
-    ``commit()`` makes the change and returns the answer. The platform's door runs its last
-    checks (the facade's schema) between the two, so a refusal there stores nothing either.
-    A NamedTuple (one per create) rather than a frozen dataclass, whose ``__init__`` costs an
-    ``object.__setattr__`` per field.
+    ``commit()`` makes the change and returns the answer, inside the unit its caller holds
+    open (``Journal.atomic``: the platform's door for every operation, or the service's own
+    method called directly), so a change that fails half-way is undone with the rest. The door
+    runs its last checks (the facade's schema) between the two, so a refusal there stores
+    nothing either.
     """
 
     commit: Callable[[], dict[str, Any]]
@@ -74,8 +75,8 @@ class Journal:
     def atomic(self) -> Journal:
         """``with journal.atomic():`` undo the changes registered inside the block if it raises;
         a nested block is a savepoint of the enclosing one (its changes are undone if it raises,
-        and stay part of the outer unit otherwise). Every create's two blocks (the platform's
-        door, the service's commit) write ``with journal:`` instead, which is the same."""
+        and stay part of the outer unit otherwise). The platform's door, which opens one for
+        every operation, writes ``with journal:`` instead, which is the same."""
         return self
 
     def __enter__(self) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, NamedTuple
 
+from sim import tuples
 from sim.accounts import Caller
 from sim.apilog import ApiLog
 from sim.clock import Clock
@@ -201,7 +202,7 @@ class Pipeline:
             raise
         if isinstance(result, Outcome):
             return result if rate is None else result._replace(rate=rate)
-        return Outcome(result, JSON, False, rate)
+        return tuples.new(Outcome, (result, JSON, False, rate))
 
     def _remember(
         self, org_id: str, key: str, operation_id: str, digest: bytes, body: Body

@@ -125,14 +125,15 @@ class RunService:
     # -- create ------------------------------------------------------------------------------------
 
     def create(self, caller: Caller, model_id: str, body: Any) -> dict[str, Any]:
-        return self.prepare_create(caller, model_id, body).commit()
+        with self._kernel.journal:  # one unit: undone as a whole if it fails half-way
+            return self.prepare_create(caller, model_id, body).commit()
 
     def prepare_create(self, caller: Caller, model_id: str, body: Any) -> Prepared:
         """Every check of a run create, in order: scope, model, body, media, queue, credits.
 
-        Nothing is stored until ``commit``, which is one unit of work (``sim.journal``): the
-        reservation, the input assets, the run and its place in the queue or a slot all go, and
-        no event is published, if it fails half-way.
+        Nothing is stored until ``commit``, which runs inside its caller's unit of work
+        (``sim.journal``): the reservation, the input assets, the run and its place in the queue
+        or a slot all go, and no event is published, if it fails half-way.
         """
         caller.require("runs:write", "runs:read")
         spec = find_model(model_id)
@@ -158,8 +159,7 @@ class RunService:
         self._billing.ensure_can_reserve(caller.org_id, credits)
 
         def commit() -> dict[str, Any]:
-            with self._kernel.journal.atomic():
-                return self._open(caller, spec, model_config, request, media, credits)
+            return self._open(caller, spec, model_config, request, media, credits)
 
         return Prepared(commit)
 

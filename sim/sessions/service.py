@@ -10,8 +10,8 @@ hand-off (GAP-SES-3).
 Rate limits and idempotency are applied around this service by ``sim.platform``; everything else
 about a create happens here, in this order: body validation, the avatar, the per-key then
 per-organization caps, credits, admission (``prepare_create``: nothing is stored), then the
-session itself (``commit``: one unit of ``Journal.atomic``, so a failure half-way leaves no
-session, store row, index entry, cap slot or queued job behind, and no event).
+session itself (``commit``, inside its caller's unit of ``Journal.atomic``: a failure half-way
+leaves no session, store row, index entry, cap slot or queued job behind, and no event).
 
 Records: sessions live in a ``SessionStore`` (finished ones as columns), their transitions in a
 ``TransitionLog``, and their events are published with the few raw values their payload needs
@@ -25,6 +25,7 @@ import copy
 import random
 from typing import Any, Literal
 
+from sim import tuples
 from sim.accounts import AccountRegistry, Caller
 from sim.config import BILLING_SURFACES
 from sim.errors import NotFound, Unprocessable
@@ -137,9 +138,10 @@ class SessionService:
 
         ``render=False``: answer only the session's ``id`` (for a caller that reads nothing
         else; ``created`` renders the full answer later, the same body)."""
-        return self.prepare_create(
-            caller, body, billing_surface=billing_surface, embed_id=embed_id, render=render
-        ).commit()
+        with self._journal:  # one unit: undone as a whole if it fails half-way
+            return self.prepare_create(
+                caller, body, billing_surface=billing_surface, embed_id=embed_id, render=render
+            ).commit()
 
     def prepare_create(
         self,
@@ -164,21 +166,19 @@ class SessionService:
         transport = request.transport
 
         def commit() -> dict[str, Any]:
-            # A unit, undone if it fails half-way: ``atomic()`` is the journal itself.
-            with self._journal:
-                state = self._open(
-                    caller,
-                    request,
-                    transport=transport.rendered(),
-                    worker_token=transport.worker_token,
-                    metadata=request.metadata,
-                    billing_surface=billing_surface,
-                    embed_id=embed_id,
-                    resets_on_silence=transport.audio_source == "track",
-                )
-                return self._render(state) if render else {"id": state.id}
+            state = self._open(
+                caller,
+                request,
+                transport=transport.rendered(),
+                worker_token=transport.worker_token,
+                metadata=request.metadata,
+                billing_surface=billing_surface,
+                embed_id=embed_id,
+                resets_on_silence=transport.audio_source == "track",
+            )
+            return self._render(state, 0) if render else {"id": state.id}  # no usage yet
 
-        return Prepared(commit)
+        return tuples.new(Prepared, (commit,))
 
     def created(self, session_id: str) -> dict[str, Any]:
         """The body the create of ``session_id`` answered, rendered again now: the session as
@@ -196,7 +196,8 @@ class SessionService:
 
     def create_pipecat(self, caller: Caller, body: Any) -> dict[str, Any]:
         """``POST /v1/pipecat/sessions``: a session plus short-lived relay credentials."""
-        return self.prepare_pipecat(caller, body).commit()
+        with self._journal:  # one unit: undone as a whole if it fails half-way
+            return self.prepare_pipecat(caller, body).commit()
 
     def prepare_pipecat(self, caller: Caller, body: Any) -> Prepared:
         """Every check of a pipecat create; nothing is stored until ``commit``."""
@@ -205,26 +206,25 @@ class SessionService:
         self._admissible(caller, request.avatar_id)
 
         def commit() -> dict[str, Any]:
-            with self._kernel.journal.atomic():  # a unit: undone if it fails half-way
-                # The relay streams continuous audio frames, silence included, like a track.
-                state = self._open(
-                    caller,
-                    request,
-                    transport={"type": "pipecat"},
-                    worker_token=None,
-                    metadata={},
-                    billing_surface="pipecat",
-                    embed_id=None,
-                    resets_on_silence=True,
-                )
-                relay = issue_relay(state.id, self._clock, self._kernel.ids, self._config.sessions)
-                self._kernel.journal.on_undo(lambda: self._relays.pop(state.id, None))
-                self._relays[state.id] = relay
-                return {
-                    "object": "pipecat.session",
-                    "relay": relay.to_resource(self._clock),
-                    "session": self._render(state),
-                }
+            # The relay streams continuous audio frames, silence included, like a track.
+            state = self._open(
+                caller,
+                request,
+                transport={"type": "pipecat"},
+                worker_token=None,
+                metadata={},
+                billing_surface="pipecat",
+                embed_id=None,
+                resets_on_silence=True,
+            )
+            relay = issue_relay(state.id, self._clock, self._kernel.ids, self._config.sessions)
+            self._kernel.journal.on_undo(lambda: self._relays.pop(state.id, None))
+            self._relays[state.id] = relay
+            return {
+                "object": "pipecat.session",
+                "relay": relay.to_resource(self._clock),
+                "session": self._render(state),
+            }
 
         return Prepared(commit)
 
@@ -268,7 +268,7 @@ class SessionService:
             state.ending_at = now
             drain = self._runtime.drain(state, now)
             self._worker_free_by(state, now + drain)
-            self._emit(row.event, state, now, drain)
+            self._emit(row.event, state, now, drain, usage_of(state, now))
         # A caller that reads no body (``Platform.call``'s ``reads_body``) asks ``render=False``
         # and gets the id alone, not a resource nobody reads.
         return self._render(state) if render else {"id": state.id}
@@ -320,7 +320,7 @@ class SessionService:
         now = self._clock.now
         dropped = state.audio.clear(now)
         state.barge_ins += 1
-        self._emit("session.barge_in", state, now, dropped)
+        self._emit("session.barge_in", state, now, dropped, usage_of(state, now))
         self._runtime.check(state)  # cutting the timeline can bring the idle deadline forward
 
     def rpc(self, session_id: str, method: str) -> None:
@@ -397,8 +397,10 @@ class SessionService:
             raise NotFound("session.not_found", f"No session {session_id}.")
         return state
 
-    def _render(self, state: SessionState) -> dict[str, Any]:
-        return state.to_resource(self._clock, self._fps)
+    def _render(self, state: SessionState, usage_seconds: int | None = None) -> dict[str, Any]:
+        """The session as the API shows it now (``usage_seconds``: its usage, when the caller
+        knows it)."""
+        return state.to_resource(self._clock, self._fps, usage_seconds=usage_seconds)
 
     def _snapshot(self, row: int) -> Session:
         state = self._store.state(row)
@@ -499,10 +501,18 @@ class SessionService:
             self._caps.remove(state.key_secret, state.org_id)
         return row
 
-    def _emit(self, type_: str | None, state: SessionState, now: float, value: Any = None) -> None:
+    def _emit(
+        self,
+        type_: str | None,
+        state: SessionState,
+        now: float,
+        value: Any = None,
+        seconds: int = 0,
+    ) -> None:
         """Publish the session event ``type_`` about ``state`` now (``None``: the transition just
-        taken names none), with its own ``value`` and the usage it shows now: the few raw values
-        its payload is rendered from when read (``sim.sessions.events``)."""
+        taken names none), with its own ``value`` and the billable ``seconds`` it shows (the
+        session's ``usage_of`` now, which its caller knows: none before the first heartbeat):
+        the few raw values its payload is rendered from when read (``sim.sessions.events``)."""
         if type_ is not None:
             self._event_log.emit_values(
                 type_,
@@ -511,7 +521,7 @@ class SessionService:
                 self._event_handles[type_],
                 state.number,
                 state.status,
-                usage_of(state, now),
+                seconds,
                 value,
                 now,
             )
@@ -570,7 +580,7 @@ class SessionService:
         state.end_reason, state.error_code = row.end_reason, row.error_code
         if state.worker_id is not None:
             self._scheduler.release(state.worker_id, state.id)
-        self._emit(row.event, state, now, row.end_reason or row.error_code)
+        self._emit(row.event, state, now, row.end_reason or row.error_code, seconds)
         if first_frame is not None and not state.charged:
             self._charge(state, now)
         state.audio = state.heartbeats = None
@@ -581,17 +591,20 @@ class SessionService:
         state.charged = True
         seconds = state.final_billable_seconds  # set by ``_finish``: ``usage_of`` from now on
         assert seconds is not None
-        self._emit("session.usage", state, now)
+        self._emit("session.usage", state, now, None, seconds)
         self._billing.charge_session(
-            SessionUsage(
-                state.id,
-                state.org_id,
-                state.quality,
-                state.billing_surface,
-                seconds,
-                seconds * self._fps,
-                now,
-                state.avatar_id,
-                state.embed_id,
+            tuples.new(
+                SessionUsage,
+                (
+                    state.id,
+                    state.org_id,
+                    state.quality,
+                    state.billing_surface,
+                    seconds,
+                    seconds * self._fps,
+                    now,
+                    state.avatar_id,
+                    state.embed_id,
+                ),
             )
         )

@@ -21,6 +21,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final, NamedTuple
 
+from sim import tuples
 from sim.config import QUALITIES, LimitsConfig
 from sim.errors import InvalidRequest, Unprocessable
 from sim.metadata import check_metadata, reserved_key
@@ -353,8 +354,8 @@ def _plain_session_request(body: Any, settings: Settings) -> SessionRequest | No
         or audio_source not in AUDIO_SOURCES
     ):
         return None
-    transport = TransportRequest(_LIVEKIT, url, room_name, audio_source, worker_token)
-    return SessionRequest(avatar_id, transport, idle, max_duration, {}, quality)
+    transport = tuples.new(TransportRequest, (_LIVEKIT, url, room_name, audio_source, worker_token))
+    return tuples.new(SessionRequest, (avatar_id, transport, idle, max_duration, {}, quality))
 
 
 def parse_pipecat_request(body: Any, settings: Settings) -> PipecatRequest:
