@@ -130,7 +130,7 @@ class EventLog:
     def _start_empty(self) -> None:
         """No stored event: one value per event in each column, in append order."""
         self._kind_codes = array("I")
-        self._times: list[float] = []
+        self._times = array("d")
         # The random part of each event's id, as drawn (80 bits; split in two when exported).
         self._random: list[int] = []
         self._subjects: list[str | None] = []
@@ -369,8 +369,8 @@ class EventLog:
                 "timed_id",
                 self._times,
                 prefix=PREFIXES["event"],
-                high=array("Q", [bits >> 64 for bits in self._random]),
-                low=array("Q", [bits & _LOW_64 for bits in self._random]),
+                high=array("Q", (bits >> 64 for bits in self._random)),
+                low=array("Q", (bits & _LOW_64 for bits in self._random)),
             ),
             "at": Column("time", self._times),
             "type": Column("category", self._kind_codes, labels=[k[0] for k in kinds]),

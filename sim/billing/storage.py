@@ -54,14 +54,14 @@ class LedgerRows:
         self.orgs: Interner[str] = Interner()
         self.org_codes = array("I")  # codes into ``orgs``
         self.times = array("d")
-        self.credits = array("q")
+        self.credits = array("Q")  # never negative: the kind gives the direction
         self.rollover_deltas = array("q")
         self.included_deltas = array("q")
         self.granted_deltas = array("q")
         self.session_ids: list[str | None] = []
         self.run_ids: list[str | None] = []
         self.internal = array("B")
-        self.billable_seconds = array("q")
+        self.billable_seconds = array("Q")
         # A row's attribution (model, surface, quality...) recurs across many rows: one code.
         self.attributions: Interner[Attribution] = Interner()
         self.attribution_codes = array("I")
