@@ -44,9 +44,8 @@ __all__ = [
 ]
 
 _CROCKFORD = np.frombuffer(b"0123456789ABCDEFGHJKMNPQRSTVWXYZ", dtype=np.uint8)
-#: The allocator of the Arrow buffers the tables are built in. Not pyarrow's default (mimalloc):
-#: it kept about 50 MB more resident for a month's tables (20,000 sessions at ``records: full``,
-#: measured on collect's RSS) than the system allocator, which returns what it frees.
+#: The allocator of the Arrow buffers the tables are built in. Not pyarrow's default (mimalloc),
+#: which keeps what a month's tables freed resident: the system allocator returns it.
 POOL = pa.system_memory_pool()
 _NAT = np.iinfo(np.int64).min
 #: Strings per Arrow chunk of a text column: a multiple of 1,024, the rows Parquet writes at a
@@ -118,8 +117,8 @@ def ulids(high: np.ndarray[Any, Any], low: np.ndarray[Any, Any], prefix: str = "
     string column.
 
     The characters are written into one byte buffer that becomes the Arrow column as it is: a
-    Python string per id, and the NumPy unicode arrays on the way (four bytes a character), cost
-    about 180 MB of transient memory per million ids and left the heap fragmented.
+    Python string per id, and the NumPy unicode arrays on the way (four bytes a character),
+    would hold several times the column's own size at once and leave the heap fragmented.
     """
     count = len(high)
     head = prefix.encode()

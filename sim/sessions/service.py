@@ -468,8 +468,8 @@ class SessionService:
         # One undo for the slot and the queue entry: withdrawing a job that was never queued
         # does nothing, so it is registered before the enqueue too.
         journal.on_undo(lambda: self._unqueue(state, org_id))
-        # ``_move``, ``_emit`` and (in ``commit``) ``_render`` stay calls here, not inlined: the
-        # atomic-create tests inject a failure right after each named step of a create.
+        # ``_move``, ``_emit`` and (in ``commit``) ``_render`` are the named steps of a create
+        # that the atomic-create tests make fail, each in turn.
         self._emit(self._move(state, "admit", now).event, state, now)
         self._scheduler.enqueue(state.id, now, state)
         return state

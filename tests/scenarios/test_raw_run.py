@@ -59,7 +59,7 @@ def _scenario() -> Any:
     )
 
 
-@pytest.mark.req("NB-2")
+@pytest.mark.req("NB-2", "PERF-7")
 def test_a_raw_run_holds_the_stores_tables_and_nothing_live() -> None:
     raw = simulate(_scenario())
     assert isinstance(raw, RawRun) and set(raw.tables) == set(RAW_TABLES)
@@ -70,7 +70,7 @@ def test_a_raw_run_holds_the_stores_tables_and_nothing_live() -> None:
     assert len(result.sessions) > 0 and len(result.runs) > 0 and len(result.usage) > 0
 
 
-@pytest.mark.req("NB-2")
+@pytest.mark.req("NB-2", "PERF-7")
 def test_the_walk_finds_a_live_object_where_there_is_one() -> None:
     """The check can fail: a platform kept live (``play``) is reached from its ``Played``."""
     played = play(_scenario())
