@@ -18,7 +18,8 @@ from hypothesis import Phase
 
 from harness.testing import SessionMachine
 from harness.testing.admin import InProcessAdmin
-from harness.testing.machine import Answer, MachineTarget, PlatformApi, own_accounts
+from harness.testing.machine_api import Answer, PlatformApi
+from harness.testing.machine_target import MachineTarget, own_accounts
 from sim.config import LimitsConfig, SimConfig
 from sim.platform import Platform
 from tests.serve.support import served
