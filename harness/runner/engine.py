@@ -315,7 +315,8 @@ class Played:
         return self.installed.pool
 
     def records(self) -> RawRun:
-        """The run's tables, exported now (``records_of``); the platform stays as it is."""
+        """The run's tables, exported now (``records_of``); the platform stays as it is. The
+        tables share the stores' columns: collect them before the platform moves on."""
         return records_of(self.platform, self.scenario, self.seed, self.installed,
                           self.sampler, self.end)  # fmt: skip
 
