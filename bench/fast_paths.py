@@ -19,7 +19,6 @@ from harness.runner.picks import WeightedPick
 from sim import idempotency, pipeline, tuples
 from sim.clock import Clock
 from sim.sessions import validation
-from sim.sessions.heartbeat import HeartbeatTrack
 
 __all__ = ["FAST_PATHS", "FastPath", "referenced"]
 
@@ -72,11 +71,6 @@ FAST_PATHS: tuple[FastPath, ...] = (
         "tuple_new",
         "the records a session builds are built by tuple.__new__; reference: their class called",
         ((tuples, "new", tuples.by_call),),
-    ),
-    FastPath(
-        "heartbeat_usage",
-        "a session's usage without a heartbeat loss in place; reference: last_received's walk",
-        ((HeartbeatTrack, "usage_seconds", HeartbeatTrack.usage_from_last_received),),
     ),
 )
 
