@@ -53,6 +53,7 @@ from harness.testing.machine_target import (
     Tracked,
     broken_invariant,
     in_process,
+    judged_by_the_model,
     own_accounts,
 )
 
@@ -149,31 +150,35 @@ class SessionMachine(RuleBasedStateMachine):
         org_cap: int = 20,
         longest_sleep: float = 1.0,
         settle_seconds: float = 30.0,
+        time_factor: float = 1.0,
     ) -> type[SessionMachine]:
         """Bound to the service at ``base_url``, in real time. With a served simulator's
         ``admin_token`` it makes its own organizations per example, moves the served clock to
         let time pass and uses the admin rules; otherwise it uses ``api_keys`` (of one
         organization whose cap is ``org_cap``, the seed's ceiling by default) and sleeps at most
-        ``longest_sleep`` wall seconds per step."""
+        ``longest_sleep`` wall seconds per step; ``time_factor`` is the target's wall seconds per
+        second of its own time (``avatar-sim serve --time-factor``), which the conformance model
+        that judges every answer needs to read the target's timers."""
         if admin_token is None and not api_keys:
             raise ValueError("give api_keys, or the admin_token of a served simulator")
 
         def factory() -> MachineTarget:
             api = HttpApi(base_url)
             if admin_token is None:
-                return MachineTarget(
+                return judged_by_the_model(MachineTarget(
                     api=api,
                     accounts=(Account(tuple(api_keys), org_cap),),
                     pass_time=lambda seconds: time.sleep(min(seconds, longest_sleep)),
                     settle_seconds=settle_seconds,
                     closers=[api.close],
-                )
+                    now=lambda: time.monotonic() / time_factor,
+                ))  # fmt: skip
             admin = HttpAdmin(base_url, admin_token)
 
             def advance(seconds: float) -> None:
                 admin.advance(seconds)
 
-            return MachineTarget(
+            return judged_by_the_model(MachineTarget(
                 api=api,
                 accounts=own_accounts(admin),
                 pass_time=advance,
@@ -181,7 +186,7 @@ class SessionMachine(RuleBasedStateMachine):
                 settle_seconds=settle_seconds,
                 closers=[api.close, admin.close],
                 now=admin.now,
-            )
+            ))  # fmt: skip
 
         return cls.against(factory)
 
@@ -363,6 +368,9 @@ class SessionMachine(RuleBasedStateMachine):
         self._check_caps(active)
         if self.target.exact:
             self.check_ledger()
+        assert not self.target.model_failures, (
+            "the conformance model of the seed found: " + self.target.model_failures[0]
+        )
 
     def teardown(self) -> None:
         try:

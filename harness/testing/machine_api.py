@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-import httpx
-
 if TYPE_CHECKING:
     from sim.platform import Platform
 
@@ -74,10 +72,15 @@ class PlatformApi:
 
 
 class HttpApi:
-    """The same operations over HTTP, one client per key."""
+    """The same operations over HTTP, through the conformance harness's ``Target``: every
+    exchange is shown to ``observers`` (the conformance model judges them, ``SessionMachine``
+    reports what it finds)."""
 
     def __init__(self, base_url: str, *, timeout: float = 30.0) -> None:
-        self._http = httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout)
+        from harness.conformance.target import Credentials, Target
+
+        # The key goes in each request's own header; the target's credentials name none.
+        self.target = Target.remote(base_url, Credentials(api=""), timeout=timeout)
 
     def _send(
         self,
@@ -87,18 +90,24 @@ class HttpApi:
         body: Any = None,
         headers: dict[str, str] | None = None,
     ) -> Answer:
-        response = self._http.request(
-            method, path, json=body, headers={"Authorization": f"Bearer {key}", **(headers or {})}
-        )
-        if response.status_code < 300:
-            return Answer(response.json())
-        retry = response.headers.get("retry-after")
+        exchange = self.target.request(
+            method, path, role=None, json_body=body,
+            headers={"Authorization": f"Bearer {key}", **(headers or {})},
+        )  # fmt: skip
+        answer = exchange.json()
+        if exchange.status < 300:
+            return Answer(answer)
+        retry = exchange.headers.get("retry-after")
         try:
-            error = response.json()["error"]
+            error = answer["error"]
             kind, code = str(error["type"]), str(error["code"])
-        except (ValueError, KeyError, TypeError):
-            kind, code = f"http_{response.status_code}", response.text[:200]
-        return Answer(None, kind, code, float(retry) if retry is not None else None)
+        except (KeyError, TypeError):
+            kind, code = f"http_{exchange.status}", exchange.body[:200].decode(errors="replace")
+        try:
+            seconds = float(retry) if retry is not None else None
+        except ValueError:
+            seconds = None
+        return Answer(None, kind, code, seconds)
 
     def create(self, key: str, body: dict[str, Any], idempotency_key: str | None) -> Answer:
         headers = {} if idempotency_key is None else {"Idempotency-Key": idempotency_key}
@@ -117,4 +126,4 @@ class HttpApi:
         return self._send("GET", "/v1/usage", key)
 
     def close(self) -> None:
-        self._http.close()
+        self.target.close()

@@ -24,6 +24,7 @@ __all__ = [
     "Tracked",
     "broken_invariant",
     "in_process",
+    "judged_by_the_model",
     "own_accounts",
 ]
 
@@ -68,6 +69,9 @@ class MachineTarget:
     settle_seconds: float = 30.0
     now: Callable[[], float] = time.monotonic
     closers: list[Callable[[], None]] = field(default_factory=list)
+    #: What the conformance model found wrong in the answers (by URL; empty in process, where
+    #: the checks are exact).
+    model_failures: list[str] = field(default_factory=list)
 
     def close(self) -> None:
         for close in reversed(self.closers):
@@ -87,6 +91,35 @@ def own_accounts(
         extra = [admin.create_key(org["id"])["key"] for _ in range(count - 1)]
         accounts.append(Account((org["keys"]["unrestricted"], *extra), cap, org["id"]))
     return tuple(accounts)
+
+
+def judged_by_the_model(target: MachineTarget) -> MachineTarget:
+    """Show every exchange of ``target``'s HTTP api to the conformance harness's model of the
+    seed (``harness.conformance.model``), keeping what it finds wrong: by URL the machine holds
+    the target to the same rules as ``avatar-sim conformance``."""
+    from harness.conformance.model import SeedModel
+    from harness.conformance.target import Credentials
+
+    api = target.api
+    if not isinstance(api, HttpApi):
+        return target
+    keys = {key: "own" if index == 0 else "other"
+            for index, account in enumerate(target.accounts) for key in account.keys}  # fmt: skip
+    first = target.accounts[0].keys[0]
+    # With the admin API the machine plays audio into sessions: the idle timeout is then not
+    # the model's to judge.
+    model = SeedModel(
+        Credentials(api=first), target.now, audio_may_flow=target.admin is not None,
+        extra_keys=keys,  # type: ignore[arg-type]
+    )  # fmt: skip
+
+    def observe(exchange: Any) -> None:
+        for verdict in model.observe(exchange):
+            if verdict.failure is not None:
+                target.model_failures.append(f"{verdict.rule}: {verdict.failure}")
+
+    api.target.observers.append(observe)
+    return target
 
 
 def in_process(platform: Platform) -> MachineTarget:
