@@ -14,13 +14,15 @@ over bare SimPy's customers per wall second, ``rate_over_yardstick``: what moves
 simulator's cost per session does, whatever the machine).
 
 Goals (checked here, never in tests): the 100k month within 12 s and 600 MB at ``full``, the 1M
-month within 120 s and 1 GB at ``summary``. The seconds are the reference machine's, the one the
-goals were set on (``bench.reference``): bare SimPy is timed on the benchmark's queue before and
-after every month, and a month's wall time here is scaled by how fast this machine ran it against
-the reference. Each goal's report keeps both: ``reference_wall_seconds`` and ``meets_goal``
-(judged on the scaled time, with the scaling's uncertainty added: met only if it is met by that
-margin), ``wall_seconds`` and ``meets_goal_here`` (the seconds as measured here). Memory does not
-depend on the machine's speed and is judged as measured. ``--scale`` shrinks both sizes.
+month within 120 s and 1 GB at ``summary``, and each of those two no slower over the yardstick
+than step one's base (``BASE_RATE_OVER_YARDSTICK``). The seconds are the reference machine's,
+the one the goals were set on (``bench.reference``): bare SimPy is timed on the benchmark's queue
+before and after every month, and a month's wall time here is scaled by how fast this machine ran
+it against the reference. Each goal's report keeps both: ``reference_wall_seconds`` and
+``meets_goal`` (judged on the scaled time, with the scaling's uncertainty added: met only if it is
+met by that margin), ``wall_seconds`` and ``meets_goal_here`` (the seconds as measured here).
+Memory does not depend on the machine's speed and is judged as measured. ``--scale`` shrinks both
+sizes.
 """
 
 from __future__ import annotations
@@ -47,6 +49,11 @@ GOALS: dict[str, dict[str, float]] = {
     "100k_full": {"wall_seconds": 12.0, "peak_rss_mb": 600.0},
     "1m_summary": {"wall_seconds": 120.0, "peak_rss_mb": 1024.0},
 }
+
+#: Step one's base (commit cb091dd): each month's sessions per second over the yardstick's
+#: customers per second, as issue 34 measured it, old and new tree alternated in one sitting. A
+#: month must be no slower than that, whatever the machine, since both rates are measured here.
+BASE_RATE_OVER_YARDSTICK: dict[str, float] = {"100k_full": 0.115, "1m_summary": 0.130}
 
 
 def month(sessions: int, records: str) -> dict[str, Any]:
@@ -119,6 +126,15 @@ def judge(report: dict[str, Any], speeds: list[float]) -> None:
                 ),
                 "goal": f"<= {goal['wall_seconds']:g} s, <= {goal['peak_rss_mb']:g} MB",
                 "met": month_["meets_goal"],
+            }
+        )
+    for name, base in BASE_RATE_OVER_YARDSTICK.items():
+        rate_ = report[name]["rate_over_yardstick"]
+        report["verdicts"].append(
+            {
+                "figure": f"{name}: {rate_:.3f} sessions a second per yardstick customer a second",
+                "goal": f">= {base:.3f}, step one's base",
+                "met": rate_ >= base,
             }
         )
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from bench import bench_month
+from bench.bench_month import BASE_RATE_OVER_YARDSTICK
 from bench.month import RUNS_PER_SESSION, TIMEZONES, month_scenario
 from bench.reference import REFERENCE_CUSTOMERS_PER_SECOND
 
@@ -50,3 +51,16 @@ def test_each_month_reports_its_rate_over_the_yardstick() -> None:
         month = report[name]
         expected = month["sessions"] / month["wall_seconds"] / REFERENCE_CUSTOMERS_PER_SECOND
         assert month["rate_over_yardstick"] == pytest.approx(expected, abs=1e-4)
+
+
+@pytest.mark.req("PERF-9")
+@pytest.mark.parametrize(("customers_per_second", "met"), [(1_000.0, True), (10_000.0, False)])
+def test_the_two_goal_months_are_judged_against_step_ones_base(
+    customers_per_second: float, met: bool
+) -> None:
+    """500 and 1,000 sessions in 2 s over a yardstick of 1,000 a second are 0.25 and 0.5, above
+    the base; over 10,000 a second they are 0.025 and 0.05, below it."""
+    report = bench_month.run(0.001, measure=_months(500.0), speed=lambda: [customers_per_second])
+    judged = [v for v in report["verdicts"] if "step one's base" in v["goal"]]
+    assert [v["figure"].split(":")[0] for v in judged] == list(BASE_RATE_OVER_YARDSTICK)
+    assert [v["met"] for v in judged] == [met, met]

@@ -65,6 +65,7 @@ def test_a_goal_line_says_whether_it_was_met() -> None:
     ]
 
 
+@pytest.mark.req("PERF-5", "PERF-8")
 @pytest.mark.parametrize(("ratio", "met"), [(0.3, True), (0.2, False)])
 def test_the_sessions_bench_judges_its_ratio_goal(
     monkeypatch: pytest.MonkeyPatch, ratio: float, met: bool
