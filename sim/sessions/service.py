@@ -1,4 +1,5 @@
-"""The realtime session service: create, list, retrieve, end, and the audio a client sends.
+"""The realtime session service: create, end, and the audio a client sends (its reads, list and
+retrieve among them, in ``sim.sessions.reads``, which it inherits).
 
 It owns every session of the platform and is the only code that changes one. Each change goes
 through ``_move``, which takes a row of the declared transition table (``sim.lifecycle``): the
@@ -20,7 +21,6 @@ Records: sessions live in a ``SessionStore`` (finished ones as columns), their t
 
 from __future__ import annotations
 
-import builtins
 import copy
 import random
 from typing import Any, Literal
@@ -28,11 +28,10 @@ from typing import Any, Literal
 from sim import tuples
 from sim.accounts import AccountRegistry, Caller
 from sim.config import BILLING_SURFACES
-from sim.errors import NotFound, Unprocessable
+from sim.errors import Unprocessable
 from sim.journal import Prepared
 from sim.kernel import Kernel
-from sim.lifecycle import ROWS_FROM, STATUSES, SessionTransition, Trigger, transition
-from sim.pagination import paginate
+from sim.lifecycle import ROWS_FROM, SessionTransition, Trigger, transition
 from sim.ports import AvatarLookup, BillingPort, SessionUsage
 from sim.sessions.audio import AudioKind, AudioTrack, TalkSpurts
 from sim.sessions.events import SessionEvents
@@ -41,8 +40,9 @@ from sim.sessions.heartbeat import HeartbeatTrack, billable_seconds
 from sim.sessions.history import TransitionLog
 from sim.sessions.limits import ConcurrencyCaps
 from sim.sessions.pipecat import RelayCredentials, issue_relay
-from sim.sessions.records import Session, SessionState, snapshot, usage_of
-from sim.sessions.scheduler import PoolMeter, PoolStatus, Scheduler, Worker
+from sim.sessions.reads import SessionReads
+from sim.sessions.records import SessionState, usage_of
+from sim.sessions.scheduler import Scheduler, Worker
 from sim.sessions.store import SessionStore
 from sim.sessions.validation import (
     PipecatRequest,
@@ -56,12 +56,9 @@ __all__ = ["BILLING_SURFACES", "SessionService"]
 
 #: The table's row for ``create`` (into the status a session is created in), read once.
 _CREATE = transition(None, "create")
-#: The status a create answers its session in: where ``admit`` takes a created one (a session is
-#: placed on a worker later, never within its create).
-_ANSWERED = transition(_CREATE.target, "admit").target
 
 
-class SessionService:
+class SessionService(SessionReads):
     def __init__(
         self,
         kernel: Kernel,
@@ -180,20 +177,6 @@ class SessionService:
 
         return tuples.new(Prepared, (commit,))
 
-    def created(self, session_id: str) -> dict[str, Any]:
-        """The body the create of ``session_id`` answered, rendered again now: the session as
-        it was then (queued, no usage), from what its record keeps and never changes.
-
-        Why: a caller that reads no body is answered only the id (``sim.operations``' unread
-        forms), and an idempotent replay of its create must still give the full body; almost no
-        key ever comes back, so the body is rendered only then."""
-        row = self._store.row(session_id)
-        if row is None:
-            raise NotFound("session.not_found", f"No session {session_id}.")
-        return self._store.state(row).to_resource(
-            self._clock, self._fps, status=_ANSWERED, usage_seconds=0
-        )
-
     def create_pipecat(self, caller: Caller, body: Any) -> dict[str, Any]:
         """``POST /v1/pipecat/sessions``: a session plus short-lived relay credentials."""
         with self._journal:  # one unit: undone as a whole if it fails half-way
@@ -227,32 +210,6 @@ class SessionService:
             }
 
         return Prepared(commit)
-
-    def retrieve(self, caller: Caller, session_id: str) -> dict[str, Any]:
-        caller.require_unrestricted()
-        return self._render(self._owned(caller, session_id))
-
-    def list(
-        self, caller: Caller, *, limit: int, starting_after: str | None, status: str | None
-    ) -> dict[str, Any]:
-        """Newest first; the cursor is positioned in the unfiltered list (GAP-SES-6)."""
-        caller.require_unrestricted()
-        if status is not None and status not in STATUSES:
-            raise Unprocessable(
-                "validation.enum",
-                f"`status` must be one of: {', '.join(STATUSES)}.",
-                param="status",
-            )
-        store = self._store
-        return paginate(
-            store.org_rows(caller.org_id)[::-1],
-            limit=limit,
-            starting_after=starting_after,
-            limits=self._config.limits,
-            cursor_of=lambda row: store.ids[row],
-            render=lambda row: self._render(store.state(row)),
-            keep=None if status is None else (lambda row: store.status(row) == status),
-        )
 
     def end(self, caller: Caller, session_id: str, *, render: bool = True) -> dict[str, Any]:
         """``POST /v1/sessions/{id}/end``: idempotent (SES-ST-3, SES-ST-4, SES-ST-5)."""
@@ -331,82 +288,7 @@ class SessionService:
             )
         self.clear_buffer(session_id)
 
-    @property
-    def published_tracks(self) -> tuple[str, str]:
-        """The track names a running worker publishes (video, audio)."""
-        sessions = self._config.sessions
-        return sessions.video_track_name, sessions.audio_track_name
-
-    # -- views for collectors, the status endpoint and tests -----------------------------------
-
-    @property
-    def store(self) -> SessionStore:
-        """Every session, live and finished, as columns (for bulk collectors)."""
-        return self._store
-
-    def sessions(self) -> builtins.list[Session]:
-        """Immutable snapshots of every session, in creation order."""
-        return [self._snapshot(row) for row in range(len(self._store))]
-
-    def session(self, session_id: str) -> Session:
-        return self._snapshot(self._get(session_id).number)
-
-    def render(self, session_id: str) -> dict[str, Any]:
-        """The contract shape of any session, without a caller (admin API, scenarios)."""
-        return self._render(self._get(session_id))
-
-    def relay(self, session_id: str) -> RelayCredentials:
-        try:
-            return self._relays[session_id]
-        except KeyError:
-            raise NotFound("session.not_found", f"No pipecat session {session_id}.") from None
-
-    def queued(self) -> builtins.list[str]:
-        """Ids of the sessions waiting for a worker, oldest first."""
-        return self._scheduler.queued()
-
-    def pool_status(self) -> PoolStatus:
-        return self._scheduler.status()
-
-    def pool_meter(self) -> PoolMeter:
-        """The pool's running worker-seconds and its peaks since the previous reading
-        (``Scheduler.meter``: the reading restarts the peaks; one sampler reads it)."""
-        return self._scheduler.meter()
-
-    def workers(self) -> builtins.list[Worker]:
-        return [copy.copy(w) for w in self._scheduler.workers()]
-
-    # -- internals: lookup, rendering, creation ------------------------------------------------
-
-    def _get(self, session_id: str) -> SessionState:
-        state = self._store.live_by_id(session_id)  # the live ones first
-        if state is not None:
-            return state
-        row = self._store.row(session_id)
-        if row is None:
-            raise NotFound("session.not_found", f"No session {session_id}.")
-        return self._store.state(row)
-
-    def _owned(self, caller: Caller, session_id: str) -> SessionState:
-        """Another organization's session does not exist for the caller (AUTH-7)."""
-        state = self._store.live_by_id(session_id)
-        if state is None:
-            row = self._store.row(session_id)
-            state = None if row is None else self._store.state(row)
-        if state is None or state.org_id != caller.org_id:
-            raise NotFound("session.not_found", f"No session {session_id}.")
-        return state
-
-    def _render(self, state: SessionState, usage_seconds: int | None = None) -> dict[str, Any]:
-        """The session as the API shows it now (``usage_seconds``: its usage, when the caller
-        knows it)."""
-        return state.to_resource(self._clock, self._fps, usage_seconds=usage_seconds)
-
-    def _snapshot(self, row: int) -> Session:
-        state = self._store.state(row)
-        return snapshot(
-            state, self._clock.now, self._fps, self.published_tracks, self._history.of(state)
-        )
+    # -- internals: creation -------------------------------------------------------------------
 
     def _admissible(self, caller: Caller, avatar_id: str) -> None:
         """The checks of a create after its body, in order: avatar, caps, credits, admission."""
@@ -532,11 +414,6 @@ class SessionService:
         worker = self._scheduler.find(state.worker_id)
         if worker is not None and worker.session_id == state.id:
             worker.free_by = moment
-
-    def _live(self, session_id: str) -> SessionState:
-        state = self._store.live_by_id(session_id)
-        assert state is not None  # the scheduler only holds sessions that are not terminal
-        return state
 
     def _place(self, state: SessionState, worker: Worker) -> None:
         now = self._clock.now
