@@ -51,8 +51,9 @@ GOALS: dict[str, dict[str, float]] = {
 }
 
 #: Step one's base (commit cb091dd): each month's sessions per second over the yardstick's
-#: customers per second, as issue 34 measured it, old and new tree alternated in one sitting. A
-#: month must be no slower than that, whatever the machine, since both rates are measured here.
+#: customers per second, measured with that tree and the next alternated in one sitting on this
+#: kind of machine. A month must be no slower than that; both rates are measured here, so the
+#: machine divides out.
 BASE_RATE_OVER_YARDSTICK: dict[str, float] = {"100k_full": 0.115, "1m_summary": 0.130}
 
 
