@@ -1,5 +1,8 @@
-"""avatar-sim's harness: what drives and checks the simulated service (and any deployment).
+"""avatar-sim's harness: what drives and checks the simulated service, or any deployment.
 
-Contract tooling, traceability, served mode, the demo job and, as they land, scenarios, the
-runner, sweeps and conformance checks. Entry point: ``avatar-sim`` (``python -m harness``).
+Each subpackage is one tool: ``contract`` (the spec's derived files and diff), ``conformance``
+(holding a deployment to the seed), ``testing`` (the pytest toolkit and plugin), ``scenarios``,
+``runner``, ``sweep`` and ``plan`` (load, capacity and cost), ``traffic`` (capture, calibrate,
+replay), ``serve`` (the simulator on a real port), ``trace`` (requirement traceability) and
+``examples``. Entry point: ``avatar-sim`` (``python -m harness``, ``harness.cli``).
 """

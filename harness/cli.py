@@ -49,7 +49,6 @@ class Command:
 
 
 COMMANDS: list[Command] = [
-    # Planned, each added here when its module exists: demo, run, sweep, serve, conformance.
     Command(
         "demo", "harness.demo", "play a scripted day through the facade and summarise it", True
     ),
@@ -71,7 +70,7 @@ COMMANDS: list[Command] = [
     Command("serve", "harness.serve.command", "serve the simulated API on a real HTTP port"),
     Command(
         "examples",
-        "harness.examples_cli",
+        "harness.examples.command",
         "copy the example scenarios, sweeps, notebooks and test suite",
     ),
     Command("conformance", "harness.conformance.command", "hold a deployment to the contract"),
@@ -84,9 +83,11 @@ COMMANDS: list[Command] = [
         "play a recording against a deployment, beside the simulation's prediction",
         True,
     ),
-    Command("spec", "harness.spec_cli", "build, check or diff the contract in spec/"),
+    Command("spec", "harness.contract.command", "build, check or diff the contract in spec/"),
     Command(
-        "trace", "harness.trace", "list every requirement id with the passing tests that prove it"
+        "trace",
+        "harness.trace.command",
+        "list every requirement id with the passing tests that prove it",
     ),
 ]
 

@@ -1,5 +1,7 @@
-"""No import circle hidden inside a function.
+"""No import circle between modules, at the top of a module or hidden inside a function.
 
+Two modules that import each other (directly or through others) cannot be understood, tested or
+moved one at a time, and which of them Python finishes first depends on who imported first.
 A module may import another inside a function (to defer a heavy import, say), but not to hide a
 circle: an import inside a function that leads back to its own module through the modules it
 imports at run time means the two modules depend on each other, which a split that puts what
@@ -166,3 +168,79 @@ def test_the_circle_checker_catches_a_circle_through_a_function_only() -> None:
     problems = hidden_circles(circle)
     assert len(problems) == 1 and problems[0].startswith("pkg.b:3 imports pkg.a"), problems
     assert not hidden_circles({**circle, "pkg.b": ("thing = 1\n", False)})
+
+
+def circles(sources: dict[str, tuple[str, bool]]) -> list[list[str]]:
+    """Every set of modules that import one another at run time, directly or through others
+    (the strongly connected components of the import graph with more than one module)."""
+    modules = set(sources)
+    graph: dict[str, list[str]] = {name: [] for name in sorted(modules)}
+    for name, (text, package) in sources.items():
+        graph[name] = sorted(
+            {imp.target for imp in runtime_imports(text, name, modules, package=package)}
+        )
+    # Tarjan's algorithm, iterative so a deep chain of imports cannot exhaust the stack.
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(graph[root]))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            following = next(edges, None)
+            if following is not None:
+                if following not in index:
+                    index[following] = low[following] = len(index)
+                    stack.append(following)
+                    on_stack.add(following)
+                    work.append((following, iter(graph[following])))
+                elif following in on_stack:
+                    low[node] = min(low[node], index[following])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return sorted(found)
+
+
+@pytest.mark.req("ARCH-2")
+def test_no_modules_import_one_another() -> None:
+    sources = {
+        _module_name(path): (path.read_text(encoding="utf-8"), path.name == "__init__.py")
+        for path in _modules()
+    }
+    found = circles(sources)
+    assert not found, "modules that import one another:\n" + "\n".join(
+        " <-> ".join(members) for members in found
+    )
+
+
+@pytest.mark.req("ARCH-2")
+def test_the_circle_finder_finds_circles_at_any_depth() -> None:
+    sources = {
+        "pkg": ("from pkg.a import thing\n", True),
+        "pkg.a": ("from pkg.b import other\nthing = 1\n", False),
+        "pkg.b": ("import pkg.c\nother = 2\n", False),
+        "pkg.c": ("from pkg import thing\n", False),  # back to the package: a circle of four
+        "pkg.d": ("import pkg.e\n", False),
+        "pkg.e": ("if TYPE_CHECKING:\n    import pkg.d\n", False),  # typing only: no circle
+    }
+    assert circles(sources) == [["pkg", "pkg.a", "pkg.b", "pkg.c"]]
+    assert not circles({**sources, "pkg.c": ("thing = 3\n", False)})

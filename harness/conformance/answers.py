@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.conformance.checks import CheckFailed, envelope_of
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 
 __all__ = [
     "expect_status",

@@ -23,7 +23,7 @@ from harness.conformance.context import Context
 from harness.conformance.listing import walk
 from harness.conformance.model.avatar_book import FITTING_BOUND
 from harness.conformance.seed import SEED
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 
 __all__ = ["portrait", "uploaded_avatar"]
 

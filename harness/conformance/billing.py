@@ -25,8 +25,8 @@ from harness.conformance.context import Context
 from harness.conformance.model.usage_book import FAR_FUTURE, Expected
 from harness.conformance.runs import usage_now
 from harness.conformance.seed import SEED
-from harness.conformance.target import Exchange
 from harness.conformance.watch import TERMINAL
+from harness.target import Exchange
 
 __all__: list[str] = []
 

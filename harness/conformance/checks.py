@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 from sim.errors import ErrorType
 
 if TYPE_CHECKING:

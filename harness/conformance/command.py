@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from harness.conformance import runner
 from harness.conformance.clock import QuickClock, RealClock, TargetClock, tqdm_display
 from harness.conformance.inputs import Inputs
-from harness.conformance.target import Credentials, Target, TargetUnreachable
+from harness.target import Credentials, Target, TargetUnreachable
 
 __all__ = ["add_arguments", "run"]
 
@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
         revoked=args.revoked_key,
         admin=args.sim_admin_token,
     )
-    target = Target.remote(args.base_url, credentials, timeout=args.timeout)
+    target = Target.url(args.base_url, credentials, timeout=args.timeout)
     try:
         probe = target.request("GET", "/v1/models")
         if probe.status == 401:

@@ -30,8 +30,8 @@ from harness.conformance.inputs import DEFAULT_TRANSPORT, QUALITIES, Inputs
 from harness.conformance.model import NONCE, SeedModel, Verdict
 from harness.conformance.pacing import KeyPacer
 from harness.conformance.seed import SEED
-from harness.conformance.target import Exchange, Target
 from harness.conformance.watch import TERMINAL, SessionWatch
+from harness.target import Exchange, Target
 
 __all__ = ["SETTLE_SECONDS", "ContextBase"]
 

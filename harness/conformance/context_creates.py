@@ -24,7 +24,7 @@ from harness.conformance.checks import (
 from harness.conformance.context_base import ContextBase
 from harness.conformance.pacing import retry_hint
 from harness.conformance.seed import SEED
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 
 __all__ = ["CreatingContext"]
 

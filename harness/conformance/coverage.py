@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from harness.requirements import Kind, load_catalog
+from harness.trace.catalog import Kind, load_catalog
 
 if TYPE_CHECKING:
     from harness.conformance.report import CheckResult

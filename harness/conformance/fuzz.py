@@ -42,7 +42,7 @@ from schemathesis.generation.modes import GenerationMode
 from harness.conformance.checks import register_fuzz_check
 from harness.conformance.operations import form_is_valid_as_sent, load_profile
 from harness.conformance.st_bridge import SCHEMATHESIS_CHECKS, counting
-from harness.conformance.target import Exchange, Target, TargetUnreachable
+from harness.target import Exchange, Target, TargetUnreachable
 
 __all__ = ["BUILTIN_CHECKS", "FuzzFailure", "FuzzResult", "fuzz"]
 

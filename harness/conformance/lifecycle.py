@@ -32,8 +32,8 @@ from harness.conformance.context import Context
 from harness.conformance.listing import walk
 from harness.conformance.model.session_book import DRAIN_BOUND, TIMER_SLACK
 from harness.conformance.seed import SEED
-from harness.conformance.target import Exchange
 from harness.conformance.watch import TERMINAL, mentions
+from harness.target import Exchange
 
 __all__: list[str] = []
 

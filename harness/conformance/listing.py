@@ -25,7 +25,7 @@ from harness.conformance.checks import LATE, CheckFailed, NotChecked, envelope_o
 from harness.conformance.context import Context
 from harness.conformance.pacing import retry_hint
 from harness.conformance.seed import SEED
-from harness.conformance.target import Exchange, Target
+from harness.target import Exchange, Target
 
 __all__ = ["LISTS", "expect_refused", "list_page", "walk"]
 

@@ -20,8 +20,8 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from harness.conformance.target import Exchange
 from harness.contract.loader import PROFILE_FILE, default_spec_dir, load_yaml
+from harness.target import Exchange
 from sim.asgi.routes import RouteTable
 from sim.asgi.validation import SpecSchemas
 

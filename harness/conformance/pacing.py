@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 
 __all__ = ["KeyPacer", "headers_hint", "retry_hint"]
 

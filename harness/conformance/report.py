@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from harness.conformance.coverage import Coverage
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 
 __all__ = ["BODIES_DIR", "CheckResult", "FailureRecord", "Outcome", "Proof", "Report"]
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from harness.conformance.checks import CheckFailed, response_check
 from harness.conformance.operations import Operation, body_problem, operation_of
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 
 __all__ = [
     "RESOURCES",

@@ -65,8 +65,8 @@ from harness.conformance.report import (
     Report,
 )
 from harness.conformance.responses import write_only_values
-from harness.conformance.target import Exchange, Target, TargetStalled, TargetUnreachable
 from harness.conformance.watch import watching
+from harness.target import Exchange, Target, TargetStalled, TargetUnreachable
 
 __all__ = ["CHECKS", "LATE", "REQUEST_ALLOWANCE_SECONDS", "RunOptions", "run"]
 

@@ -32,7 +32,7 @@ from harness.conformance.inputs import RunPlan
 from harness.conformance.listing import walk
 from harness.conformance.model import Verdict
 from harness.conformance.seed import SEED
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 
 __all__ = ["an_asset", "usage_now"]
 

@@ -23,7 +23,7 @@ from schemathesis.core.failures import Failure
 
 from harness.conformance import responses  # noqa: F401  (registers the resource checks)
 from harness.conformance.checks import Check, CheckFailed, response_checks
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 
 __all__ = ["SCHEMATHESIS_CHECKS", "ConformanceFailure", "counting", "exchange_of"]
 

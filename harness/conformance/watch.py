@@ -21,7 +21,7 @@ from typing import Any
 from harness.conformance.checks import CheckFailed, response_check
 from harness.conformance.operations import operation_of
 from harness.conformance.responses import resources_in
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 
 __all__ = ["PLACED", "TERMINAL", "SessionWatch", "current_watch", "mentions", "watching"]
 

@@ -8,7 +8,7 @@
   (``build_all``, ``check``);
 - compares two versions and reports what breaks the additive-only rule (``diff_specs``, VER-1).
 
-Command line: ``avatar-sim spec build|check|diff`` (``harness.spec_cli``).
+Command line: ``avatar-sim spec build|check|diff`` (``harness.contract.command``).
 """
 
 from __future__ import annotations

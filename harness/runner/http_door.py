@@ -5,7 +5,7 @@ query and header parameters, JSON body) on an event loop of its own: SimPy proce
 generators, so each request is run to completion before the process continues, exactly like a
 blocking call. Two targets:
 
-* ``HttpDoor(platform)``: the platform's own facade, in process (the demo's scenario);
+* ``HttpDoor(Target.in_process(platform))``: the platform's own facade (the demo's scenario);
 * ``HttpDoor.remote(base_url, secrets)``: a deployment by URL (``avatar-sim replay``). Each
   caller's key is replaced by the deployment's secret ``secrets`` names for it, so the runner's
   clients, which hold the keys of a local platform, speak for the deployment's keys. A refusal
@@ -25,8 +25,8 @@ from urllib.parse import quote
 import httpx
 
 from harness.conformance.pacing import headers_hint
+from harness.target import InProcessTarget, Target, UrlTarget
 from sim.accounts import Caller
-from sim.asgi.app import create_app
 from sim.asgi.openapi import load_openapi
 from sim.asgi.routes import Route, RouteTable
 from sim.asgi.validation import SpecSchemas
@@ -43,7 +43,7 @@ from sim.errors import (
     ServiceUnavailable,
     Unprocessable,
 )
-from sim.platform import Outcome, Params, Platform
+from sim.platform import Outcome, Params
 
 __all__ = ["Answered", "HttpDoor"]
 
@@ -54,20 +54,29 @@ _ERRORS: dict[str, type[DomainError]] = {
         Unprocessable, RateLimited, QuotaExceeded, ServiceUnavailable, InternalError,
     )
 }  # fmt: skip
-BASE_URL = "http://avatar-sim.local"
 
 #: Told of every answer that is not a refusal: ``(operation_id, outcome)``.
 Answered = Callable[[str, Outcome], None]
 
 
 class HttpDoor:
-    """``Platform.call`` answered over HTTP, by the in-process facade of ``platform``."""
+    """``Platform.call`` answered over HTTP by ``target``: the simulator's facade in process,
+    or a deployment by URL (``remote``)."""
 
-    def __init__(self, platform: Platform) -> None:
-        app = create_app(platform)
-        client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE_URL)
-        self._setup(app.state.route_table, client, None)
-        self._remote = False
+    def __init__(
+        self,
+        target: Target,
+        *,
+        secrets: Mapping[str, str] | None = None,
+        answered: Answered | None = None,
+    ) -> None:
+        if isinstance(target, InProcessTarget):
+            table = target.app.state.route_table
+        else:
+            table = RouteTable(SpecSchemas(load_openapi()))
+        self._setup(table, target.async_client(), secrets)
+        self._remote = target.kind == "url"
+        self._answered = answered
 
     @classmethod
     def remote(
@@ -82,14 +91,8 @@ class HttpDoor:
         """A deployment at ``base_url``: a caller whose key ``secrets`` maps sends the secret
         it maps to (any other caller its own key). ``transport``: httpx's (a test's in-process
         app); ``answered`` is told of every answer that is not a refusal."""
-        door = cls.__new__(cls)
-        client = httpx.AsyncClient(
-            base_url=base_url.rstrip("/"), timeout=timeout, transport=transport
-        )
-        door._setup(RouteTable(SpecSchemas(load_openapi())), client, secrets)
-        door._remote = True
-        door._answered = answered
-        return door
+        target = UrlTarget(base_url, timeout=timeout, async_transport=transport)
+        return cls(target, secrets=secrets, answered=answered)
 
     def _setup(
         self, table: RouteTable, client: httpx.AsyncClient, secrets: Mapping[str, str] | None
@@ -98,7 +101,6 @@ class HttpDoor:
         self._loop = asyncio.new_event_loop()
         self._client = client
         self._secrets = secrets
-        self._answered: Answered | None = None
         self.requests = 0
 
     def close(self) -> None:

@@ -32,6 +32,7 @@ from harness.runner.http_door import HttpDoor
 from harness.runner.metrics import metrics_table, summarize, window_text
 from harness.runner.tables import RunResult, collect
 from harness.scenarios import Scenario
+from harness.target import Target
 from sim.platform import Platform
 
 __all__ = ["FIGURES", "render_report", "run_over_http", "view_of", "write_report"]
@@ -62,7 +63,7 @@ def run_over_http(
     doors: list[HttpDoor] = []
 
     def door(platform: Platform) -> HttpDoor:
-        doors.append(HttpDoor(platform))
+        doors.append(HttpDoor(Target.in_process(platform)))
         return doors[-1]
 
     try:

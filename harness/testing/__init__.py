@@ -21,6 +21,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from harness.target import (
+        InProcessTarget,
+        Target,
+        UnknownTarget,
+        UrlTarget,
+        bind,
+        target_of,
+    )
     from harness.testing.admin import AdminRefused, InProcessAdmin, SimAdmin
     from harness.testing.audio import play_audio
     from harness.testing.events import LifecycleEvent, NoWebhooks, SessionHistory, session_events
@@ -31,14 +39,6 @@ if TYPE_CHECKING:
     from harness.testing.serving import SimTarget
     from harness.testing.sessions import SessionTracker, create_session, expect_error, retry_after
     from harness.testing.statuses import UnknownStatus
-    from harness.testing.target import (
-        InProcessTarget,
-        Target,
-        UnknownTarget,
-        UrlTarget,
-        bind,
-        target_of,
-    )
     from harness.testing.waiting import (
         StateNotReached,
         pass_time,
@@ -86,7 +86,7 @@ _HOMES = {
     "AdminRefused": "admin",
     "HttpAdmin": "http_admin",
     "InProcessAdmin": "admin",
-    "InProcessTarget": "target",
+    "InProcessTarget": "harness.target",
     "LifecycleEvent": "events",
     "NoWebhooks": "events",
     "Organization": "fixtures",
@@ -97,19 +97,19 @@ _HOMES = {
     "SimAdmin": "admin",
     "SimTarget": "serving",
     "StateNotReached": "waiting",
-    "Target": "target",
+    "Target": "harness.target",
     "UnknownStatus": "statuses",
-    "UnknownTarget": "target",
-    "UrlTarget": "target",
+    "UnknownTarget": "harness.target",
+    "UrlTarget": "harness.target",
     "WebhookReceiver": "receiver",
-    "bind": "target",
+    "bind": "harness.target",
     "create_session": "sessions",
     "expect_error": "sessions",
     "pass_time": "waiting",
     "play_audio": "audio",
     "retry_after": "sessions",
     "session_events": "events",
-    "target_of": "target",
+    "target_of": "harness.target",
     "wait_for": "waiting",
     "wait_for_avatar": "waiting",
     "wait_for_delivery": "waiting",
@@ -121,7 +121,8 @@ def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    module = home if "." in home else f"{__name__}.{home}"  # the target is the harness's own
+    value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
 

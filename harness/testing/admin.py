@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
 
 import httpx
 
-from harness.testing.target import InProcessTarget, Target, bind
+from harness.target import InProcessTarget, Target
 
 if TYPE_CHECKING:
     from sim.platform import Platform
@@ -93,7 +93,7 @@ class SimAdmin(abc.ABC):
     @property
     @abc.abstractmethod
     def target(self) -> Target:
-        """What this admin's clients talk to (``harness.testing.target``): how time passes."""
+        """What this admin's clients talk to (``harness.target``): how time passes."""
 
     # -- time ----------------------------------------------------------------------------------
 
@@ -434,15 +434,7 @@ def in_process_target(platform: Platform) -> InProcessTarget:
 
 def in_process_client(platform: Platform, key: str) -> httpx.Client:
     """A client of ``platform``'s facade authenticated with ``key``, bound to its target."""
-    from harness.conformance.target import SyncASGITransport
-
-    target = in_process_target(platform)
-    client = httpx.Client(
-        transport=SyncASGITransport(target.app),
-        base_url="http://testserver",
-        headers={"Authorization": f"Bearer {key}"},
-    )
-    return bind(client, target)
+    return in_process_target(platform).client_for(key)
 
 
 def moment(timestamp: str) -> datetime:

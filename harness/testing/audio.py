@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import httpx
 
-from harness.testing.target import target_of
+from harness.target import target_of
 
 __all__ = ["NoAdminApi", "play_audio"]
 

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 import httpx
 
+from harness.target import target_of
 from harness.testing.statuses import wanted_statuses
-from harness.testing.target import target_of
 
 if TYPE_CHECKING:
     from harness.testing.receiver import WebhookReceiver

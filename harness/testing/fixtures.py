@@ -161,8 +161,8 @@ def api_client(
         def test_list(api_client):
             assert api_client.get("/v1/sessions").status_code == 200
     """
+    from harness.target import url_client
     from harness.testing.admin import in_process_client
-    from harness.testing.target import url_client
 
     client: httpx.Client
     admin: HttpAdmin | None = None

@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 import httpx
 
+from harness.target import Target, UrlTarget, url_client
 from harness.testing.admin import AdminRefused, AudioKind, SimAdmin, SimSeconds, moment
-from harness.testing.target import Target, UrlTarget, url_client
 
 __all__ = ["HttpAdmin"]
 

@@ -202,7 +202,7 @@ class SessionMachine(RuleBasedStateMachine):
             def test_the_caps_hold(api_client):
                 SessionMachine.for_client(api_client).run(max_examples=5, steps=10)
         """
-        from harness.testing.target import InProcessTarget, target_of
+        from harness.target import InProcessTarget, target_of
 
         target = target_of(client)
         if isinstance(target, InProcessTarget):

@@ -77,10 +77,10 @@ class HttpApi:
     reports what it finds)."""
 
     def __init__(self, base_url: str, *, timeout: float = 30.0) -> None:
-        from harness.conformance.target import Credentials, Target
+        from harness.target import Credentials, Target
 
         # The key goes in each request's own header; the target's credentials name none.
-        self.target = Target.remote(base_url, Credentials(api=""), timeout=timeout)
+        self.target = Target.url(base_url, Credentials(api=""), timeout=timeout)
 
     def _send(
         self,

@@ -98,7 +98,7 @@ def judged_by_the_model(target: MachineTarget) -> MachineTarget:
     seed (``harness.conformance.model``), keeping what it finds wrong: by URL the machine holds
     the target to the same rules as ``avatar-sim conformance``."""
     from harness.conformance.model import SeedModel
-    from harness.conformance.target import Credentials
+    from harness.target import Credentials
 
     api = target.api
     if not isinstance(api, HttpApi):

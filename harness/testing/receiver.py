@@ -29,8 +29,8 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 if TYPE_CHECKING:
     import httpx
 
+    from harness.target import Target
     from harness.testing.admin import SimAdmin
-    from harness.testing.target import Target
 
 __all__ = ["ReceivedAttempt", "WebhookReceiver"]
 
@@ -168,7 +168,7 @@ class WebhookReceiver:
             hooks.wait_until(lambda h: len(h.events_about(session_id)) == 5, within=30)
         """
         __tracebackhide__ = True
-        from harness.testing.target import target_of
+        from harness.target import target_of
 
         if client is not None:
             target = target_of(client)

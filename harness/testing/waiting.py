@@ -2,7 +2,7 @@
 
 Why: every state-transition test waits, and a hand-written loop that advances the clock a
 second at a time only works in process. ``wait_for`` polls the resource through the client and
-lets time pass the target's way between polls (``harness.testing.target``): in process it runs
+lets time pass the target's way between polls (``harness.target``): in process it runs
 the simulation to the next scheduled event, so it returns at the exact simulated moment the
 status came; against a URL it polls in real time. ``within`` is in the target's seconds. When the
 status never comes, or the resource reaches a terminal status that is not the one awaited, the
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from harness.target import Target, target_of
 from harness.testing.statuses import UnknownStatus, statuses_of, wanted_statuses
-from harness.testing.target import Target, target_of
 
 if TYPE_CHECKING:
     from harness.testing.admin import SimAdmin

@@ -40,7 +40,7 @@ from typing import Any
 import pandas as pd
 
 from harness.conformance.pacing import retry_hint
-from harness.conformance.target import Exchange, Target
+from harness.target import Exchange, Target
 from harness.traffic.recording import Recording, recording_from_frame
 
 __all__ = ["CaptureError", "CaptureReport", "capture", "key_label"]

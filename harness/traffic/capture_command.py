@@ -13,7 +13,7 @@ from datetime import datetime
 
 import pandas as pd
 
-from harness.conformance.target import Credentials, Target, TargetUnreachable
+from harness.target import Credentials, Target, TargetUnreachable
 from harness.traffic.capture import PAGE_SIZE, CaptureError, CaptureReport, capture
 
 __all__ = ["add_arguments", "run"]
@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     if args.since is not None and args.until is not None and args.until < args.since:
         print("avatar-sim capture: --until is before --since", file=sys.stderr)
         return USAGE_ERROR
-    target = Target.remote(args.base_url, Credentials(api=args.api_key), timeout=args.timeout)
+    target = Target.url(args.base_url, Credentials(api=args.api_key), timeout=args.timeout)
     try:
         recording, report = capture(
             target,

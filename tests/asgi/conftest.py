@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from harness.conformance.target import SyncASGITransport
+from harness.target import SyncASGITransport
 from sim.asgi import create_app
 from sim.platform import Platform
 from tests.asgi.support import ADMIN_TOKEN, Org, make_org

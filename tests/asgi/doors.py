@@ -19,7 +19,7 @@ from urllib.parse import quote, urlencode
 
 import httpx
 
-from harness.conformance.target import SyncASGITransport
+from harness.target import SyncASGITransport
 from sim.accounts import Caller
 from sim.asgi import create_app
 from sim.asgi.routes import Route

@@ -16,22 +16,15 @@ import httpx
 
 from sim.config import Constant, Distribution, LogNormal, Uniform
 from sim.platform import Platform
+from tests.world import session_body as world_session_body
 
 ADMIN_TOKEN = "simadmin_test-token"
 
-LIVEKIT = {
-    "type": "livekit",
-    "url": "wss://rooms.example.test",
-    "room_name": "room-1",
-    "worker_token": "worker-token",
-}
-
 
 def session_body(**overrides: Any) -> dict[str, Any]:
-    """A valid ``POST /v1/sessions`` body; keyword arguments replace or add fields."""
-    body: dict[str, Any] = {"avatar_id": "av_stock_mock", "transport": dict(LIVEKIT)}
-    body.update(overrides)
-    return body
+    """A valid ``POST /v1/sessions`` body with a worker token; keyword arguments replace or add
+    fields."""
+    return world_session_body(worker_token="worker-token", **overrides)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.conformance.target import SyncASGITransport
+from harness.target import SyncASGITransport
 from sim.asgi import create_app
 from sim.config import AdminConfig, SimConfig
 from sim.platform import Platform

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from harness.conformance.target import SyncASGITransport
+from harness.target import SyncASGITransport
 from sim.asgi import create_app
 from sim.config import AdminConfig, SimConfig
 from sim.platform import Platform

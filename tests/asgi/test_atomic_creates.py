@@ -28,18 +28,18 @@ import httpx
 import pytest
 from PIL import Image
 
-from harness.conformance.target import SyncASGITransport
+from harness.target import SyncASGITransport
 from sim.asgi import create_app
 from sim.avatars.records import Avatar
 from sim.config import RunsConfig, SimConfig
 from sim.platform import Platform
 from tests.asgi.support import (
     ADMIN_TOKEN,
-    LIVEKIT,
     assert_envelope,
     make_org,
     state_digest,
 )
+from tests.world import session_body
 
 
 class InjectedFault(RuntimeError):
@@ -73,7 +73,7 @@ class Create:
     idempotency_key: str | None = None
 
 
-SESSION = {"avatar_id": "av_stock_mock", "transport": dict(LIVEKIT), "metadata": {"a": 1}}
+SESSION = session_body(metadata={"a": 1})
 PORTRAIT_RUN = {
     "input": {
         "image": base64.b64encode(_png()).decode(),

@@ -14,8 +14,8 @@ import httpx
 import pytest
 import yaml
 
-from harness.conformance.target import SyncASGITransport
 from harness.contract import derive_profile, load_spec
+from harness.target import SyncASGITransport
 from sim.asgi import create_app
 from sim.platform import Platform
 from tests.asgi.support import assert_envelope

@@ -7,7 +7,7 @@ import math
 import pytest
 from httpx import Client
 
-from harness.conformance.target import SyncASGITransport
+from harness.target import SyncASGITransport
 from sim.asgi import create_app
 from sim.config import SimConfig
 from sim.platform import Platform

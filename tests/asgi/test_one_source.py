@@ -24,7 +24,7 @@ from sim.asgi.configured import config_value, configured, configured_keywords
 from sim.asgi.openapi import load_openapi
 from sim.config import LimitsConfig, RateLimitConfig, SimConfig
 from tests.asgi.doors import Doors, Request
-from tests.asgi.support import LIVEKIT
+from tests.world import LIVEKIT, session_body
 
 #: Every configuration field that bounds what a request may carry.
 REQUEST_BOUNDS = {
@@ -66,7 +66,7 @@ def test_the_facade_validates_with_the_running_configuration() -> None:
     spec = doors.app.state.route_table.schemas.document
     idle = spec["components"]["schemas"]["CreateSessionRequest"]["properties"]
     assert idle["idle_timeout_seconds"]["maximum"] == 1200
-    body = {"avatar_id": "av_stock_mock", "transport": dict(LIVEKIT), "idle_timeout_seconds": 900}
+    body = session_body(idle_timeout_seconds=900)
     python, http = doors.both(Request("createSession", {}, body))
     assert python["idle_timeout_seconds"] == http["idle_timeout_seconds"] == 900
     too_long = {**body, "idle_timeout_seconds": 1201}
@@ -85,7 +85,7 @@ def test_the_facade_validates_with_the_running_configuration() -> None:
 
 # -- both doors, any request -------------------------------------------------------------------
 
-_SESSION_BODY = {"avatar_id": "av_stock_mock", "transport": dict(LIVEKIT)}
+_SESSION_BODY = session_body()
 _ECHO = {"model_id": "sim/echo-text"}
 _EVENTS = {"run_id": "run_01JAAAAAAAAAAAAAAAAAAAAAAA"}
 
@@ -202,7 +202,7 @@ def _body(draw: st.DrawFn, base: dict[str, Any], keys: list[str]) -> dict[str, A
     return body
 
 
-_SESSION = {"avatar_id": "av_stock_mock", "transport": dict(LIVEKIT)}
+_SESSION = session_body()
 _LIMITS = st.sampled_from([0, 1, 20, 40, 41, 100, 101, 250, 251, 500, 501, -3, "ten"])
 
 

@@ -36,12 +36,12 @@ from sim.platform import Platform
 from tests.asgi.support import (
     ADMIN_TOKEN,
     ENVELOPE_KEYS,
-    LIVEKIT,
     PUBLIC_READS,
     make_org,
     state_digest,
     strict_json,
 )
+from tests.world import session_body
 
 SPEC = load_openapi()
 GLOBAL_CODES = {
@@ -205,7 +205,7 @@ _DARK = [
     '"' + "x" * 2000 + '"', "[" * 80 + "]" * 80, "{}", "[]", "null", "true", "0.5", '"wss://x"',
 ]  # fmt: skip
 _VALID_BODIES = [
-    {"avatar_id": "av_stock_mock", "transport": dict(LIVEKIT), "metadata": {"k": "v"}},
+    session_body(metadata={"k": "v"}),
     {"avatar_id": "av_stock_mock", "quality": "mock"},
     {"input": {"prompt": "hello"}, "external_id": "e-1", "metadata": {"a": [1, 2]}},
     {"seconds": 1},

@@ -197,7 +197,7 @@ def test_admin_endpoints_need_the_token_and_validate_bodies(
 
 @pytest.mark.req("SIM-8")
 def test_without_an_admin_token_the_admin_api_does_not_exist(platform: Platform) -> None:
-    from harness.conformance.target import SyncASGITransport
+    from harness.target import SyncASGITransport
     from sim.asgi import create_app
 
     app = create_app(platform)

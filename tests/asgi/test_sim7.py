@@ -26,13 +26,13 @@ import pytest
 from httpx import Client
 from PIL import Image
 
-from harness.conformance.target import SyncASGITransport
+from harness.target import SyncASGITransport
 from sim.asgi import create_app
 from sim.asgi.routes import Route
 from sim.config import LimitsConfig, SimConfig
 from sim.platform import Platform
 from tests.asgi.doors import answer_of, call_answer, url_of
-from tests.asgi.support import LIVEKIT
+from tests.world import session_body
 
 
 def _png() -> bytes:
@@ -65,7 +65,7 @@ class Audio:
 
 Step = Call | Advance | Audio
 
-SESSION = {"avatar_id": "av_stock_aria", "transport": dict(LIVEKIT)}
+SESSION = session_body("av_stock_aria")
 
 SCRIPT: list[Step] = [
     Call("getStatus", None),

@@ -20,9 +20,10 @@ from hypothesis import strategies as st
 from sim.errors import InvalidRequest
 from sim.values import _check, check_values
 from tests.asgi.doors import Doors, Request
-from tests.asgi.support import LIVEKIT, strict_json
+from tests.asgi.support import strict_json
+from tests.world import LIVEKIT, session_body
 
-SESSION = {"avatar_id": "av_stock_mock", "transport": dict(LIVEKIT)}
+SESSION = session_body()
 
 
 def _session(**changes: Any) -> dict[str, Any]:

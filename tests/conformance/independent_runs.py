@@ -20,7 +20,7 @@ from harness.conformance.clock import RealClock
 from harness.conformance.inputs import Inputs
 from harness.conformance.report import Report
 from harness.conformance.runner import RunOptions, run
-from harness.conformance.target import Credentials, Target
+from harness.target import Credentials, Target
 from tests.independent.serving import serve
 
 __all__ = ["FACTOR", "SMALL_POOL", "UNREACHABLE", "UNREACHABLE_UNDER", "against", "reading_of"]
@@ -87,7 +87,7 @@ def against(
             runs_write=keys["runs_write_key"],
             revoked=keys["revoked_key"],
         )
-        target = Target.remote(keys["base_url"], credentials, timeout=20.0)
+        target = Target.url(keys["base_url"], credentials, timeout=20.0)
         inputs = Inputs(models=tuple(keys["models"]), run_bodies=(keys["run_json"],))
         try:
             return run(

@@ -30,9 +30,9 @@ from typing import Any, TypeVar
 import httpx
 import uvicorn
 
-from harness.conformance.target import Credentials, Target
 from harness.serve.clock_driver import WallClockDriver
 from harness.serve.runner import ServeOptions, bind, build
+from harness.target import Credentials, Target
 from sim.platform import Platform
 from tests.conformance.edits import App, Edited, Edits, Keys
 from tests.conformance.support import configured
@@ -163,7 +163,7 @@ class Served:
 
     def target(self, admin: bool = False, timeout: float = 30.0) -> Target:
         """A conformance ``Target`` by URL, as ``avatar-sim conformance --base-url`` builds it."""
-        return Target.remote(self.base_url, self.credentials(admin), timeout=timeout)
+        return Target.url(self.base_url, self.credentials(admin), timeout=timeout)
 
     def client(self, key: str | None = None, timeout: float = 10.0) -> httpx.Client:
         """A client with ``key`` (default the unrestricted key) as its bearer."""

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.conformance.target import Credentials, Target
+from harness.target import Credentials, Target
 from sim.asgi import create_app
 from sim.config import SimConfig
 from sim.platform import Platform
@@ -76,4 +76,6 @@ def simulated(
     }
     api = api_key(keys) if api_key is not None else keys["unrestricted"]
     credentials = Credentials(api=api, **{role: given[role] for role in roles})
-    return Simulated(platform, keys, other, credentials, Target.in_process(app, credentials))
+    return Simulated(
+        platform, keys, other, credentials, Target.in_process(platform, credentials, app=app)
+    )

@@ -27,7 +27,7 @@ from harness.conformance.clock import RealClock
 from harness.conformance.inputs import Inputs
 from harness.conformance.report import Report
 from harness.conformance.runner import RunOptions, run
-from harness.conformance.target import Credentials, Target
+from harness.target import Credentials, Target
 from tests.conformance.edits import Edits
 from tests.conformance.gap_variant import GAP_VARIANT
 from tests.conformance.legal_readings import (
@@ -71,7 +71,7 @@ def _run(
     """The harness as a stranger runs it: keys only, real waits scaled by the time factor."""
     factor = deployment.time_factor
     assert factor is not None
-    target = Target.remote(
+    target = Target.url(
         deployment.base_url, credentials or deployment.credentials(), timeout=timeout
     )
     try:

@@ -17,7 +17,7 @@ from harness.conformance.inputs import Inputs
 from harness.conformance.instances import minimal_instance
 from harness.conformance.pacing import KeyPacer, retry_hint
 from harness.conformance.runner import RunOptions, run
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 from sim.runs.catalog import CATALOG
 from tests.conformance.edits import Call, Edits
 from tests.conformance.support import simulated

@@ -17,7 +17,7 @@ import pytest
 from PIL import Image
 
 from harness.conformance.inputs import DEFAULT_TRANSPORT
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 from tests.conformance.edits import Edits
 from tests.conformance.gap_variant import GapChoice, combined
 from tests.conformance.legal_readings import (

@@ -18,7 +18,7 @@ from harness.conformance.model.session_book import END_RULES, SessionBook
 from harness.conformance.model.session_facts import TERMINAL
 from harness.conformance.report import Report
 from harness.conformance.runner import RunOptions, run
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 from tests.conformance.edits import Call, Edits, Reply, objects
 from tests.conformance.support import simulated
 

@@ -9,7 +9,7 @@ import pytest
 import harness.conformance.model as model
 from harness.conformance.checks import CHECKS
 from harness.conformance.model.rules import model_rule, rule_table
-from harness.requirements import load_catalog
+from harness.trace.catalog import load_catalog
 
 pytestmark = pytest.mark.req("HAR-11")
 

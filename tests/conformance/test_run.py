@@ -19,8 +19,8 @@ from harness.conformance.clock import QuickClock, RealClock
 from harness.conformance.coverage import NOT_CHECKABLE, contract_ids
 from harness.conformance.report import BODIES_DIR
 from harness.conformance.runner import RunOptions, run
-from harness.conformance.target import Exchange
-from harness.requirements import load_catalog
+from harness.target import Exchange
+from harness.trace.catalog import load_catalog
 from tests.conformance.edits import Call, Edits, Reply
 from tests.conformance.support import Simulated, simulated
 

@@ -41,14 +41,11 @@ from harness.testing import (
 )
 from sim.platform import Platform
 from tests.serve.support import Served, served
+from tests.world import session_body
 
 pytestmark = pytest.mark.req("HAR-22")
 
-BODY: dict[str, Any] = {
-    "avatar_id": "av_stock_mock",
-    "idle_timeout_seconds": 600,
-    "transport": {"type": "livekit", "url": "wss://rtc.example", "room_name": "both"},
-}
+BODY: dict[str, Any] = session_body(idle_timeout_seconds=600)
 NOBODY = "http://127.0.0.1:9/hooks"
 
 #: The helpers and ``SimAdmin`` methods the journey calls (held to the documented ones below).

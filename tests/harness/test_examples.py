@@ -36,7 +36,7 @@ def test_the_wheel_carries_the_examples(tmp_path: Path) -> None:
     for kind, files in _sources().items():
         for name in files:
             assert f"harness/_examples/{kind}/{name}" in names, (kind, name)
-    assert "harness/examples.py" in names and "harness/_spec/openapi.yaml" in names
+    assert "harness/examples/__init__.py" in names and "harness/_spec/openapi.yaml" in names
     for path in suite_files():  # the example test suite is part of the package
         assert f"harness/testing/example_tests/{path.name}" in names, path.name
     console = REPO / "harness" / "serve" / "console" / "static"  # the served console's files

@@ -15,6 +15,7 @@ import pytest
 from harness.testing import InProcessAdmin, UnknownStatus, wait_for, wait_for_delivery
 from sim.platform import Platform
 from tests.serve.support import Served, served
+from tests.world import session_body
 
 pytest_plugins = ["pytester"]
 
@@ -107,10 +108,7 @@ def test_a_misspelled_status_fails_at_once_naming_the_right_one() -> None:
     admin = InProcessAdmin(platform)
     org = admin.create_organization()
     with admin.client(org["keys"]["unrestricted"]) as client:
-        body = {
-            "avatar_id": "av_stock_mock",
-            "transport": {"type": "livekit", "url": "wss://rtc.example", "room_name": "r"},
-        }
+        body = session_body()
         created = client.post("/v1/sessions", json=body).json()
         with pytest.raises(UnknownStatus, match=r"never 'runing' \(did you mean 'running'\?\)"):
             wait_for(client, created["id"], "runing", within=30)

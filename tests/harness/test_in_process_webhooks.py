@@ -28,12 +28,9 @@ from harness.testing import (
 from harness.testing.delivery import HttpSender
 from sim.platform import Platform
 from sim.webhooks import WebhookRequest
+from tests.world import session_body
 
-BODY: dict[str, Any] = {
-    "avatar_id": "av_stock_mock",
-    "idle_timeout_seconds": 2,
-    "transport": {"type": "livekit", "url": "wss://rtc.example", "room_name": "hooks"},
-}
+BODY: dict[str, Any] = session_body(idle_timeout_seconds=2)
 
 
 def _world() -> tuple[Platform, InProcessAdmin, dict[str, Any], httpx.Client]:

@@ -13,8 +13,8 @@ import re
 
 import pytest
 
-from harness.requirements import catalog_path
-from harness.traceability import INI_OPTION, requirements_file
+from harness.trace.catalog import catalog_path
+from harness.trace.markers import INI_OPTION, requirements_file
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.req("HAR-4")

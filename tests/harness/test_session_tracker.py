@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.world import session_body
+
 
 @pytest.mark.req("HAR-25")
 def test_the_tracker_ends_what_was_created_in_process() -> None:
@@ -17,11 +19,7 @@ def test_the_tracker_ends_what_was_created_in_process() -> None:
     admin = InProcessAdmin(Platform.create())
     org = admin.create_organization()
     tracker = SessionTracker()
-    body = {
-        "avatar_id": "av_stock_mock",
-        "idle_timeout_seconds": 600,
-        "transport": {"type": "livekit", "url": "wss://rtc.example", "room_name": "r"},
-    }
+    body = session_body(idle_timeout_seconds=600)
     with tracker.watch(admin.client(org["keys"]["unrestricted"])) as client:
         made = create_session(client, body).json()
         refused = create_session(client, body)  # the key's cap: not a session, not tracked

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from harness.target import url_client
 from harness.testing import (
     HttpAdmin,
     StateNotReached,
@@ -21,15 +22,12 @@ from harness.testing import (
     target_of,
     wait_for,
 )
-from harness.testing.target import url_client
 from tests.serve.support import Served, served
+from tests.world import session_body
 
 pytestmark = pytest.mark.req("HAR-7")
 
-BODY: dict[str, Any] = {
-    "avatar_id": "av_stock_mock",
-    "transport": {"type": "livekit", "url": "wss://rtc.example", "room_name": "by-url"},
-}
+BODY: dict[str, Any] = session_body()
 
 
 @pytest.fixture(scope="module")

@@ -26,13 +26,11 @@ from harness.testing import (
 from harness.testing.audio import NoAdminApi
 from harness.testing.events import from_resource
 from sim.platform import Platform
+from tests.world import session_body
 
 pytestmark = pytest.mark.req("HAR-7")
 
-BODY: dict[str, Any] = {
-    "avatar_id": "av_stock_mock",
-    "transport": {"type": "livekit", "url": "wss://rtc.example", "room_name": "toolkit"},
-}
+BODY: dict[str, Any] = session_body()
 
 
 def _seconds(platform: Platform, stamp: str) -> float:
@@ -177,7 +175,7 @@ def test_the_admin_restores_what_affects_later_tests(admin: InProcessAdmin) -> N
 
 
 def test_a_client_the_helpers_do_not_know_is_refused_with_advice(platform: Platform) -> None:
-    from harness.conformance.target import SyncASGITransport
+    from harness.target import SyncASGITransport
     from sim.asgi import create_app
 
     stray = httpx.Client(

@@ -11,14 +11,6 @@ from pathlib import Path
 import pytest
 
 from harness import cli
-from harness.requirements import (
-    CatalogError,
-    Kind,
-    catalog_path,
-    load_catalog,
-    parse_catalog,
-    spec_dir,
-)
 from harness.trace import (
     RecordedTest,
     ResultsReport,
@@ -27,7 +19,15 @@ from harness.trace import (
     render_trace,
     write_report,
 )
-from harness.traceability import INI_OPTION
+from harness.trace.catalog import (
+    CatalogError,
+    Kind,
+    catalog_path,
+    load_catalog,
+    parse_catalog,
+    spec_dir,
+)
+from harness.trace.markers import INI_OPTION
 from sim.asgi.openapi import default_spec_dir
 
 pytest_plugins = ["pytester"]
@@ -344,7 +344,7 @@ def test_trace_abbreviates_many_tests() -> None:
 def test_a_command_whose_module_cannot_load_exits_2(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setitem(sys.modules, "harness.spec_cli", None)
+    monkeypatch.setitem(sys.modules, "harness.contract.command", None)
     assert cli.main(["spec", "check"]) == 2
     assert "avatar-sim spec: cannot load the command" in capsys.readouterr().err
 

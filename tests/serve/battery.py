@@ -21,14 +21,11 @@ from typing import Any
 import httpx
 
 from tests.asgi.support import ENVELOPE_KEYS, strict_json
+from tests.world import session_body
 
 __all__ = ["Tally", "battery", "load"]
 
-_SESSION = {
-    "avatar_id": "av_stock_mock",
-    "quality": "mock",
-    "transport": {"type": "livekit", "url": "wss://rooms.example.invalid", "room_name": "r"},
-}
+_SESSION = session_body(quality="mock")
 
 
 @dataclass

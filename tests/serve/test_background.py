@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness.conformance.target import Credentials, Target
 from harness.serve.background import serve_in_background
+from harness.target import Credentials, Target
 from harness.traffic.capture import capture
 
 
@@ -27,7 +27,7 @@ def test_a_scenario_served_in_the_background_is_captured(tmp_path: Path) -> None
     )
     with serve_in_background(scenario=scenario, time_factor=0.0005) as server:
         assert httpx.get(f"{server.base_url}/v1/status").status_code == 200
-        target = Target.remote(server.base_url, Credentials(api=server.api_key()))
+        target = Target.url(server.base_url, Credentials(api=server.api_key()))
         with target.client:
             # The served clock runs on the wall's: on a loaded machine the child may have
             # simulated only minutes yet, so capture again (up to 30 s) until the hour's

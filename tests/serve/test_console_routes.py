@@ -12,11 +12,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness.conformance.target import SyncASGITransport
 from harness.serve.console import CONSOLE_PATH
 from harness.serve.console.routes import CONTENT_SECURITY_POLICY
 from harness.serve.runner import ServeOptions, build
 from harness.serve.seeding import format_keys
+from harness.target import SyncASGITransport
 
 STATIC = files("harness.serve.console").joinpath("static")
 ASSETS = {

@@ -20,12 +20,9 @@ import pytest
 
 from harness.testing import HttpAdmin, WebhookReceiver, pass_time, wait_for
 from tests.serve.support import served
+from tests.world import session_body
 
-BODY: dict[str, Any] = {
-    "avatar_id": "av_stock_mock",
-    "transport": {"type": "livekit", "url": "wss://rtc.example", "room_name": "hooks"},
-    "idle_timeout_seconds": 5,
-}
+BODY: dict[str, Any] = session_body(idle_timeout_seconds=5)
 #: Wall seconds of traffic: at factor 0.002 the simulated clock is then 1000 s ahead of it.
 TRAFFIC_SECONDS = 2.0
 #: The tolerance ``standardwebhooks`` applies (five minutes), in seconds.

@@ -35,8 +35,8 @@ import pytest
 from PIL import Image
 from ruff.__main__ import find_ruff_bin
 
-from harness.conformance.target import SyncASGITransport
 from harness.contract.loader import OPENAPI_FILE, PROFILE_FILE, default_spec_dir, load_spec
+from harness.target import SyncASGITransport
 from sim.asgi import create_app
 from sim.platform import Platform
 

@@ -20,9 +20,9 @@ import pandas as pd
 import pytest
 
 from harness import cli
-from harness.conformance.target import Credentials, Target
 from harness.runner.columns import to_frame
 from harness.scenarios.lifting import Limits, lift
+from harness.target import Credentials, Target
 from harness.traffic.capture import CaptureError, capture, key_label
 from harness.traffic.recording import read_recording
 from sim.asgi.app import create_app
@@ -89,7 +89,7 @@ class _Refusing:
 def test_every_session_once_across_pages_and_refusals_of_every_form() -> None:
     platform, keys, made = _platform(60)
     app = _Refusing(create_app(platform))
-    target = Target.in_process(app, Credentials(api=keys["unrestricted"]))
+    target = Target.in_process(platform, Credentials(api=keys["unrestricted"]), app=app)
     slept: list[float] = []
     recording, report = capture(target, page_size=7, time_factor=0.5, sleep=slept.append)
     frame = recording.frame
@@ -105,7 +105,7 @@ def test_every_session_once_across_pages_and_refusals_of_every_form() -> None:
 
 def test_rows_carry_what_the_api_shows_and_since_until_bound_them(tmp_path: Path) -> None:
     platform, keys, _made = _platform(40)
-    target = Target.in_process(create_app(platform), Credentials(api=keys["unrestricted"]))
+    target = Target.in_process(platform, Credentials(api=keys["unrestricted"]))
     every, _ = capture(target, organization="Acme", page_size=100)
     truth = to_frame(platform.sessions.store.export(platform.clock.now), platform.clock)
     truth = truth.set_index("session_id").loc[every.frame["session_id"]]
@@ -139,7 +139,7 @@ def test_rows_carry_what_the_api_shows_and_since_until_bound_them(tmp_path: Path
 
 def test_a_refused_key_and_a_failing_target_end_the_capture() -> None:
     platform, keys, _made = _platform(1)
-    refused = Target.in_process(create_app(platform), Credentials(api=keys["revoked"]))
+    refused = Target.in_process(platform, Credentials(api=keys["revoked"]))
     with pytest.raises(CaptureError, match="the key was refused"):
         capture(refused)
 
@@ -148,7 +148,7 @@ def test_a_refused_key_and_a_failing_target_end_the_capture() -> None:
         await send({"type": "http.response.body", "body": b"bad gateway"})
 
     slept: list[float] = []
-    broken = Target.in_process(failing, Credentials(api="sk_test"))
+    broken = Target.asgi(failing, Credentials(api="sk_test"))
     with pytest.raises(CaptureError, match="answered 502 5 times"):
         capture(broken, sleep=slept.append)
     assert slept == [1.0, 2.0, 4.0, 8.0]

@@ -86,23 +86,23 @@ def judge_auth(call: Call, caller: Caller) -> Iterator[Verdict]:
     if call.operation in PUBLIC:
         if call.query or caller.kind in ("known", "stranger", "doubtful"):
             return
-        if not call.ok:
-            yield Verdict.failed(
-                AUTH, exchange,
-                f"{call.operation} is public and unauthenticated, yet answered {call.status} "
-                f"to a request with {_described(caller)}",
-            )  # fmt: skip
-        else:
-            yield Verdict.passed(AUTH, exchange)
+        yield Verdict.judged(
+            AUTH,
+            exchange,
+            f"{call.operation} is public and unauthenticated, yet answered {call.status} "
+            f"to a request with {_described(caller)}"
+            if not call.ok
+            else None,
+        )
         return
     if caller.kind in ("none", "malformed", "unknown", "embed", "revoked") and _plain(call):
-        if call.status != 401:
-            yield Verdict.failed(
-                AUTH, exchange,
-                f"a request with {_described(caller)} answered {call.status}, not 401",
-            )  # fmt: skip
-        else:
-            yield Verdict.passed(AUTH, exchange)
+        yield Verdict.judged(
+            AUTH,
+            exchange,
+            f"a request with {_described(caller)} answered {call.status}, not 401"
+            if call.status != 401
+            else None,
+        )
     elif caller.valid:
         if call.status == 401:
             yield Verdict.failed(
@@ -191,10 +191,7 @@ def judge_foreign_target(
         return
     if call.status in (403, 404) and call.error is not None:
         held = readings.hold("foreign resource", call.status, exchange, call.operation)
-        if held is not None:
-            yield Verdict.failed(TENANTS, exchange, held)
-        else:
-            yield Verdict.passed(TENANTS, exchange)
+        yield Verdict.judged(TENANTS, exchange, held)
     elif call.status not in (429, 503):
         yield Verdict.failed(
             TENANTS, exchange,

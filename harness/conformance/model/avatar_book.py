@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.conformance.model.rules import Verdict, model_rule
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 
 __all__ = ["AVATARS", "AvatarBook"]
 
@@ -96,10 +96,12 @@ class AvatarBook:
             wrong.append(f"name {avatar.get('name')!r} for {name!r} uploaded")
         if avatar.get("is_demo") is not False:
             wrong.append(f"is_demo {avatar.get('is_demo')!r} for a customer's upload")
-        if wrong:
-            yield Verdict.failed(AVATARS, exchange, "an upload answered " + "; ".join(wrong))
-        else:
-            yield Verdict.passed(AVATARS, exchange, edge=False)
+        yield Verdict.judged(
+            AVATARS,
+            exchange,
+            "an upload answered " + "; ".join(wrong) if wrong else None,
+            edge=False,
+        )
         yield from self.seen(avatar, org, exchange, at)
 
     def seen(

@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from harness.conformance.checks import envelope_of
 from harness.conformance.operations import operation_params
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 
 __all__ = ["Call", "call_of"]
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from harness.conformance.model.rules import Verdict, model_rule
 from harness.conformance.model.session_book import SessionBook
 from harness.conformance.model.session_facts import TERMINAL, SessionFacts
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 
 __all__ = ["CAPS", "CapCheck", "acceptance_suspects", "refusal_suspect"]
 
@@ -110,10 +110,12 @@ def settle(
     that, from reads now."""
     if check.needs_empty_org:
         live = org_live()
-        if live == 0:
-            yield Verdict.failed(CAPS, check.exchange, check.message)
-        else:
-            yield Verdict.passed(CAPS, check.exchange, edge=False)
+        yield Verdict.judged(
+            CAPS,
+            check.exchange,
+            check.message if live == 0 else None,
+            edge=False,
+        )
         return
     for session_id in check.sessions:
         facts = book.get(session_id)
@@ -124,7 +126,9 @@ def settle(
             yield Verdict.failed(CAPS, check.exchange, check.message)
             return
     statuses = [status_of(s) for s in check.sessions]
-    if any(status in _HOLDING for status in statuses):
-        yield Verdict.failed(CAPS, check.exchange, check.message)
-    else:
-        yield Verdict.passed(CAPS, check.exchange, edge=False)
+    yield Verdict.judged(
+        CAPS,
+        check.exchange,
+        check.message if any(status in _HOLDING for status in statuses) else None,
+        edge=False,
+    )

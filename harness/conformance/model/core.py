@@ -38,7 +38,7 @@ from harness.conformance.model.run_book import RunBook
 from harness.conformance.model.session_book import SessionBook
 from harness.conformance.model.usage_book import UsageBook
 from harness.conformance.responses import resources_in
-from harness.conformance.target import Credentials, Exchange
+from harness.target import Credentials, Exchange
 
 __all__ = ["SeedModel"]
 

@@ -25,7 +25,7 @@ from typing import Any
 from harness.conformance.model.readings import Readings
 from harness.conformance.model.rules import Verdict, model_rule
 from harness.conformance.seed import SEED
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 
 __all__ = ["CREATE", "Problem", "judge_accepted", "problems_of"]
 
@@ -231,10 +231,12 @@ def judge_accepted(
     clamp_problem = _clamp(body, session, exchange, readings, org)
     if clamp_problem is not None:
         wrong.append(clamp_problem)
-    if wrong:
-        yield Verdict.failed(CREATE, exchange, "an accepted create answered " + "; ".join(wrong))
-    else:
-        yield Verdict.passed(CREATE, exchange, edge=edge)
+    yield Verdict.judged(
+        CREATE,
+        exchange,
+        "an accepted create answered " + "; ".join(wrong) if wrong else None,
+        edge=edge,
+    )
 
 
 def _clamp(

@@ -25,7 +25,7 @@ from typing import Any
 
 from harness.conformance.model.rules import Verdict, model_rule
 from harness.conformance.seed import SEED
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 
 __all__ = ["IDEMPOTENCY", "IdempotencyTable"]
 
@@ -86,14 +86,14 @@ class IdempotencyTable:
         window = SEED.idempotency_window_seconds
         if entry is not None and sent - entry.at > window + WINDOW_SLACK:
             self.expired_seen = True
-            if exchange.status == 409:
-                yield Verdict.failed(
-                    IDEMPOTENCY, exchange,
-                    f"an Idempotency-Key first used {sent - entry.at:.0f} s ago (past the "
-                    f"{window:g} s window) still answered 409",
-                )  # fmt: skip
-            else:
-                yield Verdict.passed(IDEMPOTENCY, exchange)
+            yield Verdict.judged(
+                IDEMPOTENCY,
+                exchange,
+                f"an Idempotency-Key first used {sent - entry.at:.0f} s ago (past the "
+                f"{window:g} s window) still answered 409"
+                if exchange.status == 409
+                else None,
+            )
             entry = None
             del self.entries[slot]
         if entry is None or sent - entry.at < -WINDOW_SLACK:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from harness.conformance.target import Credentials
+from harness.target import Credentials
 
 __all__ = ["FABRICATED_KEY", "OTHER", "OWN", "Caller", "CallerKind", "KeyRing", "Org"]
 

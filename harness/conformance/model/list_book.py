@@ -28,7 +28,7 @@ from harness.conformance.model.calls import Call
 from harness.conformance.model.readings import Readings
 from harness.conformance.model.rules import Verdict, model_rule
 from harness.conformance.seed import SEED
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 
 __all__ = ["ENVELOPE", "LISTED", "PAGES", "WALKS", "ListBook"]
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.conformance.model.rules import Verdict, model_rule
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 
 __all__ = ["NONCE", "ONCE", "Nonces"]
 
@@ -48,12 +48,12 @@ class Nonces:
         if nonce is None:
             return
         answered = self.answered.get(nonce, set())
-        if resource.get("id") not in answered:
-            yield Verdict.failed(
-                ONCE, exchange,
-                f"{resource.get('id')} carries the nonce of a create this run sent, which was "
-                + (f"answered {sorted(answered)[0]}" if answered else "refused")
-                + ": that create made a resource it did not answer",
-            )  # fmt: skip
-        else:
-            yield Verdict.passed(ONCE, exchange)
+        yield Verdict.judged(
+            ONCE,
+            exchange,
+            f"{resource.get('id')} carries the nonce of a create this run sent, which was "
+            + (f"answered {sorted(answered)[0]}" if answered else "refused")
+            + ": that create made a resource it did not answer"
+            if resource.get("id") not in answered
+            else None,
+        )

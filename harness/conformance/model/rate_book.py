@@ -34,7 +34,7 @@ from typing import Literal
 
 from harness.conformance.model.rules import Verdict, model_rule
 from harness.conformance.seed import SEED
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 
 __all__ = ["RATE", "RATE_SLACK", "Attempt", "RateBook", "declared_reset"]
 

@@ -15,7 +15,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 
 __all__ = ["Learned", "Readings"]
 

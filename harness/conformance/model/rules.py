@@ -21,7 +21,7 @@ from importlib import resources
 from typing import Any
 
 from harness.conformance.checks import CHECKS, Check
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 
 __all__ = ["RULES", "Verdict", "model_rule", "rule_table"]
 
@@ -70,3 +70,10 @@ class Verdict:
     @classmethod
     def failed(cls, rule: str, exchange: Exchange | None, message: str) -> Verdict:
         return cls(rule, exchange, message, True)
+
+    @classmethod
+    def judged(
+        cls, rule: str, exchange: Exchange | None, failure: str | None, *, edge: bool = True
+    ) -> Verdict:
+        """Failed with ``failure`` when there is one, else passed (at ``edge`` or not)."""
+        return cls(rule, exchange, failure, edge or failure is not None)

@@ -19,7 +19,7 @@ from typing import Any
 
 from harness.conformance.model.readings import Readings
 from harness.conformance.model.rules import Verdict, model_rule
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 
 __all__ = ["RUNS", "RunBook"]
 
@@ -51,13 +51,14 @@ class RunBook:
         run_id = run.get("id")
         if isinstance(run_id, str):
             self.model[run_id] = path_model
-        if run.get("model") != path_model:
-            yield Verdict.failed(
-                RUNS, exchange,
-                f"a run created at /v1/run/{path_model} answered model {run.get('model')!r}",
-            )  # fmt: skip
-        else:
-            yield Verdict.passed(RUNS, exchange, edge=False)
+        yield Verdict.judged(
+            RUNS,
+            exchange,
+            f"a run created at /v1/run/{path_model} answered model {run.get('model')!r}"
+            if run.get("model") != path_model
+            else None,
+            edge=False,
+        )
         yield from self.seen(run, exchange)
 
     def named(self, asked: str, answered: Any, exchange: Exchange, what: str) -> Iterator[Verdict]:
@@ -71,14 +72,14 @@ class RunBook:
         if not isinstance(run_id, str):
             return
         if run_id in self.deleted:
-            if _content(run):
-                yield Verdict.failed(
-                    RUNS, exchange,
-                    f"run {run_id} was deleted, yet still answers its content (outputs or "
-                    "files)",
-                )  # fmt: skip
-            else:
-                yield Verdict.passed(RUNS, exchange, edge=True)
+            yield Verdict.judged(
+                RUNS,
+                exchange,
+                f"run {run_id} was deleted, yet still answers its content (outputs or files)"
+                if _content(run)
+                else None,
+                edge=True,
+            )
             return
         if _content(run):
             self.had_content.add(run_id)

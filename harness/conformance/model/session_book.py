@@ -31,7 +31,7 @@ from harness.conformance.model.rules import Verdict, model_rule
 from harness.conformance.model.session_facts import TERMINAL, SessionFacts, fail_once
 from harness.conformance.model.session_stamps import judge_stamps, judge_unchanged
 from harness.conformance.seed import SEED
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 
 __all__ = [
     "DRAIN_BOUND",

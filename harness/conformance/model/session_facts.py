@@ -10,7 +10,7 @@ from typing import Any
 
 from harness.conformance.model.keys import Org
 from harness.conformance.model.rules import Verdict
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 
 __all__ = ["TERMINAL", "SessionFacts", "fail_once"]
 

@@ -15,7 +15,7 @@ from typing import Any
 from harness.conformance.model.rules import Verdict, model_rule
 from harness.conformance.model.session_facts import TERMINAL, SessionFacts, fail_once
 from harness.conformance.responses import utc_instant
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 
 __all__ = ["STAMPS", "UNCHANGED", "judge_stamps", "judge_unchanged"]
 

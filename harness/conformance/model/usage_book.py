@@ -21,7 +21,7 @@ from typing import Any
 from harness.conformance.model.calls import Call
 from harness.conformance.model.rules import Verdict, model_rule
 from harness.conformance.responses import utc_instant
-from harness.conformance.target import Exchange
+from harness.target import Exchange
 
 __all__ = ["ACCOUNTING", "FAR_FUTURE", "WINDOW", "Expected", "UsageBook"]
 

@@ -8,35 +8,28 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 from PIL import Image
 
-from sim.accounts import AccountRegistry, Caller
+from sim.accounts import Caller
 from sim.avatars import AvatarService
 from sim.config import AvatarConfig, Constant, SimConfig
-from sim.kernel import Kernel
+from tests.world import World as BaseWorld
 
 
 @dataclass
-class World:
-    kernel: Kernel
-    accounts: AccountRegistry
+class World(BaseWorld):
     avatars: AvatarService
-    alice: Caller  # an unrestricted key of org A
-    bob: Caller  # an unrestricted key of org B
     png: bytes  # a valid portrait to upload
+    alice: Caller = field(init=False)  # an unrestricted key of org A
+    bob: Caller = field(init=False)  # an unrestricted key of org B
 
-    def advance(self, seconds: float) -> None:
-        self.kernel.clock.advance(seconds)
-
-
-def _caller(accounts: AccountRegistry, name: str) -> Caller:
-    org = accounts.create_organization(name)
-    key = accounts.create_key(org.id)
-    return accounts.authenticate(f"Bearer {key.secret}")
+    def __post_init__(self) -> None:
+        self.alice = self.caller(self.org(name="A"))
+        self.bob = self.caller(self.org(name="B"))
 
 
 def build_world(seed: int = 7, **avatar_fields: Any) -> World:
@@ -47,16 +40,8 @@ def build_world(seed: int = 7, **avatar_fields: Any) -> World:
     }
     fields.update(avatar_fields)
     config = SimConfig(seed=seed, avatars=AvatarConfig(**fields))
-    kernel = Kernel.create(config)
-    accounts = AccountRegistry(config, kernel.clock, kernel.ids)
-    return World(
-        kernel,
-        accounts,
-        AvatarService(kernel),
-        _caller(accounts, "A"),
-        _caller(accounts, "B"),
-        image_bytes(),
-    )
+    kernel, accounts = World.parts(config)
+    return World(kernel, accounts, AvatarService(kernel), image_bytes())
 
 
 def image_bytes(fmt: str = "PNG", size: tuple[int, int] = (128, 160)) -> bytes:

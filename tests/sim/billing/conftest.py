@@ -12,38 +12,27 @@ from typing import Any
 
 import pytest
 
-from sim.accounts import AccountRegistry
 from sim.billing import Billing
 from sim.config import BillingConfig, PlanConfig, SimConfig
-from sim.kernel import Kernel
 from sim.ports import RunCharge, SessionUsage
+from tests.world import World as BaseWorld
 
 __all__ = ["Kit", "World", "kit"]
 
 
 @dataclass
-class World:
-    kernel: Kernel
-    accounts: AccountRegistry
+class World(BaseWorld):
     billing: Billing
 
     def org(self, plan_key: str = "free", name: str = "acme") -> str:
-        org = self.accounts.create_organization(name, plan_key)
-        self.billing.open_account(org.id, plan_key)
-        return org.id
-
-    def at(self, moment: datetime) -> None:
-        """Advance the virtual clock to ``moment`` (UTC)."""
-        self.kernel.clock.advance_to(self.kernel.clock.seconds_at(moment))
-
-    @property
-    def now(self) -> float:
-        return self.kernel.clock.now
+        """A new organization with its billing account open."""
+        org_id = super().org(plan_key, name)
+        self.billing.open_account(org_id, plan_key)
+        return org_id
 
 
 def make_world(config: SimConfig | None = None) -> World:
-    kernel = Kernel.create(config)
-    accounts = AccountRegistry(kernel.config, kernel.clock, kernel.ids)
+    kernel, accounts = World.parts(config)
     return World(kernel, accounts, Billing(kernel, accounts))
 
 

@@ -31,31 +31,31 @@ def test_eleventh_session_create_in_a_minute_is_rate_limited() -> None:
     platform = world.platform
     # End each session at once so the per-key concurrency cap never interferes.
     for i in range(10):
-        outcome = platform.call("createSession", world.caller, {"body": session_body()})
+        outcome = platform.call("createSession", world.owner, {"body": session_body()})
         assert outcome.rate is not None
         assert outcome.rate.remaining == 9 - i
         world.call("endSession", session_id=outcome.body["id"])
         platform.advance(1)
     with pytest.raises(RateLimited) as excinfo:
-        platform.call("createSession", world.caller, {"body": session_body()})
+        platform.call("createSession", world.owner, {"body": session_body()})
     error = excinfo.value
     assert error.rate is not None
     assert (error.rate.limit, error.rate.remaining) == (10, 0)
     assert error.retry_after == 50
     platform.advance(50)
-    platform.call("createSession", world.caller, {"body": session_body()})
+    platform.call("createSession", world.owner, {"body": session_body()})
 
 
 @pytest.mark.req("LIM-5", "CONV-7")
 def test_idempotent_session_create_replays_and_conflicts(world: World) -> None:
     body = session_body(metadata={"a": 1})
     first = world.platform.call(
-        "createSession", world.caller, {"body": body, "idempotency_key": "k-1"}
+        "createSession", world.owner, {"body": body, "idempotency_key": "k-1"}
     )
     world.platform.advance(5)
     again = world.platform.call(
         "createSession",
-        world.caller,
+        world.owner,
         {"body": json.loads(json.dumps(body)), "idempotency_key": "k-1"},
     )
     assert again.replayed
@@ -65,7 +65,7 @@ def test_idempotent_session_create_replays_and_conflicts(world: World) -> None:
     with pytest.raises(Conflict) as excinfo:
         world.platform.call(
             "createSession",
-            world.caller,
+            world.owner,
             {"body": session_body(metadata={"a": 2}), "idempotency_key": "k-1"},
         )
     assert excinfo.value.code == "idempotency_key.reused"
@@ -78,13 +78,13 @@ def test_idempotent_run_create_charges_once(world: World) -> None:
         "body": {"input": {"text": "hello there"}},
         "idempotency_key": "run-1",
     }
-    first = world.platform.call("createRun", world.caller, params)
-    again = world.platform.call("createRun", world.caller, params)
+    first = world.platform.call("createRun", world.owner, params)
+    again = world.platform.call("createRun", world.owner, params)
     assert again.replayed
     assert again.body["id"] == first.body["id"]
     assert len(world.call("listRuns")["data"]) == 1
     reservations = [
-        e for e in world.platform.billing.entries(world.org["id"]) if e.kind == "reservation"
+        e for e in world.platform.billing.entries(world.org_body["id"]) if e.kind == "reservation"
     ]
     assert len(reservations) == 1
 

@@ -38,7 +38,7 @@ def _end_twice(reads_body: bool, wait: float | None) -> tuple[World, list[dict[s
     answers = [world.call("retrieveSession", session_id=session_id)]
     for _ in range(2):
         outcome = world.platform.call(
-            "endSession", world.caller, {"session_id": session_id}, reads_body=reads_body
+            "endSession", world.owner, {"session_id": session_id}, reads_body=reads_body
         )
         answers.append(dict(outcome.body))
     return world, answers
@@ -74,7 +74,7 @@ def test_an_unread_end_is_refused_like_a_read_one() -> None:
         world = World()
         with pytest.raises(DomainError) as refused:
             world.platform.call(
-                "endSession", world.caller, {"session_id": "ses_missing"}, reads_body=reads_body
+                "endSession", world.owner, {"session_id": "ses_missing"}, reads_body=reads_body
             )
         refusals.append((refused.value.code, refused.value.type, _records(world.platform)))
     assert refusals[0] == refusals[1]
@@ -91,14 +91,14 @@ def _create_twice(
         try:
             if surface is not None:
                 answer = world.platform.sessions.create(
-                    world.caller, session_body(), billing_surface=surface, render=reads_body
+                    world.owner, session_body(), billing_surface=surface, render=reads_body
                 )
             else:
                 params: dict[str, Any] = {"body": session_body()}
                 if key is not None:
                     params["idempotency_key"] = key
                 answer = world.platform.call(
-                    "createSession", world.caller, params, reads_body=reads_body
+                    "createSession", world.owner, params, reads_body=reads_body
                 ).body
         except DomainError as refused:  # the key's one live session (the cap)
             answer = {"refused": refused.code}
@@ -137,13 +137,13 @@ def test_a_replay_of_an_unread_keyed_create_gives_the_original_full_answer(wait:
     no usage), however far the session has gone since, and then stays the same."""
     read, unread = World(), World()
     params = {"body": session_body(metadata={"team": "a", "n": 1}), "idempotency_key": "k-1"}
-    original = read.platform.call("createSession", read.caller, params).body
-    answered = unread.platform.call("createSession", unread.caller, params, reads_body=False)
+    original = read.platform.call("createSession", read.owner, params).body
+    answered = unread.platform.call("createSession", unread.owner, params, reads_body=False)
     assert answered.body == {"id": original["id"]} and not answered.replayed
     for world in (read, unread):
         world.platform.advance(wait)
     for _ in range(2):
-        replay = unread.platform.call("createSession", unread.caller, params)
+        replay = unread.platform.call("createSession", unread.owner, params)
         assert replay.replayed and replay.body == original
     assert unread.platform.sessions.created(original["id"]) == original
     assert unread.call("retrieveSession", session_id=original["id"]) == read.call(
@@ -161,9 +161,9 @@ def test_an_unread_keyed_create_that_fails_half_way_leaves_no_entry() -> None:
         raise Conflict("test.refused", "refused by the caller's check")
 
     with pytest.raises(DomainError):
-        world.platform.call("createSession", world.caller, params, check=refuse, reads_body=False)
+        world.platform.call("createSession", world.owner, params, check=refuse, reads_body=False)
     assert world.platform.idempotency.replays() == []
-    assert world.platform.call("createSession", world.caller, params).replayed is False
+    assert world.platform.call("createSession", world.owner, params).replayed is False
 
 
 @pytest.mark.req("LIM-5")
@@ -185,7 +185,7 @@ def test_an_operation_without_an_unread_form_answers_its_full_body() -> None:
     bodies = [
         world.platform.call(
             "createPipecatSession",
-            world.caller,
+            world.owner,
             {"body": {"avatar_id": "av_stock_aria"}},
             reads_body=reads_body,
         ).body

@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from sim.accounts import AccountRegistry, Caller, Scope
+from sim.accounts import Caller
 from sim.config import Constant, ModelConfig, RunsConfig, SimConfig
 from sim.errors import QuotaExceeded
-from sim.kernel import Kernel
 from sim.ports import RunCharge, SessionUsage
 from sim.runs import AssetService, RunService
+from tests.world import World as BaseWorld
 
 
 @dataclass
@@ -78,22 +78,18 @@ class RecordingBilling:
 
 
 @dataclass
-class World:
-    kernel: Kernel
-    accounts: AccountRegistry
+class World(BaseWorld):
     billing: RecordingBilling
     assets: AssetService
     runs: RunService
-    alice: Caller  # unrestricted key of an enterprise org A
-    bob: Caller  # unrestricted key of another enterprise org B
-    carol: Caller  # unrestricted key of a free-plan org C
+    alice: Caller = field(init=False)  # unrestricted key of an enterprise org A
+    bob: Caller = field(init=False)  # unrestricted key of another enterprise org B
+    carol: Caller = field(init=False)  # unrestricted key of a free-plan org C
 
-    def advance(self, seconds: float) -> None:
-        self.kernel.clock.advance(seconds)
-
-    def key(self, caller: Caller, scopes: frozenset[Scope] | None) -> Caller:
-        key = self.accounts.create_key(caller.org_id, scopes=scopes)
-        return self.accounts.authenticate(f"Bearer {key.secret}")
+    def __post_init__(self) -> None:
+        self.alice = self.caller(self.org("enterprise", "A"))
+        self.bob = self.caller(self.org("enterprise", "B"))
+        self.carol = self.caller(self.org("free", "C"))
 
     def speech(self, caller: Caller | None = None, text: str = "hello there") -> dict[str, Any]:
         return self.runs.create(caller or self.alice, "sim/speech", {"input": {"text": text}})
@@ -124,27 +120,10 @@ def constant_models(seconds: float = 10.0, failure_probability: float = 0.0) -> 
 
 def build_world(seed: int = 11, **runs_fields: Any) -> World:
     config = SimConfig(seed=seed, runs=RunsConfig(**runs_fields))
-    kernel = Kernel.create(config)
-    accounts = AccountRegistry(config, kernel.clock, kernel.ids)
+    kernel, accounts = World.parts(config)
     billing = RecordingBilling()
     assets = AssetService(kernel)
-    runs = RunService(kernel, accounts, billing, assets)
-
-    def caller(name: str, plan: str) -> Caller:
-        org = accounts.create_organization(name, plan)
-        key = accounts.create_key(org.id)
-        return accounts.authenticate(f"Bearer {key.secret}")
-
-    return World(
-        kernel,
-        accounts,
-        billing,
-        assets,
-        runs,
-        caller("A", "enterprise"),
-        caller("B", "enterprise"),
-        caller("C", "free"),
-    )
+    return World(kernel, accounts, billing, assets, RunService(kernel, accounts, billing, assets))
 
 
 def wav_bytes(seconds: float = 2.0, rate: int = 8000) -> bytes:

@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from sim.accounts import AccountRegistry, Caller
 from sim.config import Constant, SchedulerConfig, SimConfig
 from sim.errors import Conflict, NotFound, QuotaExceeded
-from sim.kernel import Kernel
 from sim.ports import RunCharge, SessionUsage
 from sim.sessions import SessionService
 from sim.sessions.rollup import status_body
+from tests.world import World as BaseWorld
+from tests.world import session_body
 
 STOCK = "av_stock_anna"
 PROCESSING = "av_processing"
@@ -71,28 +71,9 @@ class FakeAvatars:
 
 
 @dataclass
-class World:
-    kernel: Kernel
-    accounts: AccountRegistry
+class World(BaseWorld):
     billing: RecordingBilling
     service: SessionService
-
-    def caller(self, org_id: str | None = None, plan: str = "free") -> Caller:
-        if org_id is None:
-            org_id = self.accounts.create_organization("Org", plan_key=plan).id
-        key = self.accounts.create_key(org_id)
-        return Caller(org_id=org_id, key=key)
-
-    def advance(self, seconds: float) -> None:
-        self.kernel.clock.advance(seconds)
-
-    def at(self, moment: float) -> None:
-        """Advance to the exact simulated second ``moment`` (no float drift from steps)."""
-        self.kernel.clock.advance_to(moment)
-
-    @property
-    def now(self) -> float:
-        return self.kernel.clock.now
 
     def status(self) -> dict[str, Any]:
         """The ``GET /v1/status`` body of this fleet."""
@@ -105,22 +86,12 @@ class World:
 
 
 def body(**overrides: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "avatar_id": STOCK,
-        "transport": {
-            "type": "livekit",
-            "url": "wss://rooms.example.com",
-            "room_name": "r1",
-            "worker_token": "secret-token-xyz",
-        },
-    }
-    base.update(overrides)
-    return base
+    """A create body of the stock avatar whose transport carries a worker token."""
+    return session_body(STOCK, worker_token="secret-token-xyz", **overrides)
 
 
 def make_world(config: SimConfig | None = None) -> World:
-    kernel = Kernel.create(config)
-    accounts = AccountRegistry(kernel.config, kernel.clock, kernel.ids)
+    kernel, accounts = World.parts(config)
     billing = RecordingBilling()
     service = SessionService(kernel, accounts, billing, FakeAvatars())
     return World(kernel, accounts, billing, service)

@@ -61,7 +61,7 @@ def test_create_answers_queued_with_every_field(world: World, kit: Kit) -> None:
     assert made["quality"] == "pro" and made["billing_surface"] == "api"
     assert made["transport"] == {
         "type": "livekit",
-        "url": "wss://rooms.example.com",
+        "url": "wss://rtc.example.test",
         "room_name": "r1",
         "audio_source": "track",
     }

@@ -15,17 +15,18 @@ from sim.sessions import validation
 from sim.sessions.validation import parse_session_request
 from sim.settings import Settings
 from sim.values import check_values
+from tests.world import LIVEKIT, session_body
 
 if TYPE_CHECKING:
     from conftest import World
 
 STOCK = "av_stock_anna"
 PROCESSING = "av_processing"
-TRANSPORT = {"type": "livekit", "url": "wss://rooms.example.com", "room_name": "r1"}
+TRANSPORT = LIVEKIT
 
 
 def body(**overrides: Any) -> dict[str, Any]:
-    return {"avatar_id": STOCK, "transport": dict(TRANSPORT), **overrides}
+    return session_body(STOCK, **overrides)
 
 
 def _refusal(world: World, payload: dict[str, Any]) -> DomainError:

@@ -26,8 +26,8 @@ KINDS: tuple[Kind, ...] = ("scenarios", "sweeps", "notebooks")
 #: Where ``copy_examples`` puts the example test suite.
 SUITE = "tests"
 
-_CHECKOUT = Path(__file__).resolve().parents[1]
-_SUITE_SOURCE = Path(__file__).resolve().parent / "testing" / "example_tests"
+_CHECKOUT = Path(__file__).resolve().parents[2]
+_SUITE_SOURCE = Path(__file__).resolve().parents[1] / "testing" / "example_tests"
 
 
 def _packaged() -> Path:

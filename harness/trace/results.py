@@ -1,10 +1,11 @@
 """Requirement traceability: which passing tests prove which requirement ids.
 
 Why: a requirement is done only when a passing test names it (``@pytest.mark.req``). The pytest
-plugin (``harness.traceability``) writes the outcome of every test with the ids it names to a
+plugin (``harness.trace.markers``) writes the outcome of every test with the ids it names to a
 results file (``--req-report PATH``); this module reads that file, joins it with the catalog
 (``spec/requirements.yaml``) and prints every id, in catalog order, with the tests that prove it.
-``python -m harness trace PATH`` ends with the line ``N of M requirement ids proven``.
+``avatar-sim trace PATH`` (``harness.trace.command``) ends with the line ``N of M requirement
+ids proven``.
 
 The results file format is defined here (not in the plugin) so that reading it never imports
 pytest, and so writer and reader cannot drift apart::
@@ -19,15 +20,13 @@ teardown failed; an expected failure (xfail) counts as ``skipped``.
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Literal, TextIO, get_args
+from typing import Final, Literal, get_args
 
-from harness.requirements import Catalog, CatalogError, Kind, Requirement, load_catalog
+from harness.trace.catalog import Catalog, Kind, Requirement
 
 __all__ = [
     "OUTCOMES",
@@ -37,12 +36,10 @@ __all__ = [
     "ReportError",
     "ResultsReport",
     "TraceRow",
-    "add_arguments",
     "build_trace",
     "read_report",
     "render_trace",
     "report_document",
-    "run",
     "write_report",
 ]
 
@@ -205,42 +202,3 @@ def render_trace(rows: Sequence[TraceRow], *, shown: int | None = DEFAULT_SHOWN)
     lines.append("by kind: " + ", ".join(per_kind))
     lines.append(f"{sum(row.proven for row in rows)} of {len(rows)} requirement ids proven")
     return lines
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``avatar-sim trace``."""
-    parser.add_argument("results", type=Path, metavar="PATH", help="results file of --req-report")
-    parser.add_argument(
-        "--all", action="store_true", help="name every proving test instead of abbreviating"
-    )
-    parser.add_argument(
-        "--strict", action="store_true", help="exit 1 if any id is unproven or unknown"
-    )
-    parser.add_argument(
-        "--catalog", type=Path, default=None, help="requirement catalog (default: the project's)"
-    )
-
-
-def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    """Print the trace table; 0 on success, 1 with ``--strict`` and a gap, 2 on unreadable input."""
-    out = out if out is not None else sys.stdout
-    err = err if err is not None else sys.stderr
-    results: Path = args.results
-    catalog_file: Path | None = args.catalog
-    try:
-        catalog = load_catalog(catalog_file)
-        report = read_report(results)
-    except (CatalogError, ReportError) as exc:
-        print(f"avatar-sim trace: {exc}", file=err)
-        if isinstance(exc, ReportError) and not results.exists():
-            print(f"  (produce it with: pytest --req-report {results})", file=err)
-        return 2
-    rows, unknown = build_trace(catalog, report)
-    for requirement_id in unknown:
-        print(f"warning: results name unknown requirement id {requirement_id!r}", file=err)
-    shown = None if args.all else DEFAULT_SHOWN
-    for line in render_trace(rows, shown=shown):
-        print(line, file=out)
-    if args.strict and (unknown or not all(row.proven for row in rows)):
-        return 1
-    return 0

@@ -117,7 +117,7 @@ def spec_dir() -> Path:
     this module in every user's session and importing ``sim`` would load the simulator there; a
     test holds the two to the same answer.
     """
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]
     checkout = package.parent / "spec"
     if (checkout / CATALOG_FILE).is_file():
         return checkout

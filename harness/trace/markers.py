@@ -4,7 +4,7 @@ Why: tests prove requirements by naming their ids (``@pytest.mark.req("SES-ST-2"
 misspelt or stale id would prove nothing while looking fine, so every id must exist in the catalog
 and a ``req`` marker must name at least one id; otherwise the run stops with a usage error that
 names each offending test and id. With ``--req-report PATH`` the final outcome of every test that
-ran is written as JSON (format: ``harness.trace``) for ``python -m harness trace PATH``.
+ran is written as JSON (format: ``harness.trace.results``) for ``avatar-sim trace PATH``.
 
 Only a project that asks for it gets any of this. Installing avatar-sim registers the plugin in
 every pytest run on the machine, and ``req`` is a common marker name, so a project opts in by
@@ -20,7 +20,7 @@ own ``req`` marker and options are left alone.
 Validation runs on the whole collection, before ``-m``/``-k`` deselection, so a filtered run
 (``make test`` deselects ``slow``) still catches a bad id anywhere in the suite.
 
-``harness.pytest_plugin`` registers this through ``add_options``, ``add_opt_in_options`` and
+``harness.testing.plugin`` registers this through ``add_options``, ``add_opt_in_options`` and
 ``configure``; nothing here is a pytest hook at module level, so the plugin module stays a thin
 list of registrations.
 """
@@ -32,8 +32,8 @@ from typing import Final
 
 import pytest
 
-from harness.requirements import CatalogError, load_catalog
-from harness.trace import Outcome, RecordedTest, write_report
+from harness.trace.catalog import CatalogError, load_catalog
+from harness.trace.results import Outcome, RecordedTest, write_report
 
 __all__ = [
     "GROUP",
