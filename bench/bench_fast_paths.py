@@ -30,8 +30,8 @@ GAIN_GOAL = 0.01
 def _month_seconds(sessions: int) -> float:
     """CPU seconds of one month of about ``sessions`` sessions: simulated, then collected."""
     from bench.month import month_scenario
-    from harness.collect import collect
     from harness.runner import simulate
+    from harness.runner.tables import collect
 
     scenario = month_scenario(sessions, records="full")
     gc.collect()

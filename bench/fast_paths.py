@@ -16,10 +16,9 @@ from typing import Any
 
 from harness.runner import clients
 from harness.runner.picks import WeightedPick
-from sim import idempotency, pipeline
+from sim import idempotency, pipeline, tuples
 from sim.clock import Clock
 from sim.sessions import validation
-from sim.sessions.heartbeat import HeartbeatTrack
 
 __all__ = ["FAST_PATHS", "FastPath", "referenced"]
 
@@ -69,9 +68,9 @@ FAST_PATHS: tuple[FastPath, ...] = (
         ),
     ),
     FastPath(
-        "heartbeat_usage",
-        "a session's usage without a heartbeat loss in place; reference: last_received's walk",
-        ((HeartbeatTrack, "usage_seconds", HeartbeatTrack.usage_from_last_received),),
+        "tuple_new",
+        "the records a session builds are built by tuple.__new__; reference: their class called",
+        ((tuples, "new", tuples.by_call),),
     ),
 )
 

@@ -2,10 +2,12 @@
 
 Thirty days of office-hours traffic (a diurnal profile) from twenty organizations, with the
 default talk-spurt audio, a quality and surface mix and polite retries, sized so that about
-``sessions`` clients arrive. The worker pool grows with the traffic so the pool runs at roughly
-the same load at any size (a little contention at the daily peak, idle nights), and credits are
-plentiful so that billing never refuses a start: the month measures the simulator, not a
-customer running out of money.
+``sessions`` clients arrive; model runs arrive beside them (one for every twenty sessions, text
+and speech), and each organization's usage is read in two timezones at the end, as the billing
+studies read it. The worker pool grows with the traffic so the pool runs at roughly the same
+load at any size (a little contention at the daily peak, idle nights), and credits are plentiful
+so that billing never refuses a start: the month measures the simulator, not a customer running
+out of money.
 """
 
 from __future__ import annotations
@@ -15,10 +17,14 @@ from typing import Any
 
 from harness.scenarios import Scenario, parse_scenario
 
-__all__ = ["DAYS", "ORGANIZATIONS", "PROFILE", "month_scenario"]
+__all__ = ["DAYS", "ORGANIZATIONS", "PROFILE", "RUNS_PER_SESSION", "TIMEZONES", "month_scenario"]
 
 DAYS = 30
 ORGANIZATIONS = 20
+#: Model runs per session client, and the share of them that are speech (the rest text).
+RUNS_PER_SESSION, SPEECH_SHARE = 0.05, 0.3
+#: The timezones each organization's usage summary is read in at the end of the month.
+TIMEZONES: tuple[str, ...] = ("UTC", "America/New_York")
 #: Hourly factors of the arrival rate (UTC); their mean is 1, so the base rate is the average.
 _RAW = (0.2, 0.15, 0.1, 0.1, 0.1, 0.2, 0.4, 0.8, 1.3, 1.7, 1.9, 1.9,
         1.7, 1.8, 1.9, 1.8, 1.6, 1.3, 1.0, 0.8, 0.6, 0.5, 0.4, 0.3)  # fmt: skip
@@ -31,6 +37,7 @@ def month_scenario(
 ) -> Scenario:
     """A ``days``-day month in which about ``sessions`` session clients arrive."""
     rate = sessions / (days * 24.0)
+    runs = rate * RUNS_PER_SESSION
     peak_erlangs = rate * max(PROFILE) * _MEAN_LENGTH / 3600.0
     workers = max(4, math.ceil(peak_erlangs * 1.15))
     per_org_peak = peak_erlangs / ORGANIZATIONS
@@ -62,13 +69,17 @@ def month_scenario(
             for i in range(ORGANIZATIONS)
         ],
         "arrivals": [{"kind": "diurnal", "base_rate_per_hour": rate, "profile": list(PROFILE)}],
+        "runs": [
+            {"model": "sim/echo-text", "rate_per_hour": runs * (1 - SPEECH_SHARE)},
+            {"model": "sim/speech", "rate_per_hour": runs * SPEECH_SHARE, "characters": 300},
+        ],
         "sessions": {
             "length": {"kind": "lognormal", "median": 150, "sigma": 0.6, "cap": 1800},
             "quality": {"standard": 6, "pro": 2, "lite": 1, "mock": 1},
             "surface": {"api": 6, "playground": 2, "embed": 1, "pipecat": 1},
         },
         "client": {"max_attempts": 3, "base_delay": "2s", "jitter": 0.1},
-        "usage_timezones": ["UTC"],
+        "usage_timezones": list(TIMEZONES),
     }
     if records is not None:
         data["records"] = records

@@ -1,13 +1,10 @@
 """The machine the month's time goals were set on, and this machine measured against it.
 
-Why: the month's goals are wall seconds (the 100k month within 12 s, the 1M month within
-120 s), and a wall time belongs to a machine. Machines here differ by up to three times: bare
-SimPy serving ``bench_sessions``' queue ran about 73,000 customers a second on the machine the
-goals were set on (20,000 customers, measured when the goals were set; 6,000 or 20,000 give the
-same rate within 1 %), 47,200 on the machine of 2026-11-24 and 21,000 to 24,000 on the machine of
-2026-11-26, two 2-core VMs that both call their processor "AMD EPYC". The project's rule for
-speed goals is a ratio against a baseline measured in the same run, so the month's goal is
-judged that way too:
+Why: the month's goals are wall seconds, and a wall time belongs to a machine. Machines of the
+same kind differ by up to three times (two 2-core VMs that both call their processor "AMD EPYC"
+ran the yardstick below at a third and at two thirds of the reference's rate; each report in
+``bench/results/`` names its machine and its yardstick). The project's rule for speed goals is a
+ratio against a baseline measured in the same run, so the month's goal is judged that way too:
 
 - the yardstick is bare SimPy serving the same queue as ``bench_sessions``' baseline, timed in
   wall seconds (as the goals are), as the median of several short runs taken between the months;
@@ -16,17 +13,11 @@ judged that way too:
 
 The scaling is only as good as the month's cost tracks bare SimPy's, and it does so only
 roughly: part of a month is memory traffic and compiled code (numpy, Arrow) that a faster
-interpreter loop does not speed up.
-
-- Across machines: the tree of 2026-11-24 (687b22a) ran the 100k ``full`` month in 13.4 s on that
-  day's machine and in 20.8 s on 2026-11-26's; scaled, those are 8.7 s and 7.0 s.
-- Across interpreter builds, on one machine (2026-11-26): Debian's optimized CPython 3.11 ran the
-  yardstick 46 % faster than pyenv's plain build but the month only 17 % faster, so its scaled
-  month came out at 8.1 s against 6.7 s.
-
-So a scaled figure carries about ±20 % (``SCALING_UNCERTAINTY``), and a goal is judged met only
-when the scaled time is within it by that margin. The report keeps the wall time measured here
-beside the scaled one, and whether it met the goal unscaled.
+interpreter loop does not speed up, so another machine or another build of the interpreter moves
+the month less than the yardstick (measured in commit 9357f6c, which set
+``SCALING_UNCERTAINTY``). A scaled figure carries about ±20 %, and a goal is judged met only when
+the scaled time is within it by that margin. The report keeps the wall time measured here beside
+the scaled one, and whether it met the goal unscaled.
 """
 
 from __future__ import annotations

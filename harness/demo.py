@@ -4,8 +4,8 @@ Why it exists: it is the first real job the project does for a user, and the smo
 whole stack. It has two parts. The second runs the default scenario (``scenarios/default.yaml``: a
 busy day for four organizations with a capacity loss) through the HTTP facade, showing its
 progress, and writes ``report.md`` with PNG figures and the Parquet file of every table
-(``harness.report``). The first part is a scripted day: four organizations on different plans use
-the service through the in-process HTTP facade (``httpx.AsyncClient`` over
+(``harness.runner.report``). The first part is a scripted day: four organizations on different
+plans use the service through the in-process HTTP facade (``httpx.AsyncClient`` over
 ``httpx.ASGITransport``, the same seam the conformance harness uses against a real URL), with the
 manual clock moved through ``POST /_sim/clock/advance``. The day shows each behaviour a customer
 meets: sessions ended by the client, by the idle timeout and by the max-duration ceiling; a create
@@ -35,11 +35,11 @@ import httpx
 import pandas as pd
 from tqdm import tqdm
 
-from harness.columns import to_frame
 from harness.examples import example
-from harness.report import run_over_http, write_report
 from harness.runner.binding import binding_limits
+from harness.runner.columns import to_frame
 from harness.runner.metrics import summarize
+from harness.runner.report import run_over_http, write_report
 from harness.scenarios import ScenarioError, load_scenario
 from sim.asgi.app import create_app
 from sim.config import SimConfig

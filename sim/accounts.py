@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from sim.clock import Clock
+from sim.columns import Column, Table
 from sim.config import SimConfig
 from sim.errors import AuthenticationFailed, NotFound, PermissionDenied, Unprocessable
 from sim.ids import IdFactory
@@ -134,6 +135,25 @@ class AccountRegistry:
 
     def organizations(self) -> list[Organization]:
         return list(self._orgs.values())
+
+    def export(self) -> Table:
+        """Every organization in creation order: ``org_id``, ``name``, ``plan`` (its plan's
+        key; texts); ``created_at`` (time); ``concurrency_override`` (int, missing where it has
+        none)."""
+        orgs = list(self._orgs.values())
+        overrides = {row: o.concurrency_override for row, o in enumerate(orgs)}
+        return Table(
+            len(orgs),
+            {
+                "org_id": Column("text", [o.id for o in orgs]),
+                "name": Column("text", [o.name for o in orgs]),
+                "plan": Column("text", [o.plan_key for o in orgs]),
+                "created_at": Column("time", [o.created_at for o in orgs]),
+                "concurrency_override": Column(
+                    "int", {row: limit for row, limit in overrides.items() if limit is not None}
+                ),
+            },
+        )
 
     def set_plan(self, org_id: str, plan_key: str) -> Organization:
         self._config.billing.plan(plan_key)

@@ -40,7 +40,7 @@ class ApiLog:
         #: Two columns: the time of each call and the code of its ``CallKind`` (a run repeats
         #: few kinds).
         self.kinds: Interner[CallKind] = Interner()
-        self.times = array("d")
+        self.times: list[float] = []
         self.kind_codes = array("I")
         self._full = None if size is None else 2 * size  # where the ring trims
 

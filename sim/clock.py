@@ -113,9 +113,6 @@ class Clock:
         self._epoch_us = (epoch - _UNIX_EPOCH) // _MICROSECOND
         self._days: dict[int, str] = {}  # "YYYY-MM-DDT" of a day since the Unix epoch
         self._minutes: dict[int, str] = {}  # "YYYY-MM-DDTHH:MM:" of a minute since then
-        # A session's instants are rendered again and again (every answer about it): keep the
-        # text of the recent ones, bounded.
-        self._formatted: dict[float, str] = {}
 
     @property
     def scheduled_events(self) -> int:
@@ -161,10 +158,6 @@ class Clock:
             self.now = self._queue[0][0]
         self.env.step()
 
-    def _unix_us(self, seconds: float) -> int:
-        # Round to whole microseconds so the same float always renders the same text.
-        return self._epoch_us + round(seconds * 1_000_000)
-
     def datetime_at(self, seconds: float) -> datetime:
         return self.epoch + timedelta(microseconds=round(seconds * 1_000_000))
 
@@ -175,20 +168,13 @@ class Clock:
         return self.datetime_at(self.now)
 
     def timestamp(self, seconds: float | None = None) -> str:
-        """The ISO-8601 form of ``seconds`` (default: now), as ``format_timestamp`` writes it."""
-        at = self.now if seconds is None else seconds
-        text = self._formatted.get(at)
-        if text is None:
-            if len(self._formatted) >= 4096:
-                self._formatted.clear()
-            text = self._formatted[at] = self._format(at)
-        return text
+        """The ISO-8601 form of ``seconds`` (default: now), as ``format_timestamp`` writes it.
 
-    def _format(self, seconds: float) -> str:
-        # The text up to the minute ("YYYY-MM-DDTHH:MM:") is kept per minute, bounded: instants
-        # formatted one after another share it, and only seconds and milliseconds remain to
-        # write. A new minute is its day's text (kept per day) and the minute's from a table.
-        minute, within = divmod(self._epoch_us + round(seconds * 1_000_000), _US_PER_MINUTE)
+        The text up to the minute ("YYYY-MM-DDTHH:MM:") is kept per minute, bounded: instants
+        formatted one after another share it, and only the seconds and milliseconds remain to
+        write, from tables. A new minute is its day's text (kept per day) and the minute's."""
+        us = self._epoch_us + round((self.now if seconds is None else seconds) * 1_000_000)
+        minute, within = divmod(us, _US_PER_MINUTE)
         prefix = self._minutes.get(minute)
         if prefix is None:
             day, minute_of_day = divmod(minute, _MINUTES_PER_DAY)
@@ -196,9 +182,8 @@ class Clock:
             if len(self._minutes) >= 4096:
                 self._minutes.clear()
             self._minutes[minute] = prefix
-        ms = within // 1000
-        # Seconds and milliseconds from tables, as the minutes.
-        return prefix + _SECONDS[ms // 1000] + _MILLIS[ms % 1000]
+        second, ms = divmod(within // 1000, 1000)
+        return prefix + _SECONDS[second] + _MILLIS[ms]
 
     def _day_prefix(self, day: int) -> str:
         """The ``YYYY-MM-DDT`` of ``day`` (days since the Unix epoch), kept for the next time."""
@@ -212,7 +197,9 @@ class Clock:
 
         The value ``int(datetime.timestamp() * 1000)`` gives, computed without the datetime.
         """
-        return int(self._unix_us(self.now if seconds is None else seconds) / 1_000_000 * 1000)
+        # Microseconds since the Unix epoch, rounded so the same float always gives the same id.
+        us = self._epoch_us + round((self.now if seconds is None else seconds) * 1_000_000)
+        return int(us / 1_000_000 * 1000)
 
     @property
     def epoch_us(self) -> int:
@@ -221,7 +208,8 @@ class Clock:
         return self._epoch_us
 
     def unix_seconds(self, seconds: float | None = None) -> float:
-        return self._unix_us(self.now if seconds is None else seconds) / 1_000_000
+        us = self._epoch_us + round((self.now if seconds is None else seconds) * 1_000_000)
+        return us / 1_000_000
 
     def next_event_at(self) -> float | None:
         """When the next scheduled event is due, or ``None`` when nothing is scheduled."""

@@ -15,12 +15,11 @@ and pandas, and a converter takes the arrays in bulk through the buffer protocol
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
-__all__ = ["Column", "ColumnKind", "Interner", "Table", "Ulids"]
+__all__ = ["Column", "ColumnKind", "Interner", "Table"]
 
 #: How a column's values read:
 #:
@@ -66,25 +65,35 @@ class Table:
 V = TypeVar("V", bound=Hashable)
 
 
+class _Codes(dict[V, int]):
+    """An interner's codes by value: looking up a value it does not know yet gives it the next
+    code (``__missing__``), so ``Interner.code`` is the dictionary's own lookup."""
+
+    __slots__ = ("interned",)
+
+    def __init__(self, interned: list[V]) -> None:
+        super().__init__()
+        self.interned = interned  # the interner's values, in code order
+
+    def __missing__(self, value: V) -> int:
+        code = self[value] = len(self.interned)
+        self.interned.append(value)
+        return code
+
+
 class Interner(Generic[V]):
     """A small vocabulary of repeated values (event types, org ids, attribution tuples) and their
     codes: a column stores the code, the vocabulary the value once."""
 
-    __slots__ = ("_codes", "values")
+    __slots__ = ("_codes", "code", "values")
 
     def __init__(self, values: Iterable[V] = ()) -> None:
         self.values: list[V] = []
-        self._codes: dict[V, int] = {}
+        self._codes = _Codes(self.values)
+        #: ``code(value)``: the code of ``value``, interned now if it is new.
+        self.code: Callable[[V], int] = self._codes.__getitem__
         for value in values:
             self.code(value)
-
-    def code(self, value: V) -> int:
-        """The code of ``value``, interned now if it is new."""
-        code = self._codes.get(value)
-        if code is None:
-            code = self._codes[value] = len(self.values)
-            self.values.append(value)
-        return code
 
     def find(self, value: V) -> int | None:
         """The code of ``value`` if it was ever interned (without adding it)."""
@@ -102,28 +111,3 @@ class Interner(Generic[V]):
 
     def __len__(self) -> int:
         return len(self.values)
-
-
-class Ulids:
-    """Whole 128-bit ULID values, 16 bytes each (two 64-bit halves)."""
-
-    __slots__ = ("high", "low")
-
-    def __init__(self) -> None:
-        self.high = array("Q")
-        self.low = array("Q")
-
-    def append(self, value: int) -> None:
-        self.high.append(value >> 64)
-        self.low.append(value & 0xFFFF_FFFF_FFFF_FFFF)
-
-    def __getitem__(self, index: int) -> int:
-        return (self.high[index] << 64) | self.low[index]
-
-    def pop(self) -> None:
-        """Drop the newest value (a row retracted by a failed operation)."""
-        self.high.pop()
-        self.low.pop()
-
-    def __len__(self) -> int:
-        return len(self.low)

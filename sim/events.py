@@ -131,9 +131,8 @@ class EventLog:
         """No stored event: one value per event in each column, in append order."""
         self._kind_codes = array("I")
         self._times = array("d")
-        # The random part of each event's id, as its high 16 and its low 64 bits.
-        self._random_high = array("Q")
-        self._random_low = array("Q")
+        # The random part of each event's id, as drawn (80 bits; split in two when exported).
+        self._random: list[int] = []
         self._subjects: list[str | None] = []
         # The payload ``(handle, row, status, seconds, value)``, one column each (for the handle
         # ``WHOLE`` the value is the payload dictionary, the others fillers). The status and the
@@ -190,43 +189,53 @@ class EventLog:
         ``seconds`` are non-negative ints, ``status`` and ``value`` shared objects. The
         renderer must depend only on those and on what never changes afterwards.
 
-        The id's random bits are drawn now (``bits``: already drawn). Inside an operation the
-        rest waits until it succeeds (the journal calls this again then); otherwise the event is
-        stored, if the log keeps events, and handed to who wants it. The ``Event`` a subscriber
-        receives is built only when one wants it."""
+        The id's random bits are drawn now (``bits``: already drawn). The event is stored now if
+        the log keeps events (inside an operation, with an undo that takes it out again if the
+        operation fails: ``sim.journal``) and handed to who wants it once it stands: at once
+        outside an operation, when the operation succeeds inside one. The ``Event`` a
+        subscriber receives is built only when one wants it."""
         if bits is None:
             bits = self._draw()
         lanes = self._lanes.get(org_id)
         lane = None if lanes is None else lanes.get(type_)
-        journal = self._journal
-        if journal.active:  # inside an operation: published once it succeeds
-            if not self.keep and lane is not None and not lane[1]:
-                return  # nothing is stored and nobody wants it
-            journal.deferred.append(
-                (
-                    self.emit_values,
-                    (type_, org_id, subject, handle, row, status, seconds, value, now, bits),
-                )
-            )
-            return
         code, route = self._lane(type_, org_id) if lane is None else lane
+        journal = self._journal
         if self.keep:
             self._kind_codes.append(code)
             self._times.append(now)
             self._subjects.append(subject)
-            self._random_high.append(bits >> 64)
-            self._random_low.append(bits & _LOW_64)
+            self._random.append(bits)
             self._handles.append(handle)
             self._rows.append(row)
             self._seconds.append(seconds)
             self._statuses.append(status)
             self._values.append(value)
+            if journal.active:
+                journal.on_undo(self._retract)
         if route:
             event = Event(
                 self, type_, org_id, now, subject, bits, (handle, row, status, seconds, value)
             )
+            if journal.active:  # the operation may still fail: delivered when it succeeds
+                journal.deferred.append((_deliver, (event, route)))
+                return
             for subscriber in route:
                 subscriber(event)
+
+    def _retract(self) -> None:
+        """Take the newest stored event out again (its operation failed as a whole)."""
+        for column in (
+            self._kind_codes,
+            self._times,
+            self._subjects,
+            self._random,
+            self._handles,
+            self._rows,
+            self._seconds,
+            self._statuses,
+            self._values,
+        ):
+            column.pop()
 
     def payload(self, index: int) -> Payload:
         """The payload stored for event ``index``, as it was given."""
@@ -303,7 +312,7 @@ class EventLog:
             org_id,
             self._times[index],
             self._subjects[index],
-            (self._random_high[index] << 64) | self._random_low[index],
+            self._random[index],
             self.payload(index),
         )
 
@@ -360,8 +369,8 @@ class EventLog:
                 "timed_id",
                 self._times,
                 prefix=PREFIXES["event"],
-                high=self._random_high,
-                low=self._random_low,
+                high=array("Q", (bits >> 64 for bits in self._random)),
+                low=array("Q", (bits & _LOW_64 for bits in self._random)),
             ),
             "at": Column("time", self._times),
             "type": Column("category", self._kind_codes, labels=[k[0] for k in kinds]),
@@ -380,3 +389,9 @@ class EventLog:
             ),
         }
         return Table(count, columns)
+
+
+def _deliver(event: Event, route: tuple[Subscriber, ...]) -> None:
+    """Hand ``event`` to each subscriber of its route, in subscription order."""
+    for subscriber in route:
+        subscriber(event)

@@ -31,6 +31,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from sim import tuples
 from sim.clock import Clock
 from sim.config import LimitsConfig
 from sim.errors import Conflict, Unprocessable
@@ -110,9 +111,6 @@ class _Entry(NamedTuple):
     stored_at: float
 
 
-_new_tuple = tuple.__new__
-
-
 class IdempotencyStore:
     def __init__(self, clock: Clock, limits: LimitsConfig) -> None:
         self._clock = clock
@@ -188,8 +186,7 @@ class IdempotencyStore:
         order = self._order
         if order and order[0][0] <= now - self._window:
             self._expire(now)
-        # ``_Entry(...)`` from its fields in order: one per keyed create.
-        entry = _new_tuple(_Entry, (digest or fingerprint(operation, body), result, now))
+        entry = tuples.new(_Entry, (digest or fingerprint(operation, body), result, now))
         place = (org_id, key)
         self._entries[place] = entry
         order.append((now, place))

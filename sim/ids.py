@@ -97,7 +97,7 @@ def format_value(kind: str, value: int) -> str:
 
 def format_id(kind: str, epoch_ms: int, randomness: int) -> str:
     """The prefixed id of resource ``kind`` (a key of ``PREFIXES``)."""
-    return PREFIXES[kind] + format_ulid(epoch_ms, randomness)
+    return PREFIXES[kind] + _encode_time(epoch_ms) + _encode_random(randomness)
 
 
 class IdFactory:
@@ -114,7 +114,8 @@ class IdFactory:
 
     def new(self, kind: str) -> str:
         """A fresh id for resource ``kind`` (a key of ``PREFIXES``)."""
-        return format_id(kind, self._clock.epoch_ms(), self._rng.getrandbits(80))
+        bits = self._rng.getrandbits(80)  # ``format_id``'s text of now and these bits
+        return PREFIXES[kind] + _encode_time(self._clock.epoch_ms()) + _encode_random(bits)
 
     def token(self, prefix: str, length: int = 32) -> str:
         """A random base62 secret such as an API key (``sk_live_``) or webhook secret."""

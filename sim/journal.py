@@ -5,14 +5,14 @@ then makes several changes: the record, the indexes that find it, a concurrency 
 row, a queued job, and the platform stores the idempotent outcome. Each change registers how to
 undo itself with ``Journal.on_undo``. If anything raises before the operation ends (a refusal
 found late, or a bug), ``Journal.atomic`` undoes the registered changes newest first and
-re-raises, so no half-made object, cap slot, ledger row or idempotency entry survives a 500 and
-the next request meets the platform as it was.
+re-raises, so no half-made object, cap slot, ledger row, event or idempotency entry survives a
+500 and the next request meets the platform as it was.
 
-What the rest of the platform would see at once, events on the log (and through them webhook
-deliveries) and new SimPy processes, is not undone but held back: ``Journal.defer`` runs it when
-the outermost block succeeds, and drops it when it fails. Outside any block (timers firing as the
-clock advances, direct calls in tests) both are immediate: ``on_undo`` records nothing and
-``defer`` runs the action at once.
+What the rest of the platform would act on at once, an event's delivery to its subscribers (and
+through them webhook deliveries) and new SimPy processes, is not undone but held back:
+``Journal.defer`` runs it when the outermost block succeeds, and drops it when it fails. Outside
+any block (timers firing as the clock advances, direct calls in tests) both are immediate:
+``on_undo`` records nothing and ``defer`` runs the action at once.
 
 Random draws (ids) are not undone: a request that fails after drawing an id leaves the id
 streams moved on, which changes no record.
@@ -36,10 +36,11 @@ Held = tuple[Callable[..., object], tuple[Any, ...]]
 class Prepared(NamedTuple):
     """An operation whose every check has passed and which has changed nothing yet.
 
-    ``commit()`` makes the change and returns the answer. The platform's door runs its last
-    checks (the facade's schema) between the two, so a refusal there stores nothing either.
-    A NamedTuple (one per create) rather than a frozen dataclass, whose ``__init__`` costs an
-    ``object.__setattr__`` per field.
+    ``commit()`` makes the change and returns the answer, inside the unit its caller holds
+    open (``Journal.atomic``: the platform's door for every operation, or the service's own
+    method called directly), so a change that fails half-way is undone with the rest. The door
+    runs its last checks (the facade's schema) between the two, so a refusal there stores
+    nothing either.
     """
 
     commit: Callable[[], dict[str, Any]]
@@ -60,9 +61,8 @@ class Journal:
         self._undo: list[Action] = []
         #: Held-back calls, ``(function, arguments)``, run in order when the outermost block
         #: succeeds; always empty outside a block (``defer`` runs its action at once there).
-        #: A hot producer that has just seen ``active`` true may append its pair here itself:
-        #: the same as ``defer(partial(function, *arguments))`` without the partial object and
-        #: the call (the session events are held so, twice a session: ``sim.events``).
+        #: A producer that has just seen ``active`` true may append its pair here itself: the
+        #: same as ``defer(partial(function, *arguments))`` (the event log's deliveries).
         self.deferred: list[Held] = []
         #: Savepoints of the open NESTED blocks, innermost last: (undo length, deferred length).
         #: The outermost block's savepoint is always (0, 0), so it keeps none: opening and
@@ -75,8 +75,8 @@ class Journal:
     def atomic(self) -> Journal:
         """``with journal.atomic():`` undo the changes registered inside the block if it raises;
         a nested block is a savepoint of the enclosing one (its changes are undone if it raises,
-        and stay part of the outer unit otherwise). Every create's two blocks (the platform's
-        door, the service's commit) write ``with journal:`` instead, which is the same."""
+        and stay part of the outer unit otherwise). The platform's door, which opens one for
+        every operation, writes ``with journal:`` instead, which is the same."""
         return self
 
     def __enter__(self) -> None:

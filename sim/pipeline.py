@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any, Final
+from typing import Any, NamedTuple
 
+from sim import tuples
 from sim.accounts import Caller
 from sim.apilog import ApiLog
 from sim.clock import Clock
@@ -24,9 +25,6 @@ from sim.idempotency import Body, IdempotencyStore, fingerprint
 from sim.journal import Journal, Prepared
 from sim.operations import JSON, OPERATIONS, REPLAYED, UNREAD, Operation, Operations, Outcome
 from sim.ratelimit import RateLimiter
-from sim.sessions.service import SessionService
-from sim.sessions.validation import SessionRequest, plain_create
-from sim.settings import Settings
 from sim.values import check_values
 
 __all__ = ["Check", "Params", "Pipeline", "PlatformHandedOver"]
@@ -37,9 +35,20 @@ Params = dict[str, Any] | Callable[[], dict[str, Any]]
 #: A caller's last check of the parameters, run after the domain's (see ``Pipeline.call``).
 Check = Callable[[dict[str, Any]], None]
 
-#: The operation whose parameters ``plain_create`` may read in one pass (compared by identity).
-_CREATE_SESSION: Final = OPERATIONS["createSession"]
-_new_tuple: Final = tuple.__new__
+#: An operation's method: the caller and the request's named parameters in, its answer out.
+Method = Callable[[Caller | None, dict[str, Any]], Any]
+
+
+class Route(NamedTuple):
+    """How the pipeline runs one operation, looked up once per call: the declaration
+    (``sim.operations.Operation``) bound to this platform's methods and limiter."""
+
+    operation: Operation
+    method: Method  # the full form
+    unread: Method  # the form for a caller that reads no body (the full one if it has none)
+    reads: Callable[[dict[str, Any]], dict[str, Any] | None] | None  # ``Operation.reads``
+    limiter: RateLimiter | None  # the bucket of ``Operation.rate_limit``, if it has a limit
+    replayed: Callable[[dict[str, Any]], dict[str, Any]] | None  # ``sim.operations.REPLAYED``
 
 
 class PlatformHandedOver(RuntimeError):
@@ -65,32 +74,30 @@ class Pipeline:
         clock: Clock,
         journal: Journal,
         limits: LimitsConfig,
-        settings: Settings,
-        session_service: SessionService,
         idempotency: IdempotencyStore,
         api_log: ApiLog,
     ) -> None:
         self._clock = clock
         self._journal = journal
-        self._settings = settings
-        self._max_depth = settings.json_max_depth
-        self._sessions = session_service
+        self._max_depth = limits.json_max_depth
         self.idempotency = idempotency
         self.api_log = api_log
-        self._limiters = _limiters(clock, limits)
+        limiters = _limiters(clock, limits)
         #: Set by ``Platform.hand_over``: the records were given to a reader that dropped them.
         self.handed_over = False
-        #: Each operation's method, and the same with the unread forms (``sim.operations``).
-        self._methods: dict[str, Callable[[Caller | None, dict[str, Any]], Any]] = {
-            operation_id: getattr(operations, operation.method)
-            for operation_id, operation in OPERATIONS.items()
-        }
-        self._unread_methods = self._methods | {
-            operation_id: getattr(operations, method) for operation_id, method in UNREAD.items()
-        }
-        self._replayed: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
-            operation_id: getattr(operations, method) for operation_id, method in REPLAYED.items()
-        }
+        self._routes: dict[str, Route] = {}
+        for operation_id, operation in OPERATIONS.items():
+            method = getattr(operations, operation.method)
+            unread = UNREAD.get(operation_id)
+            replayed = REPLAYED.get(operation_id)
+            self._routes[operation_id] = Route(
+                operation,
+                method,
+                method if unread is None else getattr(operations, unread),
+                None if operation.reads is None else getattr(operations, operation.reads),
+                None if operation.rate_limit is None else limiters.get(operation.rate_limit),
+                None if replayed is None else getattr(operations, replayed),
+            )
 
     def call(
         self,
@@ -109,9 +116,9 @@ class Pipeline:
         own last check (the facade's schema); it runs once the domain's checks have passed and
         before anything is changed, so the domain's refusal is the one both doors give.
 
-        A create whose parameters are plainly fine has its values checked and its body read in
-        one pass (``plain_create``, a fast path beside its reference, the two steps it stands
-        for: ``make bench`` prints what it saves a month).
+        An operation that reads its parameters itself (``Operation.reads``) does so before the
+        rate limit counts the request; when it answers, its answer is what the operation's
+        method takes and the values need no other check (``check_values``).
 
         ``reads_body=False``: the caller will read no more of the body than its ``id``. An
         operation with an unread form (``sim.operations.UNREAD``) then answers ``{"id": ...}``;
@@ -120,13 +127,13 @@ class Pipeline:
         if self.handed_over:
             raise PlatformHandedOver(operation_id)
         try:
-            operation = OPERATIONS[operation_id]
+            route = self._routes[operation_id]
         except KeyError:
             raise NotFound("route.not_found", f"No operation {operation_id}.") from None
         org_id = caller.org_id if caller is not None else None
         try:
             with self._journal:  # ``journal.atomic()``, which is the journal itself
-                outcome = self._call(operation_id, operation, caller, params, check, reads_body)
+                outcome = self._call(operation_id, route, caller, params, check, reads_body)
         except DomainError as error:
             self.api_log.append(self._clock.now, operation_id, org_id, error.code, error.type)
             raise
@@ -137,30 +144,28 @@ class Pipeline:
     def _call(
         self,
         operation_id: str,
-        operation: Operation,
+        route: Route,
         caller: Caller | None,
         params: Params,
         check: Check | None,
         reads_body: bool,
     ) -> Outcome:
+        operation = route.operation
         if caller is None and not operation.public:
             raise AuthenticationFailed("api_key.missing", "Send `Authorization: Bearer <key>`.")
-        limiter = (
-            None
-            if operation.rate_limit is None or caller is None
-            else self._limiters.get(operation.rate_limit)
-        )
+        limiter = None if caller is None else route.limiter
         refusal: DomainError | None = None
-        request: SessionRequest | None = None
+        taken: dict[str, Any] | None = None
         try:  # the parameters (the facade's parser runs here) and their values; a refusal is
             # kept, not raised, so the rate limiter counts the request first
             read = params() if callable(params) else params
-            if operation is _CREATE_SESSION:
-                request = plain_create(read, self._settings)
-            if request is None:
+            if route.reads is not None:
+                taken = route.reads(read)
+            if taken is None:
                 check_values(read, max_depth=self._max_depth)
+                taken = read
         except DomainError as error:
-            read, refusal = {}, error
+            read, taken, refusal = {}, {}, error
         key = read.get("idempotency_key") if operation.idempotent else None
         digest: bytes | None = None
         if refusal is None and key is not None and caller is not None:
@@ -181,20 +186,15 @@ class Pipeline:
             if refusal is not None:
                 raise refusal
             # The operation's checks, the caller's ``check``, then (a ``Prepared``) its change.
-            result = (
-                (self._methods if reads_body else self._unread_methods)[operation_id](caller, read)
-                if request is None or caller is None
-                # ``op_create_session`` (or its unread form), with the body read already
-                else self._sessions.prepare_create(caller, request, render=reads_body)
-            )
+            result = (route.method if reads_body else route.unread)(caller, taken)
             if check is not None:
                 check(read)
             if isinstance(result, Prepared):
                 result = result.commit()
             if digest is not None and caller is not None and isinstance(result, dict):
                 body: Body = result
-                if not reads_body and operation_id in self._replayed:  # the body, rendered later
-                    body = partial(self._replayed[operation_id], result)
+                if not reads_body and route.replayed is not None:  # the body, rendered later
+                    body = partial(route.replayed, result)
                 self._remember(caller.org_id, str(key), operation_id, digest, body)
         except DomainError as error:
             if error.rate is None and rate is not None:
@@ -202,7 +202,7 @@ class Pipeline:
             raise
         if isinstance(result, Outcome):
             return result if rate is None else result._replace(rate=rate)
-        return _new_tuple(Outcome, (result, JSON, False, rate))
+        return tuples.new(Outcome, (result, JSON, False, rate))
 
     def _remember(
         self, org_id: str, key: str, operation_id: str, digest: bytes, body: Body

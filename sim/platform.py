@@ -62,8 +62,6 @@ class Platform:
             clock=kernel.clock,
             journal=kernel.journal,
             limits=kernel.config.limits,
-            settings=kernel.settings,
-            session_service=self.sessions,
             idempotency=self.idempotency,
             api_log=self.api_log,
         )
@@ -91,11 +89,17 @@ class Platform:
         return self.pipeline.handed_over
 
     def hand_over(self) -> None:
-        """Refuse every later call, for good: this platform's records are being given to a reader
-        that drops them as it goes (``harness.collect``'s ``release``). An answer after that would
-        be read from emptied stores (an idempotent replay would find no session and answer 404),
+        """Refuse every later call, for good, and drop the records of the stores that grow with
+        traffic (the ledger, the event log, the sessions, the runs and their assets): whoever
+        exported them (the runner's tables) keeps what it needs. An answer after that would be
+        read from emptied stores (an idempotent replay would find no session and answer 404),
         so a call raises ``PlatformHandedOver`` rather than answer wrongly."""
         self.pipeline.handed_over = True
+        self.billing.ledger.release()
+        self.kernel.events.release()
+        self.sessions.store.release()
+        self.runs.release()
+        self.assets.release()
 
     def authenticate(self, authorization: str | None) -> Caller:
         return self.accounts.authenticate(authorization)

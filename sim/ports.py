@@ -14,11 +14,8 @@ __all__ = ["AvatarLookup", "BillingPort", "RunCharge", "SessionUsage"]
 
 
 class SessionUsage(NamedTuple):
-    """The final, canonical usage of one session; charged exactly once per ``session_id``.
-
-    A named tuple, immutable like the frozen dataclass it was, but built for a fraction of the
-    cost (a frozen dataclass sets each field through ``object.__setattr__``): every session that
-    ran builds one when it ends. Build it positionally on hot paths."""
+    """The final, canonical usage of one session; charged exactly once per ``session_id``, and
+    immutable: every session that ran hands one to billing when it ends."""
 
     session_id: str
     org_id: str

@@ -18,6 +18,8 @@ import hashlib
 import math
 import random
 from collections.abc import Callable
+from functools import partial
+from itertools import repeat
 from statistics import NormalDist
 
 from sim.config import Constant, Distribution, Exponential, LogNormal, Uniform
@@ -57,15 +59,14 @@ class RandomStreams:
 
 
 def sampler(dist: Distribution, rng: random.Random) -> Sampler:
-    """A function drawing values of ``dist`` from ``rng`` (the same values as ``sample``)."""
+    """A function drawing values of ``dist`` from ``rng`` (the same values as ``sample``): where
+    one exists, a callable of the standard library's (``repeat``, ``partial``), not a frame of
+    our own."""
     match dist:
         case Constant():
-            value = dist.value
-            return lambda: value
+            return repeat(dist.value).__next__
         case Exponential():
-            rate = 1.0 / dist.mean_value
-            expovariate = rng.expovariate
-            return lambda: expovariate(rate)
+            return partial(rng.expovariate, 1.0 / dist.mean_value)
         case LogNormal():
             median, sigma, cap = dist.median, dist.sigma, dist.cap
             gauss, exp = rng.gauss, math.exp
@@ -78,9 +79,7 @@ def sampler(dist: Distribution, rng: random.Random) -> Sampler:
 
             return capped
         case Uniform():
-            low, high = dist.low, dist.high
-            uniform = rng.uniform
-            return lambda: uniform(low, high)
+            return partial(rng.uniform, dist.low, dist.high)
     raise TypeError(f"unknown distribution {dist!r}")  # pragma: no cover
 
 

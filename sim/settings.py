@@ -1,12 +1,12 @@
 """The configuration values the domain reads while it serves requests, compiled once.
 
 ``SimConfig`` (pydantic) is what a user writes: it validates every value and names the field
-that is wrong. Reading one of its attributes costs several times a plain one (a pydantic model
-intercepts attribute access), and each session create reads a dozen values. ``Settings.of``
-copies those values, and a few derived from them (each plan's longest session), into one frozen
-record of plain attributes when the platform is built (``Kernel.settings``), which the services
-read instead of keeping copies of their own. What is read rarely (setting up, rendering a plan,
-an error's message) is read from ``SimConfig``.
+that is wrong, and it nests them by section. What the services read while serving (each session
+create reads a dozen values, from several sections) is copied, with a few values derived from
+them (each plan's longest session), into one frozen record of plain attributes when the platform
+is built (``Settings.of``, ``Kernel.settings``), which the services read instead of keeping
+copies of their own. What is read rarely (setting up, rendering a plan, an error's message) is
+read from ``SimConfig``.
 """
 
 from __future__ import annotations

@@ -17,10 +17,10 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from harness.figures import check_figure, mark_events, save_figure, scenario_marks, time_axis
 from harness.plan.baseline import READINGS, ErlangModel
 from harness.plan.search import METHOD_LABELS, METHODS
 from harness.plan.slo import Slo
+from harness.runner.figures import check_figure, mark_events, save_figure, scenario_marks, time_axis
 from harness.runner.metrics import METRICS, WINDOW_RULES, format_value
 from harness.sweep.aggregate import CONFIDENCE
 

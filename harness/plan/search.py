@@ -21,10 +21,10 @@ from typing import Any
 
 import pandas as pd
 
-from harness.collect import collect
 from harness.plan.slo import Slo
 from harness.runner.engine import simulate
 from harness.runner.metrics import CAUSES, METRICS, summarize
+from harness.runner.tables import collect
 from harness.scenarios.model import PoolChange, Scenario
 from harness.sweep.aggregate import METHOD_LABELS as AGGREGATE_LABELS
 from harness.sweep.aggregate import METHODS as AGGREGATE_METHODS

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-from harness.collect import RunResult, collect
-from harness.runner.engine import RawRun, simulate
+from harness.runner.engine import Played, RawRun, play, simulate
 from harness.runner.records import CallRecord, ClientRecord
+from harness.runner.tables import RunResult, collect
 from harness.scenarios.model import Scenario
 
-__all__ = ["CallRecord", "ClientRecord", "RawRun", "RunResult", "run_scenario", "simulate"]
+__all__ = [
+    "CallRecord",
+    "ClientRecord",
+    "Played",
+    "RawRun",
+    "RunResult",
+    "play",
+    "run_scenario",
+    "simulate",
+]
 
 
 def run_scenario(scenario: Scenario, seed: int | None = None) -> RunResult:

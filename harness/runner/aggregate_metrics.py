@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.collect import USAGE_KINDS, RunResult
-from harness.waits import WAIT_EDGES, quantile
+from harness.runner.tables import USAGE_KINDS, RunResult
+from harness.runner.waits import WAIT_EDGES, quantile
 
 __all__ = ["CAUSES", "summarize_aggregates", "window_wait_counts"]
 
@@ -102,7 +102,7 @@ def _credits(result: RunResult, window: tuple[float, float] | None) -> float:
 def window_wait_counts(
     result: RunResult, window: tuple[float, float] | None
 ) -> dict[str, np.ndarray[Any, Any]] | None:
-    """The wait histograms (``harness.waits``) of the sessions created in ``window``, summed
+    """The wait histograms (``harness.runner.waits``) of the sessions created in ``window``, summed
     from the ``waits`` table; ``None`` when the window cuts an interval that holds waits."""
     everything = (-math.inf, math.inf) if window is None else window
     waits = result.waits

@@ -5,8 +5,8 @@ so its instants depend only on its stream; one dispatcher walks the sources merg
 order, which costs one event per arrival and nothing per idle hour, and the draws of one process
 never depend on how the others interleave.
 
-Why lazily: drawing a month's instants up front kept a tuple per arrival (about 150 MB for a
-million); a generator per source keeps one pending instant each and draws exactly the same
+Why lazily: drawing a month's instants up front would keep a tuple per arrival; a generator per
+source keeps one pending instant each and draws exactly the same
 values, since nothing else draws from its stream. ``arrival_times`` and ``poisson_times`` give
 the same instants as lists. The runner walks the merged instants on the platform's clock with
 ``Clock.follow``: one timer per distinct instant, drawn as it comes.

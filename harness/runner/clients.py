@@ -25,6 +25,7 @@ one end call. The talk-spurt pattern is handed to the session in one call at the
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -251,6 +252,13 @@ class _SessionClient(_Client):
 _ON_HANG_UP: list[Callable[[Timer], None]] = [_SessionClient.hang_up]
 
 
+@functools.cache
+def _prompt(characters: int) -> str:
+    """A run's prompt of ``characters`` characters: one text for every run that asks as many,
+    which the service keeps with each run as its input."""
+    return ("The quick brown fox jumps over the lazy dog. " * (characters // 45 + 1))[:characters]
+
+
 class _RunClient(_Client):
     """A customer who creates one model run (with retries) and is done."""
 
@@ -261,10 +269,7 @@ class _RunClient(_Client):
     def __init__(self, pool: ClientPool, number: int, org: OrgHandle, mix: RunMix) -> None:
         super().__init__(pool, number, org, None, pool.idempotency_keys)
         self.mix = mix
-        text = ("The quick brown fox jumps over the lazy dog. " * (mix.characters // 45 + 1))[
-            : mix.characters
-        ]
-        self.body = {"input": {RUN_MODELS[mix.model]: text}}
+        self.body = {"input": {RUN_MODELS[mix.model]: _prompt(mix.characters)}}
 
     def create(self) -> tuple[dict[str, Any], bool]:
         params: dict[str, Any] = {"model_id": self.mix.model, "body": self.body}

@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     summary = summary_markdown(result, window, warnings=warnings)
     if args.figures:
-        from harness.report import write_report  # matplotlib, only when drawing
+        from harness.runner.report import write_report  # matplotlib, only when drawing
 
         written = write_report(result, scenario, out, warnings=warnings, tables="")
     else:

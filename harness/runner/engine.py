@@ -11,6 +11,11 @@ What a run keeps is the scenario's ``records`` level (``RECORDS``): ``full`` kee
 arrival, request and ledger row, ``summary`` only what the per-interval tables need, so a month
 of any size fits in memory. The level changes what is kept, never what happens: the same seed
 gives the same simulation at every level.
+
+A run ends as a ``RawRun``: the tables its stores and the runner's own records export
+(``sim.columns.Table``), and nothing live. ``simulate`` plays the scenario and hands its platform
+over (its records exported, then released); ``play`` keeps the platform for whoever wants to
+look at it or call it afterwards (``Played``).
 """
 
 from __future__ import annotations
@@ -29,22 +34,28 @@ from harness.runner.arrivals import (
     recorded_sessions,
 )
 from harness.runner.clients import ClientPool, OrgHandle
+from harness.runner.columns import RunEpoch
 from harness.runner.door import Door
 from harness.runner.faults import start_faults
 from harness.runner.picks import WeightedPick
 from harness.runner.records import CallLog, ClientLog
+from harness.runner.sampler import PoolSampler
 from harness.scenarios.model import Recorded, RunMix, Scenario
 from harness.traffic.recording import load_recording
+from sim.accounts import Caller
 from sim.columns import Table
 from sim.config import HistoryConfig, SimConfig
 from sim.platform import Platform
-from sim.sessions.scheduler import PoolMeter, PoolStatus
 
 __all__ = [
     "RECORDS",
     "Installed",
+    "Played",
     "RawRun",
+    "RunOrganization",
     "install",
+    "play",
+    "records_of",
     "session_arrivals",
     "sim_config",
     "simulate",
@@ -61,28 +72,49 @@ RECORDS: dict[str, HistoryConfig] = {
 
 
 @dataclass(frozen=True, slots=True)
+class RunOrganization:
+    """One organization of a run as its clients knew it: its name, id, plan and the keys they
+    used (``callers``, in the order they took them)."""
+
+    name: str
+    id: str
+    plan: str
+    callers: tuple[Caller, ...]
+
+
+#: The tables of a ``RawRun``, by name, and what exports each one.
+RAW_TABLES: tuple[str, ...] = (
+    "utilization",  # the runner's pool sampler (``PoolSampler.export``)
+    "runs",  # ``RunService.export``
+    "organizations",  # ``AccountRegistry.export``
+    "usage",  # ``Billing.export_usage``: one row per organization and timezone ...
+    "usage_daily",  # ... and one per local day and billing surface of each
+    "quotas",  # ``Billing.export_quotas``
+    "ledger",  # ``Ledger.export``
+    "events",  # ``EventLog.export``
+    "sessions",  # ``SessionStore.export``
+    "requests",  # the clients' tallies (``Tallies.export``): requests per interval ...
+    "arrivals",  # ... and arrivals per interval
+    "clients",  # ``ClientLog.export`` (no rows when the run kept no log)
+    "calls",  # ``CallLog.export`` (no rows when the run kept no log)
+)
+
+
+@dataclass(frozen=True, slots=True)
 class RawRun:
-    """What one run produced, still as records; ``harness.collect`` turns it into tables."""
+    """What one run produced, as tables: each store's export by name (``RAW_TABLES``) and what
+    reading them needs. ``harness.runner.tables.collect`` turns it into data frames; it holds no
+    live object (the platform that produced it may be gone)."""
 
     scenario: Scenario
     seed: int
     records: str  # "full", "sessions" or "summary"
-    platform: Platform
-    organizations: tuple[OrgHandle, ...]
-    pool: ClientPool
-    samples: tuple[PoolStatus, ...]
-    #: The pool's meter read at each sample and once more at ``end``: one more than ``samples``.
-    meters: tuple[PoolMeter, ...]
-    usage: tuple[tuple[str, str, dict[str, Any]], ...]  # (org name, timezone, usage summary)
+    organizations: tuple[RunOrganization, ...]
+    epoch: RunEpoch  # of the run's clock: the tables' times and ids are read with it
+    frames_per_second: int  # the configured video frame rate (frames are billable seconds x it)
     end: float
-
-    def call_table(self) -> Table:
-        """The clients' requests (``CallLog.export``; no rows when the run kept no log)."""
-        return (self.pool.calls or CallLog()).export()
-
-    def client_table(self) -> Table:
-        """The clients' arrivals (``ClientLog.export``; no rows when the run kept no log)."""
-        return (self.pool.clients or ClientLog()).export()
+    #: Every table of ``RAW_TABLES``; a collect that releases the run takes them out as it goes.
+    tables: dict[str, Table]
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,26 +225,6 @@ def _grid(every: float, end: float) -> Iterator[tuple[float, None]]:
         yield i * every, None
 
 
-def _usage(
-    platform: Platform, scenario: Scenario, orgs: tuple[OrgHandle, ...], end: float
-) -> tuple[tuple[str, str, dict[str, Any]], ...]:
-    """``GET /v1/usage`` of the whole run per organization and timezone, as the API computes it."""
-    clock = platform.clock
-    stop = max(1, math.ceil(end))
-    out = []
-    for org in orgs:
-        for timezone in scenario.usage_timezones:
-            params = {
-                "period_start": clock.timestamp(0.0),
-                "period_end": clock.timestamp(float(stop)),
-                "timezone": timezone,
-            }
-            body = platform.call("getUsage", org.callers[0], params).body
-            assert isinstance(body, dict)
-            out.append((org.name, timezone, body))
-    return tuple(out)
-
-
 def install(
     platform: Platform,
     scenario: Scenario,
@@ -282,7 +294,92 @@ def sim_config(scenario: Scenario, seed: int | None = None) -> SimConfig:
     return config.model_copy(update={"history": RECORDS[scenario.records]})
 
 
-def simulate(
+@dataclass(frozen=True, slots=True)
+class Played:
+    """A scenario played on a platform that is still live: call it or look at it, then take
+    its tables (``records``), or take them and release the platform's records (``hand_over``)."""
+
+    scenario: Scenario
+    seed: int
+    platform: Platform
+    installed: Installed
+    sampler: PoolSampler
+    end: float
+
+    @property
+    def organizations(self) -> tuple[OrgHandle, ...]:
+        return self.installed.organizations
+
+    @property
+    def pool(self) -> ClientPool:
+        return self.installed.pool
+
+    def records(self) -> RawRun:
+        """The run's tables, exported now (``records_of``); the platform stays as it is. The
+        tables share the stores' columns: collect them before the platform moves on."""
+        return records_of(self.platform, self.scenario, self.seed, self.installed,
+                          self.sampler, self.end)  # fmt: skip
+
+    def hand_over(self) -> RawRun:
+        """``records``, then the platform's records released: it answers no more calls
+        (``Platform.hand_over``), and what the tables hold is all that is left of them."""
+        return records_of(self.platform, self.scenario, self.seed, self.installed,
+                          self.sampler, self.end, hand_over=True)  # fmt: skip
+
+
+def records_of(
+    platform: Platform,
+    scenario: Scenario,
+    seed: int,
+    installed: Installed,
+    sampler: PoolSampler,
+    end: float,
+    *,
+    usage: bool = True,
+    hand_over: bool = False,
+) -> RawRun:
+    """Every table of a run on ``platform`` (``RAW_TABLES``), exported now, in an order that
+    asks each store before anything another export does could change it (a quota or usage
+    summary may close a billing period, which writes ledger rows and events).
+
+    ``usage``: whether to ask for the whole run's usage (``GET /v1/usage`` from the start to
+    ``end``, in each of the scenario's ``usage_timezones``). ``hand_over``: then release the
+    platform's records (``Platform.hand_over``): the tables hold what they need of them."""
+    clock, pool = platform.clock, installed.pool
+    stop = float(max(1, math.ceil(end)))
+    zones = scenario.usage_timezones if usage else ()
+    tables = {"utilization": sampler.export(), "runs": platform.runs.export()}
+    tables["organizations"] = platform.accounts.export()
+    tables["usage"], tables["usage_daily"] = platform.billing.export_usage(
+        zones, clock.timestamp(0.0), clock.timestamp(stop)
+    )
+    tables["quotas"] = platform.billing.export_quotas()
+    tables["ledger"] = platform.billing.ledger.export()
+    tables["events"] = platform.kernel.events.export()
+    tables["sessions"] = platform.sessions.store.export(clock.now)
+    tables["requests"], tables["arrivals"] = pool.tallies.export()
+    tables["clients"] = (pool.clients or ClientLog()).export()
+    tables["calls"] = (pool.calls or CallLog()).export()
+    organizations = tuple(
+        RunOrganization(org.name, org.id, org.plan, tuple(org.callers))
+        for org in installed.organizations
+    )
+    if hand_over:
+        platform.hand_over()
+        pool.calls = pool.clients = None
+    return RawRun(
+        scenario,
+        seed,
+        scenario.records,
+        organizations,
+        RunEpoch.of(clock),
+        platform.config.sessions.frames_per_second,
+        end,
+        tables,
+    )
+
+
+def play(
     scenario: Scenario,
     seed: int | None = None,
     *,
@@ -291,8 +388,9 @@ def simulate(
     arrivals_from: float = 0.0,
     arrivals_until: float = math.inf,
     end: float | None = None,
-) -> RawRun:
-    """Run ``scenario`` (with ``seed``, default the file's) and return its raw records.
+) -> Played:
+    """Run ``scenario`` (with ``seed``, default the file's) on a new platform and return it
+    live (``simulate`` takes its tables and lets it go).
 
     ``door`` builds the door the clients use from the platform (default: ``Platform.call``);
     ``progress`` is told the simulated time after each hundredth of the run (advancing in steps
@@ -310,34 +408,37 @@ def simulate(
         arrivals_until=arrivals_until,
     )
     end = scenario.duration + scenario.cooldown if end is None else end
-    samples: list[PoolStatus] = []
-    meters: list[PoolMeter] = []
-    # One sampler on a fixed grid: its cost grows with the samples, not the sessions. It reads
-    # the pool as it is and its meter (worker-seconds, and the peaks since the last reading).
-    status, meter = platform.sessions.pool_status, platform.sessions.pool_meter
-
-    def sample(_: None) -> None:
-        samples.append(status())
-        meters.append(meter())
-
-    platform.clock.follow(_grid(scenario.sample_every, end), sample)
+    # One sampler on a fixed grid: its cost grows with the samples, not the sessions.
+    sampler = PoolSampler(platform.sessions)
+    platform.clock.follow(_grid(scenario.sample_every, end), sampler.sample)
     steps = 1 if progress is None else 100
     for step in range(1, steps + 1):
         platform.clock.advance_to(end * step / steps)
         if progress is not None:
             progress(float(platform.clock.now))
-    meters.append(meter())  # the last interval runs to the end
-    orgs = installed.organizations
-    usage = _usage(platform, scenario, orgs, end)
-    return RawRun(
+    sampler.close()  # the last interval runs to the end
+    return Played(scenario, run_seed, platform, installed, sampler, end)
+
+
+def simulate(
+    scenario: Scenario,
+    seed: int | None = None,
+    *,
+    door: Callable[[Platform], Door] | None = None,
+    progress: Callable[[float], None] | None = None,
+    arrivals_from: float = 0.0,
+    arrivals_until: float = math.inf,
+    end: float | None = None,
+) -> RawRun:
+    """``play`` the scenario (the same arguments) and return its tables, its platform handed
+    over: nothing else holds it, so its records go as soon as their tables no longer need
+    them."""
+    return play(
         scenario,
-        run_seed,
-        scenario.records,
-        platform,
-        orgs,
-        installed.pool,
-        tuple(samples),
-        tuple(meters),
-        usage,
-        end,
-    )
+        seed,
+        door=door,
+        progress=progress,
+        arrivals_from=arrivals_from,
+        arrivals_until=arrivals_until,
+        end=end,
+    ).hand_over()

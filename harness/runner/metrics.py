@@ -15,7 +15,7 @@ and ``measure`` give the measured window ``[start, end)``, and
 - the **pool** counts over the sampling intervals that start in the window;
 - a **ledger row** counts in the window it was written in.
 
-The two start-up waits are named apart (``harness.waits``): the *placement* wait (created →
+The two start-up waits are named apart (``harness.runner.waits``): the *placement* wait (created →
 a worker takes the job) and the *first-frame* wait (created → first frame, what the customer
 sees); their percentiles are read from the wait histogram at every records level.
 Utilization is defined once: busy worker-seconds over worker-seconds in the pool, a time
@@ -42,9 +42,9 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from harness.collect import USAGE_KINDS, RunResult
 from harness.runner.aggregate_metrics import CAUSES, summarize_aggregates, window_wait_counts
-from harness.waits import histogram, quantile
+from harness.runner.tables import USAGE_KINDS, RunResult
+from harness.runner.waits import histogram, quantile
 
 __all__ = [
     "CAUSES",
@@ -290,7 +290,7 @@ def pool_utilization(result: RunResult, window: tuple[float, float] | None = Non
 def wait_counts(
     result: RunResult, window: tuple[float, float] | None = None
 ) -> dict[str, np.ndarray[Any, Any]] | None:
-    """The histogram of each wait (``harness.waits``) of the sessions created in ``window``:
+    """The histogram of each wait (``harness.runner.waits``) of the sessions created in ``window``:
     from the rows when the run kept them, else from its ``waits`` table, ``None`` when the
     window cuts one of its intervals that holds waits."""
     if result.records == "summary":

@@ -395,3 +395,31 @@ class Tallies:
         bucket = (int(at // self.interval), kind, final_outcome)
         clients[bucket] = clients.get(bucket, 0) + 1
         tried[bucket] = tried.get(bucket, 0) + attempts
+
+    def export(self) -> tuple[Table, Table]:
+        """The tallies as two tables, rows sorted by their keys: ``requests`` (``interval``,
+        ``operation``, ``outcome``, ``first_attempt``, ``requests``) and ``arrivals``
+        (``interval``, ``kind``, ``final_outcome``, ``clients``, ``attempts``)."""
+        calls = sorted(self.calls)
+        arrivals = sorted(self.clients)
+        requests = Table(
+            len(calls),
+            {
+                "interval": Column("int", [key[0] for key in calls]),
+                "operation": Column("text", [key[1] for key in calls]),
+                "outcome": Column("text", [key[2] for key in calls]),
+                "first_attempt": Column("bool", [key[3] for key in calls]),
+                "requests": Column("int", [self.calls[key] for key in calls]),
+            },
+        )
+        clients = Table(
+            len(arrivals),
+            {
+                "interval": Column("int", [key[0] for key in arrivals]),
+                "kind": Column("text", [key[1] for key in arrivals]),
+                "final_outcome": Column("text", [key[2] for key in arrivals]),
+                "clients": Column("int", [self.clients[key] for key in arrivals]),
+                "attempts": Column("int", [self.attempts[key] for key in arrivals]),
+            },
+        )
+        return requests, clients

@@ -50,11 +50,12 @@ from typing import Any
 import httpx
 import pandas as pd
 
-from harness.collect import RunResult, collect
 from harness.runner import run_scenario
-from harness.runner.engine import RawRun, install
+from harness.runner.engine import RawRun, install, records_of
 from harness.runner.http_door import HttpDoor
 from harness.runner.metrics import epoch_of, format_value, summarize
+from harness.runner.sampler import PoolSampler
+from harness.runner.tables import RunResult, collect
 from harness.scenarios import Scenario, parse_scenario
 from harness.sweep.aggregate import METHODS
 from harness.traffic.agreement import FAMILY_ALPHA, compare
@@ -244,11 +245,11 @@ class _Player:
                 break
             wake = min(next_poll, end, math.inf if due is None else due)
             self.sleep(max(wake - self.local_now(wall_start), 0.0) * self.time_factor)
-        # No pool samples: the deployment's pool is not this host's; its one meter reading
-        # closes the (empty) series, and usage comes from the deployment, not from here.
-        meters = (host.sessions.pool_meter(),)
-        return RawRun(scenario, scenario.seed, "full", host, installed.organizations, pool, (),
-                      meters, (), host.clock.now)  # fmt: skip
+        # No pool samples: the deployment's pool is not this host's, and usage comes from the
+        # deployment, not from here.
+        sampler = PoolSampler(host.sessions)
+        return records_of(host, scenario, scenario.seed, installed, sampler, host.clock.now,
+                          usage=False)  # fmt: skip
 
     def _poll(self, live: dict[str, Any], pool: Any, caller: Any) -> None:
         """Ask after each session still waiting for its first frame."""

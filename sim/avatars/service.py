@@ -69,9 +69,10 @@ class AvatarService:
         name: str | None,
     ) -> dict[str, Any]:
         """Accept a portrait upload: an avatar in ``processing`` whose fitting has started."""
-        return self.prepare_create(
-            caller, image=image, filename=filename, content_type=content_type, name=name
-        ).commit()
+        with self._kernel.journal:  # one unit: undone as a whole if it fails half-way
+            return self.prepare_create(
+                caller, image=image, filename=filename, content_type=content_type, name=name
+            ).commit()
 
     def prepare_create(
         self,
@@ -93,32 +94,31 @@ class AvatarService:
 
         def commit() -> dict[str, Any]:
             journal = self._kernel.journal
-            with journal.atomic():
-                clock = self._kernel.clock
-                avatar = Avatar(
-                    id=self._kernel.ids.new("avatar"),
-                    name=clean_name,
-                    status=next_status(None, "upload"),
-                    is_demo=False,
-                    runtime_type="realtime",
-                    created_at=clock.now,
-                    org_id=org_id,
-                    from_photo_upload=True,
-                    portrait=portrait,
-                    upload_filename=filename,
-                    upload_content_type=content_type,
-                )
-                journal.on_undo(lambda: self._own.pop(avatar.id, None))
-                self._own[avatar.id] = avatar
-                org_ids = self._by_org.setdefault(org_id, [])
-                journal.on_undo(lambda: discard(org_ids, avatar.id))
-                org_ids.append(avatar.id)
-                duration = sample(self._config.fitting_time, self._rng)
-                fails = self._rng.random() < self._config.fitting_failure_probability
-                reason = self._rng.choice(FAILURE_REASONS) if fails else None
-                # Fitting starts once the upload is accepted for good, never for a failed one.
-                journal.defer(lambda: self._start_fitting(avatar.id, duration, reason))
-                return avatar.to_resource(clock)
+            clock = self._kernel.clock
+            avatar = Avatar(
+                id=self._kernel.ids.new("avatar"),
+                name=clean_name,
+                status=next_status(None, "upload"),
+                is_demo=False,
+                runtime_type="realtime",
+                created_at=clock.now,
+                org_id=org_id,
+                from_photo_upload=True,
+                portrait=portrait,
+                upload_filename=filename,
+                upload_content_type=content_type,
+            )
+            journal.on_undo(lambda: self._own.pop(avatar.id, None))
+            self._own[avatar.id] = avatar
+            org_ids = self._by_org.setdefault(org_id, [])
+            journal.on_undo(lambda: discard(org_ids, avatar.id))
+            org_ids.append(avatar.id)
+            duration = sample(self._config.fitting_time, self._rng)
+            fails = self._rng.random() < self._config.fitting_failure_probability
+            reason = self._rng.choice(FAILURE_REASONS) if fails else None
+            # Fitting starts once the upload is accepted for good, never for a failed one.
+            journal.defer(lambda: self._start_fitting(avatar.id, duration, reason))
+            return avatar.to_resource(clock)
 
         return Prepared(commit)
 

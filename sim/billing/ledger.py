@@ -137,7 +137,7 @@ class Ledger:
                 attribution,
             )
             org.add(row, _CHARGE, at, credits, deltas)
-        self._indexes.file_charge(org, session_id, first, len(rows) - first, at)
+        self._indexes.file_charge(org, session_id, first, len(tariff), at)
         return before, org.rollover + org.included + org.granted
 
     def _write(

@@ -15,18 +15,20 @@ however the clock was driven.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from typing import Any
 
 import simpy
 
 from sim.accounts import AccountRegistry
 from sim.billing.balances import Balances, debit_split
+from sim.billing.exports import quota_table, usage_tables
 from sim.billing.ledger import Ledger, LedgerEntry, TariffLine, attribute
 from sim.billing.periods import Month
 from sim.billing.pricing import run_operation, session_tariff, speech_billing_mode
 from sim.billing.quota import Quota, is_low
 from sim.billing.usage import LocalDays, parse_window, summarize
+from sim.columns import Table
 from sim.config import PlanConfig
 from sim.errors import InternalError, NotFound, QuotaExceeded
 from sim.kernel import Kernel
@@ -276,6 +278,31 @@ class Billing:
                 self._local_days.clear()
             days = self._local_days[window.timezone] = LocalDays(self._clock, window.tz)
         return summarize(self.ledger, org_id, window, self._clock, self._config, days)
+
+    def export_quotas(self) -> Table:
+        """Every account's quota as ``GET /v1/quota`` answers it now, in the order the accounts
+        were opened (``quota_table``)."""
+        return quota_table([(org_id, self.quota(org_id)) for org_id in list(self._period)])
+
+    def export_usage(
+        self, timezones: Sequence[str], period_start: str, period_end: str
+    ) -> tuple[Table, Table]:
+        """``GET /v1/usage`` of every account for the window from ``period_start`` to
+        ``period_end`` in each of ``timezones`` (accounts in the order they were opened, then
+        the timezones in theirs), as ``usage_tables``."""
+        return usage_tables(
+            [
+                (
+                    org_id,
+                    timezone,
+                    self.usage(
+                        org_id, period_start=period_start, period_end=period_end, timezone=timezone
+                    ),
+                )
+                for org_id in list(self._period)
+                for timezone in timezones
+            ]
+        )
 
     def plans(self) -> dict[str, Any]:
         """The body of the public ``GET /v1/billing/plans`` (GAP-PUB-2)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from array import array
 
 from sim.billing.rules import ATTRIBUTION, ENTRY_KINDS, Attribution, EntryKind, LedgerEntry
-from sim.columns import Column, Interner, Table, Ulids
+from sim.columns import Column, Interner, Table
 from sim.ids import PREFIXES, format_value
 
 __all__ = ["KIND_CODES", "LedgerRows"]
@@ -22,12 +22,16 @@ __all__ = ["KIND_CODES", "LedgerRows"]
 KIND_CODES: dict[EntryKind, int] = {kind: code for code, kind in enumerate(ENTRY_KINDS)}
 
 
+_LOW_64 = (1 << 64) - 1
+
+
 class LedgerRows:
     """Append-only columns; only the newest row may be removed (``pop``)."""
 
     #: The columns, in append order of a row's values.
     COLUMNS: tuple[str, ...] = (
-        "ulids",
+        "id_high",
+        "id_low",
         "kinds",
         "org_codes",
         "times",
@@ -43,19 +47,21 @@ class LedgerRows:
     )
 
     def __init__(self) -> None:
-        self.ulids = Ulids()
+        # Each row's id, a whole 128-bit ULID, as its high and low 64 bits.
+        self.id_high = array("Q")
+        self.id_low = array("Q")
         self.kinds = array("B")  # codes into ENTRY_KINDS
         self.orgs: Interner[str] = Interner()
         self.org_codes = array("I")  # codes into ``orgs``
         self.times = array("d")
-        self.credits = array("q")
+        self.credits = array("Q")  # never negative: the kind gives the direction
         self.rollover_deltas = array("q")
         self.included_deltas = array("q")
         self.granted_deltas = array("q")
         self.session_ids: list[str | None] = []
         self.run_ids: list[str | None] = []
         self.internal = array("B")
-        self.billable_seconds = array("q")
+        self.billable_seconds = array("Q")
         # A row's attribution (model, surface, quality...) recurs across many rows: one code.
         self.attributions: Interner[Attribution] = Interner()
         self.attribution_codes = array("I")
@@ -76,7 +82,8 @@ class LedgerRows:
     ) -> int:
         """Append one row (its kind's and organization's codes, ``deltas`` as (rollover,
         included, granted)); returns its position."""
-        self.ulids.append(ulid)
+        self.id_high.append(ulid >> 64)
+        self.id_low.append(ulid & _LOW_64)
         self.kinds.append(kind)
         self.org_codes.append(org_code)
         self.times.append(at)
@@ -117,7 +124,7 @@ class LedgerRows:
             raise IndexError("no such ledger row")
         attribution = dict(zip(ATTRIBUTION, self.attribution(row), strict=True))
         return LedgerEntry(
-            id=format_value("ledger_entry", self.ulids[row]),
+            id=format_value("ledger_entry", self.id_high[row] << 64 | self.id_low[row]),
             seq=row,
             kind=ENTRY_KINDS[self.kinds[row]],
             org_id=self.org_id(row),
@@ -141,9 +148,7 @@ class LedgerRows:
         its deltas (``LedgerEntry.overage``)."""
         attributions = self.attributions.values
         columns = {
-            "id": Column(
-                "id", self.ulids.high, prefix=PREFIXES["ledger_entry"], low=self.ulids.low
-            ),
+            "id": Column("id", self.id_high, prefix=PREFIXES["ledger_entry"], low=self.id_low),
             "kind": Column("category", self.kinds, labels=ENTRY_KINDS),
             "org_id": Column("category", self.org_codes, labels=self.orgs.values),
             "at": Column("time", self.times),

@@ -114,6 +114,10 @@ class AssetService:
         self._assets: dict[str, Asset] = {}
         self._by_org: dict[str, list[Asset]] = {}  # oldest first
 
+    def release(self) -> None:
+        """Forget every asset and its content (the platform is handed over: ``Platform``)."""
+        self._assets, self._by_org = {}, {}
+
     # -- storage (called by runs and scenarios) ------------------------------------------------
 
     def store(

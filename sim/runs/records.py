@@ -9,10 +9,13 @@ until they happen (GAP-RUN-2).
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from sim.clock import Clock
+from sim.columns import Column, Table
 from sim.runs.assets import Modality
 from sim.runs.eta import Eta
 from sim.runs.events import RunEventLog
@@ -25,6 +28,7 @@ __all__ = [
     "OutputItem",
     "Run",
     "RunDeletion",
+    "runs_table",
 ]
 
 CAPACITY_WAIT_MESSAGE = "All run capacity is busy; the run starts when a slot frees up."
@@ -201,3 +205,31 @@ class RunDeletion:
             "completed_at": ts(self.completed_at),
             "error": self.error,
         }
+
+
+def runs_table(runs: Sequence[Run]) -> Table:
+    """``runs`` as columns, one row each in their order: ``run_id``, ``org_id``, ``model``,
+    ``operation``, ``status``, ``error_code`` (texts; ``error_code`` is ``None`` unless the run
+    failed); ``credits_charged`` (int); ``created_at``, ``started_at``, ``completed_at`` (times,
+    NaN until they happen)."""
+
+    def moment(value: float | None) -> float:
+        return math.nan if value is None else value
+
+    return Table(
+        len(runs),
+        {
+            "run_id": Column("text", [r.id for r in runs]),
+            "org_id": Column("text", [r.org_id for r in runs]),
+            "model": Column("text", [r.model for r in runs]),
+            "operation": Column("text", [r.operation for r in runs]),
+            "status": Column("text", [str(r.status.value) for r in runs]),
+            "credits_charged": Column("int", [r.charged for r in runs]),
+            "error_code": Column(
+                "text", [None if r.error is None else r.error.get("code") for r in runs]
+            ),
+            "created_at": Column("time", [r.created_at for r in runs]),
+            "started_at": Column("time", [moment(r.started_at) for r in runs]),
+            "completed_at": Column("time", [moment(r.completed_at) for r in runs]),
+        },
+    )

@@ -15,12 +15,14 @@ repeated here.
 from __future__ import annotations
 
 import math
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
+from types import MappingProxyType
 from typing import Any
 
 import simpy
 
 from sim.accounts import AccountRegistry, Caller
+from sim.columns import Table
 from sim.config import ModelConfig
 from sim.errors import Conflict, NotFound, PermissionDenied, RateLimited
 from sim.journal import Prepared, discard
@@ -38,12 +40,14 @@ from sim.runs.events import LIFECYCLE_PART, RunEventLog
 from sim.runs.execution import credits_for, estimate_units, produce
 from sim.runs.inputs import MediaInput, RunRequest, parse_body, resolve_media
 from sim.runs.lifecycle import DeletionStatus, RunStatus, next_deletion_status, next_run_status
-from sim.runs.records import CAPACITY_WAIT_MESSAGE, Run, RunDeletion
+from sim.runs.records import CAPACITY_WAIT_MESSAGE, Run, RunDeletion, runs_table
 
 __all__ = ["RunService"]
 
 #: Run events that are not also published on the kernel's event log (high-volume parts).
 _RUN_LOG_ONLY = frozenset({"run.progress", "run.output"})
+#: The data of every run's first event, one shared payload (a run's log owns what it is given).
+_QUEUED: Mapping[str, Any] = MappingProxyType({"status": "queued"})
 
 
 class RunService:
@@ -73,11 +77,26 @@ class RunService:
             defer=kernel.journal.defer,
         )
         self._purges = PurgeQueue(kernel, self._purge)
+        # Each progress point's data, shared by every run: ``progress_updates`` of them.
+        steps = runs.progress_updates + 1
+        self._progress: list[Mapping[str, Any]] = [
+            MappingProxyType({"progress": round(step / steps, 6)}) for step in range(1, steps)
+        ]
 
     # -- records for collectors and faults -----------------------------------------------------
 
     def runs(self) -> list[Run]:
         return list(self._runs.values())
+
+    def export(self) -> Table:
+        """Every run in creation order, as it is now (``runs_table``)."""
+        return runs_table(list(self._runs.values()))
+
+    def release(self) -> None:
+        """Forget every run and deletion: who read them in bulk (a run's collector, which hands
+        the platform over) returns their memory."""
+        self._runs, self._by_org, self._queued = {}, {}, {}
+        self._deletions, self._last_deletion = [], {}
 
     def deletions(self) -> list[RunDeletion]:
         return list(self._deletions)
@@ -111,14 +130,15 @@ class RunService:
     # -- create ------------------------------------------------------------------------------------
 
     def create(self, caller: Caller, model_id: str, body: Any) -> dict[str, Any]:
-        return self.prepare_create(caller, model_id, body).commit()
+        with self._kernel.journal:  # one unit: undone as a whole if it fails half-way
+            return self.prepare_create(caller, model_id, body).commit()
 
     def prepare_create(self, caller: Caller, model_id: str, body: Any) -> Prepared:
         """Every check of a run create, in order: scope, model, body, media, queue, credits.
 
-        Nothing is stored until ``commit``, which is one unit of work (``sim.journal``): the
-        reservation, the input assets, the run and its place in the queue or a slot all go, and
-        no event is published, if it fails half-way.
+        Nothing is stored until ``commit``, which runs inside its caller's unit of work
+        (``sim.journal``): the reservation, the input assets, the run and its place in the queue
+        or a slot all go, and no event is published, if it fails half-way.
         """
         caller.require("runs:write", "runs:read")
         spec = find_model(model_id)
@@ -144,8 +164,7 @@ class RunService:
         self._billing.ensure_can_reserve(caller.org_id, credits)
 
         def commit() -> dict[str, Any]:
-            with self._kernel.journal.atomic():
-                return self._open(caller, spec, model_config, request, media, credits)
+            return self._open(caller, spec, model_config, request, media, credits)
 
         return Prepared(commit)
 
@@ -197,7 +216,7 @@ class RunService:
         journal.on_undo(lambda: discard(org_runs, run))
         org_runs.append(run)
         journal.on_undo(lambda: self._queued.get(run.org_id, {}).pop(run.id, None))
-        self._move(run, "create", {"status": "queued"})
+        self._move(run, "create", _QUEUED)
         journal.on_undo(lambda: self._slots.undo_admit(run))
         admitted = self._slots.admit(run)
         if not admitted:
@@ -276,14 +295,15 @@ class RunService:
         fails = self._kernel.streams.stream("runs.failures").random() < (
             model_config.failure_probability
         )
-        steps = self._kernel.config.runs.progress_updates + 1
+        steps = len(self._progress) + 1
         for step in range(1, steps + 1):
             yield env.timeout(run.duration / steps)
             if not _running(run):
                 return  # canceled meanwhile
             if step < steps:
-                run.progress = round(step / steps, 6)
-                self._emit(run, "run.progress", {"progress": run.progress})
+                progress = self._progress[step - 1]
+                run.progress = progress["progress"]
+                self._emit(run, "run.progress", progress)
         if fails:
             self._finish_failed(
                 run, "model_error", "model_error", "The model failed to produce an output."
@@ -295,7 +315,8 @@ class RunService:
         produced = produce(self._kernel, self._assets, run, run.input, run.media)
         for item in produced.outputs:
             run.outputs.append(item)
-            self._emit(run, "run.output", item.to_resource(), part_id=item.part_id)
+            # An output part is on the run's log only, rendered from its item when read.
+            run.events.append("run.output", item, part_id=item.part_id)
         run.files = dict(produced.files)
         model_config = self._model_config(run.model)
         assert model_config is not None
@@ -325,7 +346,7 @@ class RunService:
 
     # -- transitions and events ------------------------------------------------------------------
 
-    def _move(self, run: Run, trigger: str, data: dict[str, Any]) -> None:
+    def _move(self, run: Run, trigger: str, data: Mapping[str, Any]) -> None:
         """Apply a declared transition and append its event."""
         row = next_run_status(None if trigger == "create" else run.status, trigger)
         run.status = row.target
@@ -334,19 +355,21 @@ class RunService:
             queued[run.id] = run
         else:
             queued.pop(run.id, None)
+        if run.terminal:  # only its execution reads its input: a finished run keeps none
+            run.input, run.media = None, {}
         self._emit(run, row.event, data)
 
     def _emit(
-        self, run: Run, type_: str, data: dict[str, Any], part_id: str = LIFECYCLE_PART
+        self, run: Run, type_: str, data: Mapping[str, Any], part_id: str = LIFECYCLE_PART
     ) -> None:
-        event = run.events.append(type_, data, part_id=part_id)
+        sequence = run.events.append(type_, data, part_id=part_id)
         if type_ not in _RUN_LOG_ONLY:
             self._kernel.events.emit(
                 type_,
                 run.org_id,
                 {
                     "object": self._render(run),
-                    "sequence": event.sequence,
+                    "sequence": sequence,
                     **data,
                 },
             )

@@ -66,8 +66,7 @@ class TalkSpurts:
 
 class Phase(NamedTuple):
     """Where a talk-spurt stream is at one moment: speaking or not, for how long so far, and how
-    long the current interval still lasts. (A named tuple: immutable, and built for a fraction
-    of a frozen dataclass's cost; every talking session observes one.)"""
+    long the current interval still lasts."""
 
     speaking: bool
     elapsed: float
@@ -81,7 +80,7 @@ def observe(pattern: TalkSpurts, rng: random.Random) -> Phase:
 
 def _phase(pattern: TalkSpurts, rng: random.Random) -> tuple[bool, float, float]:
     """``observe``'s values as a plain tuple, for ``AudioTrack.cut``, which unpacks them at
-    once: building the named tuple would cost about a third of the observation."""
+    once."""
     speaking = rng.random() * pattern.both_means < pattern.speech_mean
     length = (pattern.speech_length if speaking else pattern.silence_length)(rng)
     into = rng.random() * length

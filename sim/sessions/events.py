@@ -19,7 +19,6 @@ from typing import Any, Final
 from sim.clock import Clock
 from sim.columns import ColumnKind
 from sim.events import EventLog
-from sim.sessions.records import SessionState, usage_of
 from sim.sessions.store import SessionStore
 
 __all__ = ["SESSION_EVENTS", "EventFields", "SessionEvents"]
@@ -54,6 +53,10 @@ SESSION_EVENTS: Final[dict[str, EventFields]] = {
 
 
 class SessionEvents:
+    """Each session event type's producer on the log: registered with its renderer, its handle
+    in ``handles``. The service publishes an event by its handle with the raw values
+    (``SessionService._emit``: the session's row, status and usage, and the event's own value)."""
+
     def __init__(
         self,
         log: EventLog,
@@ -79,21 +82,6 @@ class SessionEvents:
             )
             for type_, fields in SESSION_EVENTS.items()
         }
-
-    def publish(self, type_: str, state: SessionState, now: float, value: Any = None) -> None:
-        """Publish ``type_`` about ``state`` now, with its own ``value`` and the usage it shows
-        now."""
-        self._log.emit_values(
-            type_,
-            state.org_id,
-            state.id,
-            self.handles[type_],
-            state.number,
-            state.status,
-            usage_of(state, now),
-            value,
-            now,
-        )
 
     def _renderer(self, type_: str, fields: EventFields) -> Callable[[tuple[Any, ...]], Any]:
         """The payload of a ``type_`` event from its stored values, as ``fields`` declares."""

@@ -64,19 +64,7 @@ class HeartbeatTrack:
         return boundary
 
     def usage_seconds(self, now: float) -> int:
-        """``usage.billable_seconds`` as the last received heartbeat reported it.
-
-        A fast path beside its reference, ``usage_from_last_received`` (``make bench`` prints
-        what it saves a month): without a loss window the last received heartbeat is the last
-        boundary, computed in place; before the first boundary the answer is 0."""
-        first = self.first_frame_at
-        if self.losses:
-            return billable_seconds(first, self.last_received(now))
-        k = math.floor((now - first) / self.interval + EPSILON)
-        return 0 if k <= 0 else billable_seconds(first, first + k * self.interval)
-
-    def usage_from_last_received(self, now: float) -> int:
-        """``usage_seconds``' reference: from the last received heartbeat, found by its walk."""
+        """``usage.billable_seconds`` as the last received heartbeat reported it."""
         return billable_seconds(self.first_frame_at, self.last_received(now))
 
     def lose(self, start: float, duration: float, loss_limit: float) -> float | None:

@@ -1,10 +1,12 @@
 """Every session's transitions, as raw values in columns (SIM-2, GAP-SES-1).
 
-While a session lives, its transitions are a short list on its working state: the simulated
-time and the trigger and target status packed in one byte. When it turns terminal the list is
-written to the columns in one go, so a finished session's transitions are contiguous and the
-store only keeps where they start and how many there are. They are read back as ``Transition``
-records (the source status is the previous target). With ``keep=False`` nothing is kept.
+While a session lives, its transitions are two short lists on its working state
+(``SessionState.move_times``, ``move_codes``): the simulated time, and the trigger and target
+status packed in one byte (``SessionTransition.code``), which the service appends as it moves
+the session when the log ``keep``s transitions. When it turns terminal the lists are written to
+the columns in one go, so a finished session's transitions are contiguous and the store only
+keeps where they start and how many there are. They are read back as ``Transition`` records
+(the source status is the previous target). With ``keep=False`` nothing is kept.
 
 The byte-sized columns are ``bytearray``s, not ``array("B")``: every finished session extends
 them, and an ``array`` parses each item it stores with ``PyArg_Parse`` (about twice the cost).
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 from array import array
 
-from sim.lifecycle import STATUSES, TRIGGERS, SessionStatus, Trigger, move_code
+from sim.lifecycle import STATUSES, TRIGGERS, SessionStatus
 from sim.sessions.records import SessionState, Transition
 
 __all__ = ["TransitionLog"]
@@ -30,17 +32,6 @@ class TransitionLog:
         self.moves = bytearray()  # ``move_code``: trigger * len(STATUSES) + target (< 256)
         self._first = array("I")  # by session row: its first transition in the columns
         self._count = bytearray()  # by session row: how many (0 until it is finished)
-
-    def append(
-        self, state: SessionState, at: float, trigger: Trigger, target: SessionStatus
-    ) -> None:
-        self.record(state, at, move_code(trigger, target))
-
-    def record(self, state: SessionState, at: float, code: int) -> None:
-        """``append`` of a move already packed (``SessionTransition.code``)."""
-        if self.keep:
-            state.move_times.append(at)
-            state.move_codes.append(code)
 
     def close(self, state: SessionState) -> None:
         """Write a finished session's transitions to the columns."""

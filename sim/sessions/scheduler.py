@@ -370,21 +370,15 @@ class Scheduler(Generic[Job]):
         timer.callbacks = self._on_dispatch
         self._clock.after(0.0, timer)
 
-    def _next_idle(self) -> Worker | None:
-        """The idle worker created first (heap entries of workers that changed are skipped)."""
-        idle, workers = self._idle, self._by_order
-        while idle:
-            worker = workers.get(heappop(idle))
-            if worker is not None and worker.status == "idle":
-                return worker
-        return None
-
     def _dispatch(self, _timer: Timer) -> None:
+        """Give each queued job, oldest first, the idle worker created first, while both last
+        (heap entries of workers that changed since they were pushed are skipped)."""
         self._dispatch_pending = False
-        queue, counts = self._queue, self._counts
-        while queue and counts["idle"]:  # no idle worker: nothing to pop from the heap
-            worker = self._next_idle()
-            assert worker is not None  # a worker counted idle has an entry in the heap
+        queue, counts, idle, by_order = self._queue, self._counts, self._idle, self._by_order
+        while queue and counts["idle"]:  # a worker counted idle has an entry in the heap
+            worker = by_order.get(heappop(idle))
+            while worker is None or worker.status != "idle":
+                worker = by_order.get(heappop(idle))
             session_id, _deadline, job = queue.popleft()
             self._set(worker, "busy")
             worker.session_id = session_id

@@ -1,4 +1,5 @@
-"""The realtime session service: create, list, retrieve, end, and the audio a client sends.
+"""The realtime session service: create, end, and the audio a client sends (its reads, list and
+retrieve among them, in ``sim.sessions.reads``, which it inherits).
 
 It owns every session of the platform and is the only code that changes one. Each change goes
 through ``_move``, which takes a row of the declared transition table (``sim.lifecycle``): the
@@ -10,8 +11,8 @@ hand-off (GAP-SES-3).
 Rate limits and idempotency are applied around this service by ``sim.platform``; everything else
 about a create happens here, in this order: body validation, the avatar, the per-key then
 per-organization caps, credits, admission (``prepare_create``: nothing is stored), then the
-session itself (``commit``: one unit of ``Journal.atomic``, so a failure half-way leaves no
-session, store row, index entry, cap slot or queued job behind, and no event).
+session itself (``commit``, inside its caller's unit of ``Journal.atomic``: a failure half-way
+leaves no session, store row, index entry, cap slot or queued job behind, and no event).
 
 Records: sessions live in a ``SessionStore`` (finished ones as columns), their transitions in a
 ``TransitionLog``, and their events are published with the few raw values their payload needs
@@ -20,18 +21,17 @@ Records: sessions live in a ``SessionStore`` (finished ones as columns), their t
 
 from __future__ import annotations
 
-import builtins
 import copy
 import random
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
+from sim import tuples
 from sim.accounts import AccountRegistry, Caller
 from sim.config import BILLING_SURFACES
-from sim.errors import NotFound, Unprocessable
+from sim.errors import Unprocessable
 from sim.journal import Prepared
 from sim.kernel import Kernel
-from sim.lifecycle import ROWS_FROM, STATUSES, SessionTransition, Trigger, transition
-from sim.pagination import paginate
+from sim.lifecycle import ROWS_FROM, SessionTransition, Trigger, transition
 from sim.ports import AvatarLookup, BillingPort, SessionUsage
 from sim.sessions.audio import AudioKind, AudioTrack, TalkSpurts
 from sim.sessions.events import SessionEvents
@@ -40,12 +40,9 @@ from sim.sessions.heartbeat import HeartbeatTrack, billable_seconds
 from sim.sessions.history import TransitionLog
 from sim.sessions.limits import ConcurrencyCaps
 from sim.sessions.pipecat import RelayCredentials, issue_relay
-from sim.sessions.records import (
-    Session,
-    SessionState,
-    snapshot,
-)
-from sim.sessions.scheduler import PoolMeter, PoolStatus, Scheduler, Worker
+from sim.sessions.reads import SessionReads
+from sim.sessions.records import SessionState, usage_of
+from sim.sessions.scheduler import Scheduler, Worker
 from sim.sessions.store import SessionStore
 from sim.sessions.validation import (
     PipecatRequest,
@@ -59,13 +56,9 @@ __all__ = ["BILLING_SURFACES", "SessionService"]
 
 #: The table's row for ``create`` (into the status a session is created in), read once.
 _CREATE = transition(None, "create")
-#: The status a create answers its session in: where ``admit`` takes a created one (a session is
-#: placed on a worker later, never within its create).
-_ANSWERED = transition(_CREATE.target, "admit").target
-_new_tuple: Final = tuple.__new__  # builds a NamedTuple from its fields in order
 
 
-class SessionService:
+class SessionService(SessionReads):
     def __init__(
         self,
         kernel: Kernel,
@@ -123,6 +116,9 @@ class SessionService:
             tracks=self.published_tracks,
             rpc=self._config.sessions.barge_in_rpc,
         )
+        self._event_log = kernel.events
+        self._event_handles = self.events.handles
+        self._moves_kept = self._history.keep
 
     # -- contract operations -----------------------------------------------------------------
 
@@ -139,9 +135,10 @@ class SessionService:
 
         ``render=False``: answer only the session's ``id`` (for a caller that reads nothing
         else; ``created`` renders the full answer later, the same body)."""
-        return self.prepare_create(
-            caller, body, billing_surface=billing_surface, embed_id=embed_id, render=render
-        ).commit()
+        with self._journal:  # one unit: undone as a whole if it fails half-way
+            return self.prepare_create(
+                caller, body, billing_surface=billing_surface, embed_id=embed_id, render=render
+            ).commit()
 
     def prepare_create(
         self,
@@ -166,39 +163,24 @@ class SessionService:
         transport = request.transport
 
         def commit() -> dict[str, Any]:
-            # A unit, undone if it fails half-way: ``atomic()`` is the journal itself.
-            with self._journal:
-                state = self._open(
-                    caller,
-                    request,
-                    transport=transport.rendered(),
-                    worker_token=transport.worker_token,
-                    metadata=request.metadata,
-                    billing_surface=billing_surface,
-                    embed_id=embed_id,
-                    resets_on_silence=transport.audio_source == "track",
-                )
-                return self._render(state) if render else {"id": state.id}
+            state = self._open(
+                caller,
+                request,
+                transport=transport.rendered(),
+                worker_token=transport.worker_token,
+                metadata=request.metadata,
+                billing_surface=billing_surface,
+                embed_id=embed_id,
+                resets_on_silence=transport.audio_source == "track",
+            )
+            return self._render(state, 0) if render else {"id": state.id}  # no usage yet
 
-        return _new_tuple(Prepared, (commit,))
-
-    def created(self, session_id: str) -> dict[str, Any]:
-        """The body the create of ``session_id`` answered, rendered again now: the session as
-        it was then (queued, no usage), from what its record keeps and never changes.
-
-        Why: a caller that reads no body is answered only the id (``sim.operations``' unread
-        forms), and an idempotent replay of its create must still give the full body; almost no
-        key ever comes back, so the body is rendered only then."""
-        row = self._store.row(session_id)
-        if row is None:
-            raise NotFound("session.not_found", f"No session {session_id}.")
-        return self._store.state(row).to_resource(
-            self._clock, self._fps, status=_ANSWERED, usage_seconds=0
-        )
+        return tuples.new(Prepared, (commit,))
 
     def create_pipecat(self, caller: Caller, body: Any) -> dict[str, Any]:
         """``POST /v1/pipecat/sessions``: a session plus short-lived relay credentials."""
-        return self.prepare_pipecat(caller, body).commit()
+        with self._journal:  # one unit: undone as a whole if it fails half-way
+            return self.prepare_pipecat(caller, body).commit()
 
     def prepare_pipecat(self, caller: Caller, body: Any) -> Prepared:
         """Every check of a pipecat create; nothing is stored until ``commit``."""
@@ -207,54 +189,27 @@ class SessionService:
         self._admissible(caller, request.avatar_id)
 
         def commit() -> dict[str, Any]:
-            with self._kernel.journal.atomic():  # a unit: undone if it fails half-way
-                # The relay streams continuous audio frames, silence included, like a track.
-                state = self._open(
-                    caller,
-                    request,
-                    transport={"type": "pipecat"},
-                    worker_token=None,
-                    metadata={},
-                    billing_surface="pipecat",
-                    embed_id=None,
-                    resets_on_silence=True,
-                )
-                relay = issue_relay(state.id, self._clock, self._kernel.ids, self._config.sessions)
-                self._kernel.journal.on_undo(lambda: self._relays.pop(state.id, None))
-                self._relays[state.id] = relay
-                return {
-                    "object": "pipecat.session",
-                    "relay": relay.to_resource(self._clock),
-                    "session": self._render(state),
-                }
+            # The relay streams continuous audio frames, silence included, like a track.
+            state = self._open(
+                caller,
+                request,
+                transport={"type": "pipecat"},
+                worker_token=None,
+                metadata={},
+                billing_surface="pipecat",
+                embed_id=None,
+                resets_on_silence=True,
+            )
+            relay = issue_relay(state.id, self._clock, self._kernel.ids, self._config.sessions)
+            self._kernel.journal.on_undo(lambda: self._relays.pop(state.id, None))
+            self._relays[state.id] = relay
+            return {
+                "object": "pipecat.session",
+                "relay": relay.to_resource(self._clock),
+                "session": self._render(state),
+            }
 
         return Prepared(commit)
-
-    def retrieve(self, caller: Caller, session_id: str) -> dict[str, Any]:
-        caller.require_unrestricted()
-        return self._render(self._owned(caller, session_id))
-
-    def list(
-        self, caller: Caller, *, limit: int, starting_after: str | None, status: str | None
-    ) -> dict[str, Any]:
-        """Newest first; the cursor is positioned in the unfiltered list (GAP-SES-6)."""
-        caller.require_unrestricted()
-        if status is not None and status not in STATUSES:
-            raise Unprocessable(
-                "validation.enum",
-                f"`status` must be one of: {', '.join(STATUSES)}.",
-                param="status",
-            )
-        store = self._store
-        return paginate(
-            store.org_rows(caller.org_id)[::-1],
-            limit=limit,
-            starting_after=starting_after,
-            limits=self._config.limits,
-            cursor_of=lambda row: store.ids[row],
-            render=lambda row: self._render(store.state(row)),
-            keep=None if status is None else (lambda row: store.status(row) == status),
-        )
 
     def end(self, caller: Caller, session_id: str, *, render: bool = True) -> dict[str, Any]:
         """``POST /v1/sessions/{id}/end``: idempotent (SES-ST-3, SES-ST-4, SES-ST-5)."""
@@ -270,7 +225,7 @@ class SessionService:
             state.ending_at = now
             drain = self._runtime.drain(state, now)
             self._worker_free_by(state, now + drain)
-            self._emit(row, state, now, drain)
+            self._emit(row.event, state, now, drain, usage_of(state, now))
         # A caller that reads no body (``Platform.call``'s ``reads_body``) asks ``render=False``
         # and gets the id alone, not a resource nobody reads.
         return self._render(state) if render else {"id": state.id}
@@ -322,7 +277,7 @@ class SessionService:
         now = self._clock.now
         dropped = state.audio.clear(now)
         state.barge_ins += 1
-        self.events.publish("session.barge_in", state, now, dropped)
+        self._emit("session.barge_in", state, now, dropped, usage_of(state, now))
         self._runtime.check(state)  # cutting the timeline can bring the idle deadline forward
 
     def rpc(self, session_id: str, method: str) -> None:
@@ -333,80 +288,7 @@ class SessionService:
             )
         self.clear_buffer(session_id)
 
-    @property
-    def published_tracks(self) -> tuple[str, str]:
-        """The track names a running worker publishes (video, audio)."""
-        sessions = self._config.sessions
-        return sessions.video_track_name, sessions.audio_track_name
-
-    # -- views for collectors, the status endpoint and tests -----------------------------------
-
-    @property
-    def store(self) -> SessionStore:
-        """Every session, live and finished, as columns (for bulk collectors)."""
-        return self._store
-
-    def sessions(self) -> builtins.list[Session]:
-        """Immutable snapshots of every session, in creation order."""
-        return [self._snapshot(row) for row in range(len(self._store))]
-
-    def session(self, session_id: str) -> Session:
-        return self._snapshot(self._get(session_id).number)
-
-    def render(self, session_id: str) -> dict[str, Any]:
-        """The contract shape of any session, without a caller (admin API, scenarios)."""
-        return self._render(self._get(session_id))
-
-    def relay(self, session_id: str) -> RelayCredentials:
-        try:
-            return self._relays[session_id]
-        except KeyError:
-            raise NotFound("session.not_found", f"No pipecat session {session_id}.") from None
-
-    def queued(self) -> builtins.list[str]:
-        """Ids of the sessions waiting for a worker, oldest first."""
-        return self._scheduler.queued()
-
-    def pool_status(self) -> PoolStatus:
-        return self._scheduler.status()
-
-    def pool_meter(self) -> PoolMeter:
-        """The pool's running worker-seconds and its peaks since the previous reading
-        (``Scheduler.meter``: the reading restarts the peaks; one sampler reads it)."""
-        return self._scheduler.meter()
-
-    def workers(self) -> builtins.list[Worker]:
-        return [copy.copy(w) for w in self._scheduler.workers()]
-
-    # -- internals: lookup, rendering, creation ------------------------------------------------
-
-    def _get(self, session_id: str) -> SessionState:
-        state = self._store.live_by_id(session_id)  # the live ones first
-        if state is not None:
-            return state
-        row = self._store.row(session_id)
-        if row is None:
-            raise NotFound("session.not_found", f"No session {session_id}.")
-        return self._store.state(row)
-
-    def _owned(self, caller: Caller, session_id: str) -> SessionState:
-        """Another organization's session does not exist for the caller (AUTH-7)."""
-        state = self._store.live_by_id(session_id)
-        if state is None:
-            row = self._store.row(session_id)
-            state = None if row is None else self._store.state(row)
-        if state is None or state.org_id != caller.org_id:
-            raise NotFound("session.not_found", f"No session {session_id}.")
-        return state
-
-    def _render(self, state: SessionState) -> dict[str, Any]:
-        return state.to_resource(self._clock, self._fps)
-
-    def _snapshot(self, row: int) -> Session:
-        state = self._store.state(row)
-        return snapshot(
-            state, self._clock.now, self._fps, self.published_tracks, self._history.of(state)
-        )
+    # -- internals: creation -------------------------------------------------------------------
 
     def _admissible(self, caller: Caller, avatar_id: str) -> None:
         """The checks of a create after its body, in order: avatar, caps, credits, admission."""
@@ -456,7 +338,9 @@ class SessionService:
             resets_on_silence,
             now,  # created_at
         )
-        self._history.record(state, now, _CREATE.code)
+        if self._moves_kept:
+            state.move_times.append(now)
+            state.move_codes.append(_CREATE.code)
         # Each undo is registered before its change and is safe to run whether or not the change
         # happened, so a change that fails half-way is undone too. The state's own history and
         # status go with the state; its event is held back by the journal until the unit ends.
@@ -466,9 +350,9 @@ class SessionService:
         # One undo for the slot and the queue entry: withdrawing a job that was never queued
         # does nothing, so it is registered before the enqueue too.
         journal.on_undo(lambda: self._unqueue(state, org_id))
-        # ``_move``, ``_emit`` and (in ``commit``) ``_render`` stay calls here, not inlined: the
-        # atomic-create tests inject a failure right after each named step of a create.
-        self._emit(self._move(state, "admit", now), state, now)
+        # ``_move``, ``_emit`` and (in ``commit``) ``_render`` are the named steps of a create
+        # that the atomic-create tests make fail, each in turn.
+        self._emit(self._move(state, "admit", now).event, state, now)
         self._scheduler.enqueue(state.id, now, state)
         return state
 
@@ -492,17 +376,37 @@ class SessionService:
         state.status = row.target
         state.generation += 1
         state.armed_at = None
-        self._history.record(state, now, row.code)
+        if self._moves_kept:  # its transitions while it lives (``TransitionLog``)
+            state.move_times.append(now)
+            state.move_codes.append(row.code)
         if row.terminal:
             self._caps.remove(state.key_secret, state.org_id)
         return row
 
     def _emit(
-        self, row: SessionTransition, state: SessionState, now: float, extra: Any = None
+        self,
+        type_: str | None,
+        state: SessionState,
+        now: float,
+        value: Any = None,
+        seconds: int = 0,
     ) -> None:
-        """Publish the event of the transition ``row`` just taken (if it names one)."""
-        if row.event is not None:
-            self.events.publish(row.event, state, now, extra)
+        """Publish the session event ``type_`` about ``state`` now (``None``: the transition just
+        taken names none), with its own ``value`` and the billable ``seconds`` it shows (the
+        session's ``usage_of`` now, which its caller knows: none before the first heartbeat):
+        the few raw values its payload is rendered from when read (``sim.sessions.events``)."""
+        if type_ is not None:
+            self._event_log.emit_values(
+                type_,
+                state.org_id,
+                state.id,
+                self._event_handles[type_],
+                state.number,
+                state.status,
+                seconds,
+                value,
+                now,
+            )
 
     def _worker_free_by(self, state: SessionState, moment: float) -> None:
         if state.worker_id is None:
@@ -511,17 +415,12 @@ class SessionService:
         if worker is not None and worker.session_id == state.id:
             worker.free_by = moment
 
-    def _live(self, session_id: str) -> SessionState:
-        state = self._store.live_by_id(session_id)
-        assert state is not None  # the scheduler only holds sessions that are not terminal
-        return state
-
     def _place(self, state: SessionState, worker: Worker) -> None:
         now = self._clock.now
         row = self._move(state, "place", now)
         state.started_at = now
         state.worker_id = worker.id
-        self._emit(row, state, now, worker.id)
+        self._emit(row.event, state, now, worker.id)
         self._runtime.boot(state, now)
 
     def _expire(self, state: SessionState) -> None:
@@ -540,7 +439,7 @@ class SessionService:
             self._worker_free_by(
                 state, now + state.max_duration_seconds + settings.drain_max_seconds
             )
-            self._emit(row, state, now)
+            self._emit(row.event, state, now)
             self._runtime.check(state)
             return
         if trigger == "heartbeat_lost" and state.worker_id is not None:
@@ -558,7 +457,7 @@ class SessionService:
         state.end_reason, state.error_code = row.end_reason, row.error_code
         if state.worker_id is not None:
             self._scheduler.release(state.worker_id, state.id)
-        self._emit(row, state, now, row.end_reason or row.error_code)
+        self._emit(row.event, state, now, row.end_reason or row.error_code, seconds)
         if first_frame is not None and not state.charged:
             self._charge(state, now)
         state.audio = state.heartbeats = None
@@ -569,9 +468,9 @@ class SessionService:
         state.charged = True
         seconds = state.final_billable_seconds  # set by ``_finish``: ``usage_of`` from now on
         assert seconds is not None
-        self.events.publish("session.usage", state, now)
+        self._emit("session.usage", state, now, None, seconds)
         self._billing.charge_session(
-            _new_tuple(  # ``SessionUsage(...)``: the fields in their order
+            tuples.new(
                 SessionUsage,
                 (
                     state.id,

@@ -37,6 +37,9 @@ def _optional(value: float) -> float | None:
 #: not in it: clients draw it per session, and a profile unique to each session cost about 200
 #: bytes a session (the tuple, its key id string, its vocabulary entry) instead of four.
 _Profile = tuple[str, str, str, str, str, int, bool]
+#: A transport's keys and values, in its order, its room's name (``_ROOM``) given as ``None``.
+_TransportKind = tuple[tuple[str, ...], tuple[Any, ...]]
+_ROOM = "room_name"
 _GROW = 4096  # rows added to the final-value columns at a time
 
 
@@ -57,8 +60,11 @@ class SessionStore:
         # Any int the configuration allows (at least 1): unsigned, as an array stores those
         # without parsing each one (``PyArg_Parse``) as it does signed and byte items.
         self.max_durations = array("Q")
-        self._transport_shapes: Interner[tuple[str, ...]] = Interner()  # a transport's keys
-        self.transports: list[tuple[Any, ...]] = []  # (shape code, *values)
+        # A transport's keys and values, but its room's name, repeat from session to session:
+        # one interned kind each, and the room apart (``None``: the transport has none).
+        self._transport_kinds: Interner[_TransportKind] = Interner()
+        self.transport_kinds = array("I")
+        self.rooms: list[str | None] = []
         self.metadata: list[dict[str, Any] | None] = []  # None: empty
         self.embeds: dict[int, str] = {}
         self.created_at = array("d")
@@ -106,8 +112,14 @@ class SessionStore:
         self.profile_codes.append(self.profiles.code(profile))
         self.max_durations.append(state.max_duration_seconds)
         transport = state.transport
-        shape = self._transport_shapes.code(tuple(transport))
-        self.transports.append((shape, *transport.values()))
+        room = transport.get(_ROOM)
+        if room is not None:
+            transport = transport.copy()
+            transport[_ROOM] = None
+        self.transport_kinds.append(
+            self._transport_kinds.code((tuple(transport), tuple(transport.values())))
+        )
+        self.rooms.append(room)
         self.metadata.append(state.metadata or None)
         if state.embed_id is not None:
             self.embeds[row] = state.embed_id
@@ -132,8 +144,8 @@ class SessionStore:
         profile = self.profile_codes.pop()
         self.profiles.forget(profile, self.profile_codes)
         self.max_durations.pop()
-        shape = self.transports.pop()[0]
-        self._transport_shapes.forget(shape, (t[0] for t in self.transports))
+        self.rooms.pop()
+        self._transport_kinds.forget(self.transport_kinds.pop(), self.transport_kinds)
         self.metadata.pop()
         self.embeds.pop(row, None)
         self.created_at.pop()
@@ -258,13 +270,20 @@ class SessionStore:
             "billing_surface": profile(4),
             **{
                 "transport" if key == "type" else f"transport_{key}": Column(
-                    "category" if key == "type" else "text", partial(self._transport_values, key)
+                    "category" if key == "type" else "text",
+                    partial(
+                        _transport_values,
+                        self.transport_kinds,
+                        self._transport_kinds.values,
+                        self.rooms,
+                        key,
+                    ),
                 )
                 for key in TRANSPORT_KEYS
             },
             "idle_timeout_seconds": Column("int", lambda: [profiles[code][5] for code in picked]),
             "max_duration_seconds": Column("int", self.max_durations),
-            "metadata": Column("text", self._metadata_texts),
+            "metadata": Column("text", partial(_metadata_texts, self.metadata)),
             "embed_id": Column("text", self.embeds),
             "status": Column("category", status, labels=STATUSES),
             "end_reason": Column("category", self.end_reason_codes[:rows], labels=reasons),
@@ -278,28 +297,12 @@ class SessionStore:
         }
         return Table(rows, columns)
 
-    def _transport_values(self, key: str) -> dict[int, Any]:
-        """The value of the transports' ``key``, by row (the sessions whose transport has it)."""
-        found: dict[int, Any] = {}
-        shapes = self._transport_shapes.values
-        where = [keys.index(key) + 1 if key in keys else 0 for keys in shapes]
-        for row, transport in enumerate(self.transports):
-            at = where[transport[0]]
-            if at:
-                found[row] = transport[at]
-        return found
-
-    def _metadata_texts(self) -> dict[int, str]:
-        """Each session's metadata as sorted compact JSON, by row (the sessions that have some)."""
-        return {
-            row: json.dumps(value, sort_keys=True, separators=(",", ":"))
-            for row, value in enumerate(self.metadata)
-            if value is not None
-        }
-
     def _transport(self, row: int) -> dict[str, Any]:
-        shape, *values = self.transports[row]
-        return dict(zip(self._transport_shapes[shape], values, strict=True))
+        keys, values = self._transport_kinds[self.transport_kinds[row]]
+        transport = dict(zip(keys, values, strict=True))
+        if _ROOM in transport:
+            transport[_ROOM] = self.rooms[row]
+        return transport
 
     def _read(self, row: int) -> SessionState:
         metadata = self.metadata[row]
@@ -336,3 +339,34 @@ class SessionStore:
             charged=bool(self.charged[row]),
             barge_ins=self.barge_ins[row],
         )
+
+
+# The columns an export builds when read, from the lists it was given (not the store's
+# attributes, which a release replaces): a table outlives its store's release.
+
+
+def _transport_values(
+    codes: array[int],
+    kinds: list[_TransportKind],
+    rooms: list[str | None],
+    key: str,
+) -> dict[int, Any]:
+    """The value of the transports' ``key``, by row (the sessions whose transport has it)."""
+    if key == _ROOM:
+        return {row: room for row, room in enumerate(rooms) if room is not None}
+    found: dict[int, Any] = {}
+    where = [keys.index(key) if key in keys else -1 for keys, _ in kinds]
+    for row, code in enumerate(codes):
+        at = where[code]
+        if at >= 0:
+            found[row] = kinds[code][1][at]
+    return found
+
+
+def _metadata_texts(metadata: list[dict[str, Any] | None]) -> dict[int, str]:
+    """Each session's metadata as sorted compact JSON, by row (the sessions that have some)."""
+    return {
+        row: json.dumps(value, sort_keys=True, separators=(",", ":"))
+        for row, value in enumerate(metadata)
+        if value is not None
+    }

@@ -21,6 +21,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final, NamedTuple
 
+from sim import tuples
 from sim.config import QUALITIES, LimitsConfig
 from sim.errors import InvalidRequest, Unprocessable
 from sim.metadata import check_metadata, reserved_key
@@ -57,11 +58,6 @@ _LIVEKIT_FIELDS: Final = frozenset({"type", "url", "room_name", "worker_token", 
 _LIVEKIT: Final = "livekit"
 #: ``wss://`` and at least one more character on the same line (the spec's pattern).
 _WSS: Final = re.compile(r"wss://.")
-
-
-# The parsed requests are NamedTuples: immutable, and built from their fields in order with
-# ``tuple.__new__`` where every create builds one.
-_new_tuple: Final = tuple.__new__
 
 
 class TransportRequest(NamedTuple):
@@ -358,8 +354,8 @@ def _plain_session_request(body: Any, settings: Settings) -> SessionRequest | No
         or audio_source not in AUDIO_SOURCES
     ):
         return None
-    transport = _new_tuple(TransportRequest, (_LIVEKIT, url, room_name, audio_source, worker_token))
-    return _new_tuple(SessionRequest, (avatar_id, transport, idle, max_duration, {}, quality))
+    transport = tuples.new(TransportRequest, (_LIVEKIT, url, room_name, audio_source, worker_token))
+    return tuples.new(SessionRequest, (avatar_id, transport, idle, max_duration, {}, quality))
 
 
 def parse_pipecat_request(body: Any, settings: Settings) -> PipecatRequest:

@@ -81,10 +81,14 @@ class SessionRuntime:
 
     # -- deadlines while running -------------------------------------------------------------
 
-    def earliest(self, state: SessionState, now: float) -> tuple[float, Trigger]:
-        """The earliest deadline of a running session: its maximum duration, its idle timeout
-        (every transport observes inbound audio) and a declared heartbeat loss; on a tie, the
-        first of them in that order."""
+    def check(self, state: SessionState) -> None:
+        """Fire the earliest deadline of a running session if it is due; otherwise make sure a
+        timer wakes for it. Its deadlines: its maximum duration, its idle timeout (every
+        transport observes inbound audio) and a declared heartbeat loss; on a tie, the first of
+        them in that order."""
+        if state.status != "running":
+            return
+        now = self._clock.now
         assert state.first_frame_at is not None
         moment = state.first_frame_at + state.max_duration_seconds
         trigger: Trigger = "max_duration"
@@ -96,14 +100,6 @@ class SessionRuntime:
         lost = state.heartbeat_lost_at
         if lost is not None and lost < moment:
             moment, trigger = lost, "heartbeat_lost"
-        return moment, trigger
-
-    def check(self, state: SessionState) -> None:
-        """Fire the earliest deadline if it is due; otherwise make sure a timer wakes for it."""
-        if state.status != "running":
-            return
-        now = self._clock.now
-        moment, trigger = self.earliest(state, now)
         if moment <= now + EPSILON:
             self._fire(state, trigger)
             return

@@ -11,8 +11,8 @@ import pytest
 from bench import bench_fast_paths
 from bench.fast_paths import FAST_PATHS, referenced
 from bench.month import month_scenario
-from harness.collect import collect
 from harness.runner import simulate
+from harness.runner.tables import collect
 
 
 def _tables(sessions: int) -> dict[str, pd.DataFrame]:

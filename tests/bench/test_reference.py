@@ -76,7 +76,7 @@ def test_a_month_over_its_seconds_here_meets_the_goal_on_a_machine_three_times_s
         assert month["reference_wall_seconds"] == pytest.approx(scaled)
         assert month["meets_goal"] is True
         assert month["meets_goal_here"] is False
-    assert [v["met"] for v in report["verdicts"]] == [True, True]
+    assert [v["met"] for v in report["verdicts"][:2]] == [True, True]  # the time goals
     assert report["verdicts"][0]["figure"] == (
         "100k_full: 9.0 s (±20%) on the reference (27.0 s here), 500.0 MB"
     )
@@ -93,7 +93,7 @@ def test_a_month_over_its_goal_on_the_reference_machine_fails_it() -> None:
     assert report["100k_full"]["reference_wall_seconds"] == pytest.approx(13.0)
     assert report["100k_full"]["meets_goal"] is False
     assert report["1m_summary"]["meets_goal"] is True  # 13 s is within the 1M month's 120 s
-    assert [v["met"] for v in report["verdicts"]] == [False, True]
+    assert [v["met"] for v in report["verdicts"][:2]] == [False, True]  # the time goals
 
 
 def test_a_month_within_its_goal_by_less_than_the_scalings_uncertainty_is_not_judged_met() -> None:
@@ -111,4 +111,4 @@ def test_memory_is_judged_as_measured_whatever_the_machines_speed() -> None:
     report = bench_month.run(0.001, measure=_months(wall=1.0, rss=700.0), speed=fast_enough)
     assert report["100k_full"]["meets_goal"] is False  # 700 MB over the 600 MB goal
     assert report["100k_full"]["meets_goal_here"] is False
-    assert report["1m_summary"]["meets_goal"] is True  # within 2 GB
+    assert report["1m_summary"]["meets_goal"] is True  # within 1 GB

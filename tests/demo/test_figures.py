@@ -1,11 +1,11 @@
-"""The figure rules of ``harness.figures.check_figure`` catch what a figure lacks."""
+"""The figure rules of ``harness.runner.figures.check_figure`` catch what a figure lacks."""
 
 from __future__ import annotations
 
 import pytest
 from matplotlib.figure import Figure
 
-from harness.figures import check_figure
+from harness.runner.figures import check_figure
 
 
 @pytest.mark.req("NB-6")

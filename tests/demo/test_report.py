@@ -15,11 +15,11 @@ import pytest
 import yaml
 
 from harness import cli
-from harness.collect import TABLES
 from harness.examples import example
-from harness.figures import check_figure
-from harness.report import FIGURES, run_over_http, view_of
 from harness.runner import run_scenario
+from harness.runner.figures import check_figure
+from harness.runner.report import FIGURES, run_over_http, view_of
+from harness.runner.tables import TABLES
 from harness.scenarios import load_scenario, parse_scenario
 from tests.scenarios.helpers import small
 

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.columns import relabel, to_frame
+from harness.runner.columns import relabel, to_frame
 from sim.clock import Clock
 from sim.columns import Column, Table
 from sim.ids import format_id

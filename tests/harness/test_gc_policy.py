@@ -19,9 +19,9 @@ import pytest
 
 import harness.runner.command as run_command
 from harness.cli import main
-from harness.collect import collect
 from harness.gc_policy import YOUNG_COLLECTION_THRESHOLD, collect_rarely, rare_collections
 from harness.runner import run_scenario, simulate
+from harness.runner.tables import collect
 from harness.scenarios import parse_scenario
 from harness.sweep.execute import Task, run_serial, run_task
 from tests.scenarios.helpers import small

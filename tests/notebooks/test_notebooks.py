@@ -8,8 +8,9 @@ A cell error, or a notebook's own ``assert`` against theory or the API's figures
 The kernel runs in an empty temporary directory, outside the checkout: a notebook that looked
 for ``sweeps/`` or ``scenarios/`` from its working directory would fail, so this proves that it
 finds its inputs through the package (``harness.examples``). A second added cell hooks IPython's
-PNG formatter, so every figure the notebook shows is audited by ``harness.figures.check_figure``
-(a title, axis labels, legends, n and the method of any interval) before it is drawn.
+PNG formatter, so every figure the notebook shows is audited by
+``harness.runner.figures.check_figure`` (a title, axis labels, legends, n and the method of any
+interval) before it is drawn.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ AUDIT = """
 %matplotlib inline
 from IPython import get_ipython
 from matplotlib.figure import Figure
-from harness.figures import check_figure
+from harness.runner.figures import check_figure
 
 _audited = []
 _png = get_ipython().display_formatter.formatters["image/png"]

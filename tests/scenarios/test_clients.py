@@ -16,7 +16,7 @@ import pytest
 import simpy
 
 from harness.gc_policy import rare_collections
-from harness.runner import run_scenario, simulate
+from harness.runner import play, run_scenario
 from harness.scenarios import parse_scenario
 from tests.scenarios.helpers import small
 
@@ -70,12 +70,12 @@ def test_a_session_client_costs_two_simpy_events_its_arrival_and_its_hang_up(
         step(env)
 
     monkeypatch.setattr(simpy.Environment, "step", counting_step)
-    raw = simulate(loaded)
+    raw = play(loaded)
     clients = list(raw.pool.clients or [])
     calls = list(raw.pool.calls or [])
     assert len(clients) > 30 and all(c.final_outcome == "ok" for c in clients)
     assert all(c.attempt == 1 for c in calls)  # no retries: nothing else is the clients'
-    samples = len(raw.samples)  # the sampler's grid is the runner's too
+    samples = len(raw.sampler)  # the sampler's grid is the runner's too
     hung_up = sum(1 for c in calls if c.operation == "endSession")
     assert hung_up == len(clients)
     assert owners["other"] > 0
@@ -150,10 +150,10 @@ def test_a_refused_run_create_is_retried_after_retry_after_with_the_same_key() -
 def test_when_garbage_goes_changes_nothing_a_run_does() -> None:
     """A run under rare cycle collections (what the command line chooses) and one under the
     process's default make the same requests and arrivals."""
-    first = simulate(parse_scenario(small()))
+    first = play(parse_scenario(small()))
     with rare_collections():
         gc.collect()
-        again = simulate(parse_scenario(small()))
+        again = play(parse_scenario(small()))
     assert list(again.pool.calls or []) == list(first.pool.calls or [])
     assert list(again.pool.clients or []) == list(first.pool.clients or [])
 
@@ -164,8 +164,8 @@ def test_tallies_counted_from_the_logs_are_the_ones_counted_as_requests_are_made
     request is made. The same scenario (refusals, retries, runs) gives the same tallies both
     ways, since the records level never changes what happens."""
     data = small(client={"max_attempts": 3, "base_delay": "2s", "jitter": 0.1})
-    logged = simulate(parse_scenario({**data, "records": "full"}))
-    counted = simulate(parse_scenario({**data, "records": "summary"}))
+    logged = play(parse_scenario({**data, "records": "full"}))
+    counted = play(parse_scenario({**data, "records": "summary"}))
     assert logged.pool.calls is not None and counted.pool.calls is None
     assert logged.pool.tallies.calls == counted.pool.tallies.calls
     assert logged.pool.tallies.clients == counted.pool.tallies.clients
@@ -183,7 +183,8 @@ def test_scheduled_faults_change_the_pool_at_their_instants() -> None:
         small(faults=[{"kind": "capacity", "at": "5m", "workers": 1, "until": "10m"},
                       {"kind": "capacity", "at": "15m", "workers": 2}])
     )  # fmt: skip
-    capacity = {round(s.at): s.capacity for s in simulate(loaded).samples}
+    sampler = play(loaded).sampler
+    capacity = dict(zip((round(at) for at in sampler.at), sampler.counts["capacity"], strict=True))
     assert [capacity[m * 60] for m in range(0, 5)] == [3] * 5
     assert [capacity[m * 60] for m in range(6, 10)] == [1] * 4
     assert [capacity[m * 60] for m in range(11, 15)] == [3] * 4

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from harness import cli
-from harness.collect import TABLES
+from harness.runner.tables import TABLES
 from tests.scenarios.helpers import small
 
 # The helper's burst (at 5 min, over 30 s) would end after a 5-minute run: arrivals only.

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from harness.runner import RawRun, simulate
+from harness.runner import Played, play
 from harness.scenarios import parse_scenario
 from tests.scenarios.helpers import small
 
@@ -23,7 +23,7 @@ TALKING = {
 }
 
 
-def _run(length: float, *, profile: bool = False) -> tuple[RawRun, int]:
+def _run(length: float, *, profile: bool = False) -> tuple[Played, int]:
     """Twenty sessions of ``length`` seconds with talk-spurt audio; with ``profile``, also
     every Python and C function call the run makes (a deterministic cost count)."""
     scenario = parse_scenario(
@@ -53,7 +53,7 @@ def _run(length: float, *, profile: bool = False) -> tuple[RawRun, int]:
     if profile:
         sys.setprofile(count)
     try:
-        raw = simulate(scenario)
+        raw = play(scenario)
     finally:
         sys.setprofile(None)
     started = sum(1 for e in raw.platform.kernel.events if e.type == "session.first_frame")

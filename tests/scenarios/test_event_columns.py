@@ -15,8 +15,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from harness.collect import RunResult, collect
-from harness.runner import simulate
+from harness.runner import play
+from harness.runner.tables import RunResult, collect
 from sim.lifecycle import FAILURE_MESSAGES
 from sim.platform import Platform
 from sim.sessions.events import SESSION_EVENTS
@@ -100,17 +100,17 @@ def rebuilt(result: RunResult, platform: Platform) -> list[dict[str, Any]]:
 def _run(cooldown: str) -> tuple[RunResult, Platform, list[dict[str, Any]]]:
     """A run with talk-spurt audio and every kind of event: with no cooldown some sessions are
     still live, and one of them has just been barged in on."""
-    raw = simulate(
+    live = play(
         scenario(
             cooldown=cooldown,
             sessions={"length": {"kind": "exponential", "mean": 120}, "audio": _TALK},
         )
     )
-    running = [s for s in raw.platform.sessions.store.live_states() if s.status == "running"]
+    running = [s for s in live.platform.sessions.store.live_states() if s.status == "running"]
     if running:
-        raw.platform.sessions.clear_buffer(running[0].id)
-    rendered = [json.loads(json.dumps(dict(e.data))) for e in raw.platform.kernel.events]
-    return collect(raw, release=True), raw.platform, rendered
+        live.platform.sessions.clear_buffer(running[0].id)
+    rendered = [json.loads(json.dumps(dict(e.data))) for e in live.platform.kernel.events]
+    return collect(live.hand_over(), release=True), live.platform, rendered
 
 
 @pytest.mark.req("NB-2", "PERF-2", "EV-1")

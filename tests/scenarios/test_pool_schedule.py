@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.collect import collect
 from harness.runner import run_scenario, simulate
 from harness.runner.faults import pool_timeline
+from harness.runner.tables import collect
 from harness.scenarios import CapacityLoss, PoolChange, ScenarioError, parse_scenario
 from tests.scenarios.helpers import small
 

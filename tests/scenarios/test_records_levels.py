@@ -17,10 +17,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.collect import AGGREGATES, TABLES, WAIT_EDGES, collect
-from harness.columns import epoch_ms, lookup, strings, text_column, times, to_frame, ulids
-from harness.runner import run_scenario, simulate
+from harness.runner import play, run_scenario, simulate
+from harness.runner.columns import epoch_ms, lookup, strings, text_column, times, to_frame, ulids
 from harness.runner.records import CallLog
+from harness.runner.tables import AGGREGATES, TABLES, WAIT_EDGES, collect
 from harness.scenarios import parse_scenario
 from sim.clock import Clock
 from sim.ids import format_ulid
@@ -130,13 +130,13 @@ def test_a_summary_run_keeps_nothing_that_grows_with_traffic() -> None:
             config={"scheduler": {"workers": 12}},
             organizations=[{"name": "Acme", "plan": "enterprise", "keys": 20, "concurrency": 20}],
         )
-        raw = simulate(scenario)
-        platform = raw.platform
+        live = play(scenario)
+        platform = live.platform
         assert len(platform.kernel.events) == 0
         assert len(platform.api_log) == 0
         assert platform.sessions._history.keep is False and len(platform.sessions._history) == 0
-        assert raw.pool.calls is None and raw.pool.clients is None
-        result = collect(raw)
+        assert live.pool.calls is None and live.pool.clients is None
+        result = collect(live.records())
         sizes.append({name: len(result.tables()[name]) for name in ("intervals", "utilization")})
         assert sum(result.arrivals["clients"]) > rate  # the traffic was really there
         per_interval = result.requests.groupby("interval").size()
@@ -171,9 +171,9 @@ def test_the_wait_histograms_are_bounded_by_the_intervals_and_bins_not_the_traff
 
 @pytest.mark.req("NB-2", "PERF-2")
 def test_tables_built_in_bulk_are_the_records_read_one_by_one() -> None:
-    raw = simulate(_scenario("full"))
-    result = collect(raw)
-    platform = raw.platform
+    live = play(_scenario("full"))
+    result = collect(live.records())
+    platform = live.platform
     events = list(platform.kernel.events)
     assert list(result.events["event_id"]) == [e.id for e in events]
     assert list(result.events["t"]) == [e.at for e in events]
@@ -191,7 +191,7 @@ def test_tables_built_in_bulk_are_the_records_read_one_by_one() -> None:
     stamps = result.sessions["ended_at"].dt.strftime("%Y-%m-%dT%H:%M:%S.%f").str[:-3] + "Z"
     expected = [None if s.ended_at is None else clock.timestamp(s.ended_at) for s in snapshots]
     assert [None if pd.isna(a) else a for a in stamps] == expected
-    calls = list(raw.pool.calls or [])
+    calls = list(live.pool.calls or [])
     assert list(result.api_calls["outcome"]) == [c.outcome for c in calls]
     assert list(result.api_calls["resource_id"].fillna("-")) == [
         c.resource_id or "-" for c in calls
@@ -203,11 +203,11 @@ def test_a_run_cut_short_shows_its_live_sessions_as_they_are() -> None:
     """With no cooldown some sessions are still live when the run is collected: their rows
     (read from their working state, not the store's columns) are what reading them one by one
     gives (their events' columns: ``test_event_columns``)."""
-    raw = simulate(_scenario("full", cooldown="0s"))
-    live = {state.id for state in raw.platform.sessions.store.live_states()}
+    played = play(_scenario("full", cooldown="0s"))
+    live = {state.id for state in played.platform.sessions.store.live_states()}
     assert live
-    result = collect(raw)
-    snapshots = raw.platform.sessions.sessions()
+    result = collect(played.records())
+    snapshots = played.platform.sessions.sessions()
     rows = result.sessions.set_index("session_id")
     for snapshot in snapshots:
         row = rows.loc[snapshot.id]
@@ -217,7 +217,7 @@ def test_a_run_cut_short_shows_its_live_sessions_as_they_are() -> None:
         )
         assert (None if pd.isna(row["worker_id"]) else row["worker_id"]) == snapshot.worker_id
     assert live <= set(rows.index[rows["worker_id"].notna()])
-    events = list(raw.platform.kernel.events)
+    events = list(played.platform.kernel.events)
     assert live <= {e.subject for e in events}
     assert list(result.events["object_id"]) == [e.subject for e in events]
 
@@ -294,42 +294,50 @@ def test_ledger_daily_grouped_on_integer_keys_equals_a_group_by_of_the_rows(
 
 @pytest.mark.req("NB-2", "PERF-3")
 def test_a_released_run_gives_the_same_tables_and_drops_its_event_log() -> None:
-    """``collect(raw, release=True)`` (what ``run_scenario`` does) builds every table exactly as
-    a collect that keeps the run, though it drops each large record once its tables are built:
-    then the event log holds nothing and keeps nothing more, and the clients' logs, the
-    session store's rows and the ledger's rows are gone."""
+    """A handed-over platform (``simulate``'s) and ``collect(raw, release=True)`` (what
+    ``run_scenario`` does) give every table exactly as a platform kept live and a collect that
+    keeps the run, though the platform's records are dropped once exported and each table once
+    its frames are built: then the event log holds nothing and keeps nothing more, the clients'
+    logs, the session store's rows and the ledger's rows are gone, and so are the run's
+    tables."""
     scenario = _scenario("full")
-    kept = collect(simulate(scenario))
-    raw = simulate(scenario)
+    kept = collect(play(scenario).records())
+    live = play(scenario)
+    raw = live.hand_over()
     released = collect(raw, release=True)
     for name in TABLES:
         pd.testing.assert_frame_equal(getattr(released, name), getattr(kept, name), obj=name)
     assert len(kept.events) > 0
-    log = raw.platform.kernel.events
+    log = live.platform.kernel.events
     assert len(log) == 0 and log.payloads == [] and not log.keep
-    assert raw.pool.calls is None and raw.pool.clients is None
-    assert len(raw.platform.sessions.store) == 0 < len(kept.sessions)
-    assert len(raw.platform.billing.ledger) == 0 < len(kept.ledger)
+    assert live.pool.calls is None and live.pool.clients is None
+    assert len(live.platform.sessions.store) == 0 < len(kept.sessions)
+    assert len(live.platform.billing.ledger) == 0 < len(kept.ledger)
+    assert len(live.platform.runs.runs()) == 0 < len(kept.runs)
+    assert raw.tables == {}
 
 
 @pytest.mark.req("NB-2", "PERF-3")
 def test_a_released_run_answers_nothing_more_rather_than_from_emptied_records() -> None:
-    """Once ``collect(raw, release=True)`` has dropped a run's records, collecting the run again
-    would give empty tables and a call on its platform would answer from emptied stores (a
-    keyed create's replay would find no session): both refuse, with a message that says why.
-    A collect that keeps the run leaves its platform answering as before."""
+    """Once a run's platform is handed over and ``collect(raw, release=True)`` has dropped its
+    tables, collecting the run again would give empty tables and a call on its platform would
+    answer from emptied stores (a keyed create's replay would find no session): both refuse,
+    with a message that says why. Records taken from a platform kept live leave it answering
+    as before."""
     scenario = _scenario("full")
-    kept = simulate(scenario)
-    collect(kept)
+    kept = play(scenario)
+    collect(kept.records())
     caller = kept.organizations[0].callers[0]
     assert kept.platform.call("listSessions", caller, {}).body["data"]
 
-    raw = simulate(scenario)
+    live = play(scenario)
+    raw = live.hand_over()
     collect(raw, release=True)
     with pytest.raises(ValueError, match="collected with release=True"):
         collect(raw)
     with pytest.raises(PlatformHandedOver, match=r"listSessions: .* released"):
-        raw.platform.call("listSessions", raw.organizations[0].callers[0], {})
+        live.platform.call("listSessions", live.organizations[0].callers[0], {})
+    assert simulate(scenario).tables  # a run of its own: ``simulate`` hands its platform over
 
 
 @pytest.mark.req("NB-2", "PERF-2")

@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.collect import TABLES, RunResult
 from harness.runner import run_scenario
 from harness.runner.arrivals import arrival_instants, arrival_times, merged, poisson_times
 from harness.runner.metrics import METRICS, USAGE_KINDS, summarize, summary_markdown
+from harness.runner.tables import TABLES, RunResult
 from harness.scenarios import parse_scenario
 from harness.scenarios.model import Diurnal
 from tests.scenarios.helpers import scenario, small

@@ -15,7 +15,7 @@ import sys
 def test_running_a_scenario_does_not_import_the_http_stack() -> None:
     code = (
         "import json, sys\n"
-        "import harness.runner, harness.collect, harness.runner.metrics\n"
+        "import harness.runner, harness.runner.tables, harness.runner.metrics\n"
         "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} | "
         "{m for m in sys.modules if m.startswith('sim.asgi')})))\n"
     )

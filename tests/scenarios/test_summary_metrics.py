@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from harness.collect import RunResult
 from harness.runner import run_scenario
 from harness.runner.metrics import METRICS, summarize, summary_markdown
+from harness.runner.tables import RunResult
 from tests.scenarios.helpers import scenario
 
 #: Counted by the day of a ledger row: undetermined by a window that cuts a day.

@@ -20,14 +20,20 @@ import pytest
 import yaml
 
 from harness import cli
-from harness.collect import RunResult
-from harness.figures import View, pool_over_time, scenario_marks, sessions_by_status, startup_waits
-from harness.report import FIGURES, view_of
 from harness.runner import run_scenario
 from harness.runner.binding import binding_limits, concurrency_ceiling
+from harness.runner.figures import (
+    View,
+    pool_over_time,
+    scenario_marks,
+    sessions_by_status,
+    startup_waits,
+)
 from harness.runner.metrics import METRICS, format_value, summarize, summary_markdown
+from harness.runner.report import FIGURES, view_of
+from harness.runner.tables import RunResult
+from harness.runner.waits import WAIT_EDGES
 from harness.scenarios import parse_scenario
-from harness.waits import WAIT_EDGES
 from tests.scenarios.helpers import small
 
 matplotlib.use("Agg")

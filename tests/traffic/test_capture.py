@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 
 from harness import cli
-from harness.columns import to_frame
+from harness.runner.columns import to_frame
 from harness.scenarios.lifting import Limits, lift
 from harness.target import Credentials, Target
 from harness.traffic.capture import CaptureError, capture, key_label

@@ -308,7 +308,7 @@ def test_the_api_log_is_a_ring_of_the_newest_calls() -> None:
 def test_the_api_logs_export_is_the_calls_it_shows() -> None:
     """The API log exports the calls it shows (a ring's newest), each column the ``ApiCall``
     field of the same name, read one by one."""
-    from harness.columns import to_frame
+    from harness.runner.columns import to_frame
 
     ring = ApiLog(size=5)
     for i in range(12):

@@ -31,7 +31,6 @@ from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from harness.collect import RunResult
 from harness.runner.metrics import (
     epoch_of,
     format_value,
@@ -39,9 +38,10 @@ from harness.runner.metrics import (
     summarize,
     wait_counts,
 )
+from harness.runner.tables import RunResult
+from harness.runner.waits import WAIT_EDGES, quantile
 from harness.scenarios.model import Burst, Poisson, Scenario
 from harness.sweep.aggregate import CONFIDENCE, METHOD_LABELS
-from harness.waits import WAIT_EDGES, quantile
 
 __all__ = [
     "Mark",
@@ -219,7 +219,7 @@ def sessions_by_status(result: RunResult, view: View = View(), *, every: str = "
 
 def startup_waits(result: RunResult, view: View = View()) -> Figure:
     """Both start-up waits of the sessions created in the measured window, as cumulative
-    shares, with their 95th percentiles as the metrics define them (``harness.waits``): the
+    shares, with their 95th percentiles as the metrics define them (``harness.runner.waits``): the
     placement wait (created → a worker takes it) and the first-frame wait (created → first
     frame), and how many sessions failed ``no_capacity`` instead."""
     counts = wait_counts(result, view.window)

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from datetime import datetime
 from itertools import islice
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -25,6 +26,8 @@ from sim.columns import Column, Table
 
 __all__ = [
     "POOL",
+    "Epoch",
+    "RunEpoch",
     "arrow_strings",
     "codes",
     "epoch_ms",
@@ -41,14 +44,37 @@ __all__ = [
 ]
 
 _CROCKFORD = np.frombuffer(b"0123456789ABCDEFGHJKMNPQRSTVWXYZ", dtype=np.uint8)
-#: The allocator of the Arrow buffers the tables are built in. Not pyarrow's default (mimalloc):
-#: it kept about 50 MB more resident for a month's tables (20,000 sessions at ``records: full``,
-#: measured on collect's RSS) than the system allocator, which returns what it frees.
+#: The allocator of the Arrow buffers the tables are built in. Not pyarrow's default (mimalloc),
+#: which keeps what a month's tables freed resident: the system allocator returns it.
 POOL = pa.system_memory_pool()
 _NAT = np.iinfo(np.int64).min
 #: Strings per Arrow chunk of a text column: a multiple of 1,024, the rows Parquet writes at a
 #: time, so a chunked column is written as one array would be.
 _TEXT_CHUNK = 4096
+
+
+class Epoch(Protocol):
+    """What the conversions read of a run's clock: its epoch, as a datetime and in microseconds
+    since the Unix epoch (a ``sim.clock.Clock`` is one, and so is ``RunEpoch``)."""
+
+    @property
+    def epoch(self) -> datetime: ...
+
+    @property
+    def epoch_us(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RunEpoch:
+    """A clock's epoch, kept apart from the clock: what a run's tables are read with once the
+    platform that made them is gone."""
+
+    epoch: datetime
+    epoch_us: int
+
+    @classmethod
+    def of(cls, clock: Clock) -> RunEpoch:
+        return cls(clock.epoch, clock.epoch_us)
 
 
 def floats(values: Sequence[float] | array[float] | np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
@@ -64,15 +90,15 @@ def codes(values: Sequence[int] | array[int], length: int | None = None) -> np.n
     return taken if length is None else taken[:length]
 
 
-def unix_us(clock: Clock, seconds: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """Microseconds since the Unix epoch of simulated seconds (``Clock._unix_us``, vectorized:
+def unix_us(clock: Epoch, seconds: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Microseconds since the Unix epoch of simulated seconds (``Clock.epoch_ms``'s, vectorized:
     NumPy's ``rint`` rounds half to even, like Python's ``round``)."""
     with np.errstate(invalid="ignore"):
         us: np.ndarray[Any, Any] = clock.epoch_us + np.rint(seconds * 1_000_000).astype(np.int64)
     return us
 
 
-def times(clock: Clock, seconds: np.ndarray[Any, Any]) -> pd.Series:
+def times(clock: Epoch, seconds: np.ndarray[Any, Any]) -> pd.Series:
     """UTC datetimes (``datetime64[us, UTC]``) of simulated seconds; NaN becomes NaT."""
     us = unix_us(clock, seconds)
     us = np.where(np.isnan(seconds), _NAT, us)
@@ -80,7 +106,7 @@ def times(clock: Clock, seconds: np.ndarray[Any, Any]) -> pd.Series:
     return moments.dt.tz_localize("UTC")
 
 
-def epoch_ms(clock: Clock, seconds: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+def epoch_ms(clock: Epoch, seconds: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     """Unix milliseconds of simulated seconds, as ``Clock.epoch_ms`` computes each one."""
     us = unix_us(clock, seconds)
     return np.trunc(us.astype(np.float64) / 1_000_000 * 1000).astype(np.int64)
@@ -91,8 +117,8 @@ def ulids(high: np.ndarray[Any, Any], low: np.ndarray[Any, Any], prefix: str = "
     string column.
 
     The characters are written into one byte buffer that becomes the Arrow column as it is: a
-    Python string per id, and the NumPy unicode arrays on the way (four bytes a character), cost
-    about 180 MB of transient memory per million ids and left the heap fragmented.
+    Python string per id, and the NumPy unicode arrays on the way (four bytes a character),
+    would hold several times the column's own size at once and leave the heap fragmented.
     """
     count = len(high)
     head = prefix.encode()
@@ -154,7 +180,7 @@ def text_column(texts: Iterable[str | None], chunk: int = _TEXT_CHUNK) -> pd.Ser
     return arrow_strings(pa.chunked_array(chunks, type=pa.large_string()))
 
 
-def to_frame(table: Table, clock: Clock, *, empty: bool = False) -> pd.DataFrame:
+def to_frame(table: Table, clock: Epoch, *, empty: bool = False) -> pd.DataFrame:
     """The data frame of an exported table: one column per exported column, in its order
     (``empty``: none of its rows, with the same columns and dtypes)."""
     length = 0 if empty else table.length
@@ -164,7 +190,7 @@ def to_frame(table: Table, clock: Clock, *, empty: bool = False) -> pd.DataFrame
     )
 
 
-def to_series(exported: Column, length: int, clock: Clock) -> pd.Series:
+def to_series(exported: Column, length: int, clock: Epoch) -> pd.Series:
     """One exported column of ``length`` rows as a pandas column, by its kind (no rows: its
     values are not read)."""
     kind = exported.kind

@@ -3,7 +3,7 @@
 ``avatar-sim demo`` writes it for the default scenario run through the HTTP facade, every create,
 end and run an HTTP request to the in-process app (``harness.runner.http_door.HttpDoor``), and
 ``avatar-sim run`` for any scenario it runs. The records and tables are the runner's own, the
-same ``RunResult`` a sweep gets; the figures (``harness.figures``) read only the aggregate
+same ``RunResult`` a sweep gets; the figures (``harness.runner.figures``) read only the aggregate
 tables, so a ``records: summary`` run gets the same report. The report states the measured
 window, the rule each metric counts by, and any limit that held the load back from the pool
 (``harness.runner.binding``); the same scenario and seed give the same bytes.
@@ -17,8 +17,8 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
-from harness.collect import RunResult, collect
-from harness.figures import (
+from harness.runner import simulate
+from harness.runner.figures import (
     View,
     credits_per_day,
     pool_over_time,
@@ -28,9 +28,9 @@ from harness.figures import (
     sessions_by_status,
     startup_waits,
 )
-from harness.runner import simulate
 from harness.runner.http_door import HttpDoor
 from harness.runner.metrics import metrics_table, summarize, window_text
+from harness.runner.tables import RunResult, collect
 from harness.scenarios import Scenario
 from harness.target import Target
 from sim.platform import Platform
