@@ -24,7 +24,7 @@ from typing import Any
 
 from sim.accounts import AccountRegistry
 from sim.billing import Billing
-from sim.billing.ledger import attribute
+from sim.billing.rules import attribute
 from sim.config import QUALITIES
 from sim.kernel import Kernel
 

@@ -9,9 +9,10 @@ summary (``usage``) are separate concepts; ``Billing`` (``service``) wires them 
 from __future__ import annotations
 
 from sim.billing.balances import Balances, debit_split
-from sim.billing.ledger import ENTRY_KINDS, KIND_RULES, EntryKind, KindRule, Ledger, LedgerEntry
+from sim.billing.ledger import Ledger
 from sim.billing.periods import Month
 from sim.billing.quota import QUOTA_STATUSES, quota_status
+from sim.billing.rules import ENTRY_KINDS, KIND_RULES, EntryKind, KindRule, LedgerEntry
 from sim.billing.service import LOW_BALANCE_EVENT, Billing
 from sim.billing.usage import UsageWindow, parse_window, summarize
 

@@ -18,14 +18,10 @@ from sim.billing.indexes import LedgerIndexes, OrgIndex
 from sim.billing.rollups import UsageRollup
 from sim.billing.rules import (
     ATTRIBUTION,
-    ENTRY_KINDS,
-    KIND_RULES,
     NO_ATTRIBUTION,
     Attribution,
     EntryKind,
-    KindRule,
     LedgerEntry,
-    Pool,
     TariffLine,
     attribute,
     check_row,
@@ -35,21 +31,7 @@ from sim.billing.storage import KIND_CODES, LedgerRows
 from sim.columns import Table
 from sim.ids import IdFactory
 
-__all__ = [
-    "ATTRIBUTION",
-    "ENTRY_KINDS",
-    "KIND_RULES",
-    "NO_ATTRIBUTION",
-    "Attribution",
-    "EntryKind",
-    "KindRule",
-    "Ledger",
-    "LedgerEntry",
-    "Pool",
-    "TariffLine",
-    "attribute",
-    "check_row",
-]
+__all__ = ["Ledger"]
 
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _CHARGE = KIND_CODES["charge"]

@@ -10,7 +10,7 @@ model) and, for surfaces where the platform manages speech, the internal speech 
 
 from __future__ import annotations
 
-from sim.billing.ledger import Attribution, TariffLine, attribute
+from sim.billing.rules import Attribution, TariffLine, attribute
 from sim.config import BillingConfig
 
 __all__ = [

@@ -23,10 +23,11 @@ import simpy
 from sim.accounts import AccountRegistry
 from sim.billing.balances import Balances, debit_split
 from sim.billing.exports import quota_table, usage_tables
-from sim.billing.ledger import Ledger, LedgerEntry, TariffLine, attribute
+from sim.billing.ledger import Ledger
 from sim.billing.periods import Month
 from sim.billing.pricing import run_operation, session_tariff, speech_billing_mode
 from sim.billing.quota import Quota, is_low
+from sim.billing.rules import LedgerEntry, TariffLine, attribute
 from sim.billing.usage import LocalDays, parse_window, summarize
 from sim.columns import Table
 from sim.config import PlanConfig

@@ -24,9 +24,10 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from sim.billing.ledger import ATTRIBUTION, ENTRY_KINDS, Ledger
+from sim.billing.ledger import Ledger
 from sim.billing.periods import Month
 from sim.billing.rollups import Group, GroupKey, Sums
+from sim.billing.rules import ATTRIBUTION, ENTRY_KINDS
 from sim.clock import Clock
 from sim.config import BillingConfig
 from sim.errors import Unprocessable

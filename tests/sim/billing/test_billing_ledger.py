@@ -9,8 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.billing import ENTRY_KINDS, KIND_RULES, Ledger, LedgerEntry
-from sim.billing.ledger import attribute
-from sim.billing.rules import split_debit
+from sim.billing.rules import attribute, split_debit
 from sim.billing.storage import LedgerRows
 from sim.kernel import Kernel
 

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.billing.ledger import ENTRY_KINDS, Ledger, attribute
+from sim.billing.ledger import Ledger
+from sim.billing.rules import ENTRY_KINDS, attribute
 from sim.billing.storage import LedgerRows
 from sim.kernel import Kernel
 

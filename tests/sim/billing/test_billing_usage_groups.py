@@ -21,7 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sim.billing.ledger import ENTRY_KINDS, KIND_RULES, Ledger, attribute
+from sim.billing.ledger import Ledger
+from sim.billing.rules import ENTRY_KINDS, KIND_RULES, attribute
 from sim.billing.usage import (
     SPEECH_BILLING_MODES,
     STUDIO_SURFACE,
