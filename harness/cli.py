@@ -50,7 +50,10 @@ class Command:
 
 COMMANDS: list[Command] = [
     Command(
-        "demo", "harness.demo", "play a scripted day through the facade and summarise it", True
+        "demo",
+        "harness.demo.command",
+        "play a scripted day through the facade and summarise it",
+        True,
     ),
     Command(
         "run",

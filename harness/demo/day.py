@@ -1,51 +1,32 @@
-"""``avatar-sim demo``: a scripted day, then the default scenario with a report (the showcase).
+"""The scripted day of ``avatar-sim demo``: four organizations meet every behaviour a customer
+meets, through the in-process HTTP facade on the manual clock.
 
-Why it exists: it is the first real job the project does for a user, and the smoke test of the
-whole stack. It has two parts. The second runs the default scenario (``scenarios/default.yaml``: a
-busy day for four organizations with a capacity loss) through the HTTP facade, showing its
-progress, and writes ``report.md`` with PNG figures and the Parquet file of every table
-(``harness.runner.report``). The first part is a scripted day: four organizations on different
-plans use the service through the in-process HTTP facade (``httpx.AsyncClient`` over
-``httpx.ASGITransport``, the same seam the conformance harness uses against a real URL), with the
-manual clock moved through ``POST /_sim/clock/advance``. The day shows each behaviour a customer
-meets: sessions ended by the client, by the idle timeout and by the max-duration ceiling; a create
-refused by the per-key concurrency cap; the eleventh create in a minute refused by the rate limit;
-a session failing ``no_capacity`` while the fleet is down (an admin fault); an idempotent retry; a
-few runs; a run deletion on a plan that allows it and one that does not.
-
-It prints a Markdown summary (sessions by final status, the refusals with their codes, credits per
-organization) and writes it with the raw records (CSV and JSON) to ``--out``. Everything is on the
-simulated clock and the seeded streams, so the same ``--seed`` gives byte-identical files. The
-only thing read outside HTTP is the platform's event log (its columns), for each session's end
-reason, which the contract carries only in the ``session.ended`` event.
+The day uses the service through ``httpx.AsyncClient`` over ``httpx.ASGITransport`` (the seam the
+conformance harness uses against a real URL), moving the clock through ``POST
+/_sim/clock/advance``. It shows sessions ended by the client, by the idle timeout and by the
+max-duration ceiling; a create refused by the per-key concurrency cap; the eleventh create in a
+minute refused by the rate limit; a session failing ``no_capacity`` while the fleet is down (an
+admin fault); an idempotent retry; a few runs; a run deletion on a plan that allows it and one
+that does not. Everything is on the simulated clock and the seeded streams, so the same seed
+gives the same records. The only thing read outside HTTP is the platform's event log (its
+columns), for each session's end reason, which the contract carries only in the
+``session.ended`` event.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
-import sys
-from collections import Counter
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
-import pandas as pd
-from tqdm import tqdm
 
-from harness.examples import example
-from harness.runner.binding import binding_limits
 from harness.runner.columns import to_frame
-from harness.runner.metrics import summarize
-from harness.runner.report import run_over_http, write_report
-from harness.scenarios import ScenarioError, load_scenario
 from sim.asgi.app import create_app
 from sim.config import SimConfig
 from sim.platform import Platform
 
-__all__ = ["DemoResult", "add_arguments", "render_summary", "run", "run_demo", "write_outputs"]
+__all__ = ["DemoResult", "RequestRecord", "StepRecord", "run_demo"]
 
 BASE_URL = "http://avatar-sim.demo"
 ADMIN_TOKEN = "simadmin_demo"  # in-process only: nothing listens on a port
@@ -371,181 +352,3 @@ async def _run(seed: int) -> DemoResult:
 def run_demo(seed: int = 0) -> DemoResult:
     """Play the scripted day on a fresh in-process simulator and return its records."""
     return asyncio.run(_run(seed))
-
-
-# -- reporting -----------------------------------------------------------------------------------
-
-
-def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
-    def cell(value: Any) -> str:
-        return "" if value is None else str(value).replace("|", "\\|")
-
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
-    return lines
-
-
-def render_summary(result: DemoResult) -> str:
-    """The Markdown summary printed to the terminal and written as ``summary.md``."""
-    lines = [f"# avatar-sim demo: one simulated day (seed {result.seed})", ""]
-    lines += ["## What happened", ""]
-    lines += [f"- `{step.at}` **{step.org}** {step.what}" for step in result.steps]
-
-    lines += ["", "## Sessions by final status", ""]
-    by_status = Counter(s["status"] for s in result.sessions)
-    lines += _table(["status", "sessions"], [[k, by_status[k]] for k in sorted(by_status)])
-    lines += [""]
-    lines += _table(
-        ["organization", "session", "quality", "status", "end reason / error", "billable s"],
-        [
-            [
-                s["org"],
-                s["id"],
-                s["quality"],
-                s["status"],
-                s["end_reason"] or s["error_code"],
-                s["billable_seconds"],
-            ]
-            for s in result.sessions
-            if s["quality"] != "mock"
-        ],
-    )
-    mock = sum(1 for s in result.sessions if s["quality"] == "mock")
-    lines += ["", f"({mock} mock-quality sessions of the retry loop are left out of the table.)"]
-
-    lines += ["", "## Refusals and failures", ""]
-    lines += _table(
-        ["time", "organization", "request", "status", "code", "Retry-After"],
-        [
-            [r.at, r.org, f"{r.method} {r.path}", r.status, r.code, r.retry_after]
-            for r in result.refusals
-        ],
-    )
-    failed = [s for s in result.sessions if s["status"] == "failed"]
-    lines += [""]
-    lines += [f"- session {s['id']} of {s['org']} failed with `{s['error_code']}`" for s in failed]
-    codes = Counter([r.code for r in result.refusals] + [s["error_code"] for s in failed])
-    lines += ["", "Codes: " + ", ".join(f"`{c}` x{n}" for c, n in sorted(codes.items()))]
-
-    lines += ["", "## Runs", ""]
-    lines += _table(
-        ["organization", "run", "model", "status", "credits charged", "deleted"],
-        [
-            [r["org"], r["id"], r["model"], r["status"], r["credits_charged"], r["deleted"]]
-            for r in result.runs
-        ],
-    )
-
-    lines += ["", "## Credits per organization (GET /v1/usage, GET /v1/billing/quota)", ""]
-    lines += _table(
-        ["organization", "plan", "credits charged", "billable s", "balance", "quota status"],
-        [
-            [
-                c["org"],
-                c["plan"],
-                c["credits_charged"],
-                c["billable_seconds"],
-                c["balance_credits"],
-                c["quota_status"],
-            ]
-            for c in result.credits
-        ],
-    )
-    return "\n".join(lines) + "\n"
-
-
-def write_outputs(result: DemoResult, out: Path) -> list[Path]:
-    """Write ``summary.md``, one CSV per record kind and ``records.json``; return the paths."""
-    out.mkdir(parents=True, exist_ok=True)
-    frames = {
-        "requests": pd.DataFrame([asdict(r) for r in result.requests]),
-        "sessions": pd.DataFrame(result.sessions),
-        "runs": pd.DataFrame(result.runs),
-        "credits": pd.DataFrame(result.credits),
-    }
-    written = []
-    summary = out / "summary.md"
-    summary.write_text(render_summary(result), encoding="utf-8")
-    written.append(summary)
-    for name, frame in frames.items():
-        path = out / f"{name}.csv"
-        frame.to_csv(path, index=False, lineterminator="\n")
-        written.append(path)
-    records = {
-        "seed": result.seed,
-        "steps": [asdict(s) for s in result.steps],
-        "requests": [asdict(r) for r in result.requests],
-        "sessions": result.sessions,
-        "runs": result.runs,
-        "credits": result.credits,
-    }
-    path = out / "records.json"
-    path.write_text(json.dumps(records, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    written.append(path)
-    return written
-
-
-# -- the command ---------------------------------------------------------------------------------
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = (
-        "Play a short scripted day on an in-process simulator through the HTTP facade, then run "
-        "a scenario (default: a busy day with a capacity loss) through it and write a report "
-        "with figures and Parquet tables."
-    )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=Path("out/demo"),
-        help="directory for report.md, figures/, tables/, summary.md and the raw records "
-        "(default %(default)s)",
-    )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the scripted day (default 0)")
-    parser.add_argument(
-        "--scenario",
-        type=Path,
-        default=None,
-        help="scenario file of the report (default: the packaged scenarios/default.yaml)",
-    )
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-
-
-def run(args: argparse.Namespace) -> int:
-    try:
-        scenario = load_scenario(args.scenario or example("scenarios", "default.yaml"))
-    except ScenarioError as error:
-        print(error, file=sys.stderr)
-        return 2
-    result = run_demo(args.seed)
-    print(render_summary(result), end="")
-    paths = write_outputs(result, args.out)
-    print(f"\nWrote {', '.join(str(p) for p in paths)}\n")
-    end = scenario.duration + scenario.cooldown
-    with tqdm(
-        total=round(end),
-        desc=f"scenario {scenario.name}",
-        unit="sim s",
-        disable=args.no_progress,
-        file=sys.stderr,
-    ) as bar:
-        outcome, requests = run_over_http(
-            scenario, progress=lambda now: bar.update(round(now) - bar.n)
-        )
-    warnings = binding_limits(scenario, summarize(outcome, scenario.window()))
-    for warning in warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    written = write_report(
-        outcome,
-        scenario,
-        args.out,
-        requests=requests,
-        scripted_day="summary.md",
-        warnings=warnings,
-        title="avatar-sim demo",
-    )
-    print(
-        f"Scenario {scenario.name}: {len(outcome.sessions):,} sessions, {requests:,} HTTP requests"
-    )
-    print(f"Report: {written[0]} ({len(written) - 1} figures and tables beside it)")
-    return 0
