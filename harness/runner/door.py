@@ -7,8 +7,8 @@ doors answer the same ``Outcome`` or raise the same ``DomainError`` (SIM-7 prove
 ``Platform.call`` agree), so the clients never know which one they have.
 
 Why the HTTP door lives in its own module (``harness.runner.http_door``): it imports the ASGI
-facade, and with it httpx, Starlette and the JSON Schema validators, which cost every scenario
-run about 1.5 s and 35 MB at start-up although only the demo's report uses them.
+facade, and with it httpx, Starlette and the JSON Schema validators, which a scenario run that
+calls ``Platform.call`` directly should not pay for at start-up.
 """
 
 from __future__ import annotations

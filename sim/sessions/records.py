@@ -51,8 +51,8 @@ class Transition:
 @dataclass(slots=True)
 class SessionState:
     # What the create decided: no defaults here, so the configured values are the only ones.
-    # Not keyword-only: the create builds one per session positionally, in this order, for
-    # half the cost of passing sixteen keywords (CPython packs them into a dictionary).
+    # Not keyword-only: the create builds one per session positionally, in this order, on the
+    # session core's fast path (make bench measures what that saves).
     id: str
     number: int  # position in creation order: the row of the store's columns
     org_id: str
