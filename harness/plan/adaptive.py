@@ -48,7 +48,8 @@ DECISIONS: dict[str, str] = {
     "cap (it may suffice)",
     "quiet": "no size could show the objectives: the pool never saturated, and even the "
     "replication cap held too few sessions for the interval to reach the target",
-    "unmet": "no size tried met the objectives (the search's ceiling was reached)",
+    "unmet": "no size tried met the objectives: the search's ceiling was reached, or even the "
+    "estimate missed at a size whose pool never saturated (more workers cannot help)",
 }
 
 
@@ -184,7 +185,10 @@ class StepSearch:
                         continue
                     following = self.looks.after(count)
                     if following is None:
-                        high, decision = calm, "quiet"
+                        # Quiet when the estimate meets and only its interval is too wide;
+                        # unmet when even the estimate misses where the pool never saturates.
+                        decision = "quiet" if tried[calm].estimated else "unmet"
+                        high = calm
                         break
                     count = following
                     need(calm, more=lambda _s: True)

@@ -145,6 +145,7 @@ class Evidence:
     fails: bool = False
     replications: int = 0
     confidence: float = CONFIDENCE
+    estimated: bool = True  # every objective's estimate (not its interval) meets its target
 
     @property
     def status(self) -> str:
@@ -235,16 +236,20 @@ def evidence(
     table = intervals(runs, (), [slo.metric for slo in slos], confidence)
     counts = {name: float(runs[name].sum()) for name in COUNTS}
     quiet = idle(counts)
-    meets = True
+    meets = estimated = True
     fails = False
     for slo in slos:
         row = table[table["metric"] == slo.metric].iloc[0]
         mean, low, high = (float(row[k]) for k in ("mean", "ci_low", "ci_high"))
-        meets &= judged(slo, mean, low, high, quiet)[1]
+        met, shown = judged(slo, mean, low, high, quiet)
+        meets &= shown
+        estimated &= met
         favourable = low if slo.op == "<=" else high
         fails |= not math.isnan(favourable) and not slo.holds(favourable)
         # Undefined although clients came: nothing was served, which meets no objective.
         fails |= math.isnan(mean) and not quiet
     signs = ("waited_sessions", "no_capacity", "at_capacity_refusals")
     saturated = any(counts[name] > 0 for name in signs)
-    return Evidence(workers, table, meets, saturated, counts, fails, len(rows), confidence)
+    return Evidence(
+        workers, table, meets, saturated, counts, fails, len(rows), confidence, estimated
+    )

@@ -11,7 +11,9 @@ stack: a plan of a calibrated scenario extends the calibration, which extends th
 
 How fields combine (``merge``): a mapping merges key by key, recursively (``config.scheduler``
 keeps the base's other keys when an overlay sets ``workers``); anything else, a list included,
-replaces the base's value whole (an overlay's ``arrivals`` are the arrivals). A relative path in
+replaces the base's value whole (an overlay's ``arrivals`` are the arrivals), and so does a
+mapping that names its ``kind`` (a distribution, an arrival: one value of a union, whose fields
+mean nothing for another kind). A relative path in
 a file (``extends``, a recorded arrival's ``path``) is read next to the file that wrote it.
 """
 
@@ -31,8 +33,9 @@ EXTENDS = "extends"
 
 
 def merge(base: Any, overlay: Any) -> Any:
-    """``overlay`` laid over ``base``: mappings merged key by key, anything else replaced."""
-    if not isinstance(base, Mapping) or not isinstance(overlay, Mapping):
+    """``overlay`` laid over ``base``: mappings merged key by key, anything else (and a mapping
+    that names its ``kind``) replaced."""
+    if not isinstance(base, Mapping) or not isinstance(overlay, Mapping) or "kind" in overlay:
         return overlay
     merged = dict(base)
     for key, value in overlay.items():

@@ -42,6 +42,12 @@ def test_an_overlay_merges_mappings_and_replaces_everything_else() -> None:
         "seed": 9,
     }
     assert base["config"] == {"scheduler": {"workers": 3, "max_queue_length": 5}}  # untouched
+    # A value of a union (it names its kind) is replaced whole: its fields go with its kind.
+    length = {"sessions": {"length": {"kind": "exponential", "mean": 60}, "audio": None}}
+    fitted = {"sessions": {"length": {"kind": "lognormal", "median": 50, "sigma": 0.5}}}
+    assert merge(length, fitted) == {
+        "sessions": {"length": {"kind": "lognormal", "median": 50, "sigma": 0.5}, "audio": None}
+    }
 
 
 def test_overlays_stack_and_each_file_reads_its_paths_next_to_itself(tmp_path: Path) -> None:
