@@ -86,7 +86,7 @@ class StepPlan:
     @property
     def shown(self) -> bool:
         """Whether the chosen size was shown to meet every objective."""
-        return self.decision in ("shown", "cap")
+        return self.decision in ("shown", "estimate", "near", "cap")
 
     @property
     def start(self) -> float:
@@ -226,7 +226,8 @@ class PlanResult:
         hours = float(self.table["worker_hours"].sum())
         told = f"{len(self.steps)} steps, {hours:,.0f} worker-hours"
         parts = [f"{decided['shown']} shown"]
-        parts += [f"{decided[d]} {d}" for d in ("cap", "quiet", "unmet") if decided[d]]
+        shown = ("estimate", "near", "cap", "quiet", "unmet")
+        parts += [f"{decided[d]} {d}" for d in shown if decided[d]]
         if self.exit_code:
             misses = []
             if decided["unmet"]:
@@ -388,7 +389,7 @@ def plan_capacity(
                     StepPlan(index, demand, found.workers, erlang, found.tried, found.decision,
                              _LARGE if patient is None else patient)
                 )  # fmt: skip
-                if demand.arrivals > 0 and found.decision == "shown":
+                if demand.arrivals > 0 and found.decision in ("shown", "estimate", "near", "cap"):
                     offsets.append(found.workers - erlang)
                 bar.update(1)
         plan = asks([(s.start, s.end, s.workers) for s in built], lead)
