@@ -128,3 +128,23 @@ def test_each_metric_states_its_fidelity_error_in_percent(tmp_path: Path) -> Non
     assert "error % (95 % CI)" in report
     line = next(r for r in report.splitlines() if r.startswith("| mean_first_frame_wait_seconds"))
     assert f"{row['error_percent']:+.1f} %" in line
+
+
+@pytest.mark.req("NB-16")
+def test_a_replay_runs_where_an_event_loop_is_already_running(tmp_path: Path) -> None:
+    """A notebook's kernel runs an event loop in the thread that calls ``replay``; the HTTP
+    door, which runs a loop of its own, used to fail there ("Cannot run the event loop while
+    another loop is running"). Called from inside a running loop, the replay agrees."""
+    import asyncio
+
+    served = _served()
+    scenario = parse_scenario(served)
+    deployment = _Deployment(scenario)
+    recording = _recording(tmp_path, served)
+
+    async def inside_a_running_loop() -> Any:
+        return deployment.replay(recording, scenario, tmp_path / "out", replications=3)
+
+    result = asyncio.run(inside_a_running_loop())
+    assert result.exit_code == 0, result.verdict
+    assert len(result.observed.api_calls) > 0
