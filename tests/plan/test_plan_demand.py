@@ -128,6 +128,7 @@ def _rush(tmp_path: Path) -> Path:
     one key, whose create rate limit (10 a minute) the flash crowd at 02:20 runs into."""
     data = yaml.safe_load(Path(example("scenarios", "morning_rush.yaml")).read_text())
     data["duration"] = "3h"
+    data["arrivals"] = [a for a in data["arrivals"] if a.get("start") != "3h"]
     path = tmp_path / "rush.yaml"
     path.write_text(yaml.safe_dump(data), encoding="utf-8")
     return path
