@@ -266,9 +266,9 @@ class CapacityLoss(Strict):
 
 class PoolChange(Strict):
     """From ``at`` on, the pool is meant to have ``workers`` workers (a planned size, such as
-    ``avatar-sim plan`` writes): growing adds idle workers at once, shrinking removes idle ones
-    and lets busy ones finish their session first. A capacity fault overrides it while it
-    lasts."""
+    ``avatar-sim plan`` writes): workers added join ``config.scheduler.provision_lead_seconds``
+    later (at once by default), shrinking removes idle ones and lets busy ones finish their
+    session first. A capacity fault overrides it while it lasts."""
 
     at: Seconds
     workers: int = Field(ge=0)
