@@ -155,3 +155,62 @@ def test_calibrate_refuses_what_it_cannot_fit(
     assert cli.main(["calibrate", str(few), "--out", "c.yaml", "--holdout", "1.5"]) == 2
     assert "hold-out" in capsys.readouterr().err
     assert not (tmp_path / "c.yaml").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.req("PLAN-14", "PLAN-15", "PLAN-16")
+def test_capture_calibrate_and_replay_a_served_simulator_on_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Real time, a few minutes: ``avatar-sim serve --scenario`` plays the traffic on a fast
+    clock; ``capture``, ``calibrate --holdout 0.5`` and ``replay`` of the held-out half run on
+    the command line: the pool exact, every start-up quantile within 10 %, the replay against
+    that server exit 0, against one serving a third fewer workers exit 1."""
+    import time
+
+    from tests.serve.support import served
+
+    factor = "0.02"
+    served_file = tmp_path / "served.yaml"
+    served_file.write_text(
+        yaml.safe_dump({**_config(), "arrivals": [{"kind": "poisson", "rate_per_hour": RATE}]}),
+        encoding="utf-8",
+    )
+    base = _base(tmp_path)
+    out = tmp_path / "calibrated.yaml"
+    with served(tmp_path, "--time-factor", factor, "--scenario", str(served_file)) as server:
+        key = server.keys["organizations"][0]["keys"]["unrestricted"]
+        scenario = load_scenario(served_file)
+        with server.client() as client:  # the traffic and its cool-down served
+            while True:
+                clock = client.get("/_sim/clock", headers=server.admin_headers).json()
+                if clock["seconds"] >= scenario.duration + scenario.cooldown:
+                    break
+                time.sleep(1.0)
+        capture = ["capture", "--base-url", server.base_url, "--api-key", key, "--out",
+                   str(tmp_path / "day.parquet"), "--time-factor", factor]  # fmt: skip
+        assert cli.main(capture) == 0
+        assert cli.main(["calibrate", str(tmp_path / "day.parquet"), "--scenario", str(base),
+                         "--holdout", "0.5", "--out", str(out)]) == 0  # fmt: skip
+        calibrated = load_scenario(out)
+        assert calibrated.sim_config().scheduler.workers == WORKERS
+        truth, fitted = _startup_quantiles(_served()), _startup_quantiles(calibrated)
+        assert np.all(np.abs(fitted / truth - 1) < 0.10), (truth, fitted)
+        replay = ["replay", str(out.with_suffix(".holdout.parquet")), "--base-url",
+                  server.base_url, "--api-key", key, "--time-factor", factor, "--scenario",
+                  str(out), "--out", str(tmp_path / "same")]  # fmt: skip
+        assert cli.main(replay) == 0
+        assert capsys.readouterr().out.strip().splitlines()[-1].startswith("replay: agrees")
+        server.stop()
+    fewer_file = tmp_path / "fewer.yaml"
+    fewer_file.write_text(yaml.safe_dump({**_config(WORKERS * 2 // 3)}), encoding="utf-8")
+    (tmp_path / "fewer").mkdir()
+    options = ("--time-factor", factor, "--scenario", str(fewer_file))
+    with served(tmp_path / "fewer", *options) as fewer:
+        key = fewer.keys["organizations"][0]["keys"]["unrestricted"]
+        replay = ["replay", str(out.with_suffix(".holdout.parquet")), "--base-url",
+                  fewer.base_url, "--api-key", key, "--time-factor", factor, "--scenario",
+                  str(out), "--out", str(tmp_path / "fewer-out")]  # fmt: skip
+        assert cli.main(replay) == 1
+        assert "replay: DISAGREES" in capsys.readouterr().out
+        fewer.stop()
