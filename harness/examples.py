@@ -59,19 +59,24 @@ def suite_files() -> list[Path]:
     return sorted(path for path in _SUITE_SOURCE.glob("*.py") if path.is_file())
 
 
-def copy_examples(destination: str | Path, *, overwrite: bool = False) -> list[Path]:
+def copy_examples(
+    destination: str | Path, *, overwrite: bool = False, tests_only: bool = False
+) -> list[Path]:
     """Copy every example file into ``destination/<kind>/`` and the example test suite into
-    ``destination/tests/``; returns the files written.
+    ``destination/tests/`` (only the suite when ``tests_only``); returns the files written.
 
     Existing files are left alone unless ``overwrite``: ``FileExistsError`` names the first.
     """
-    source = examples_dir()
-    files = [
-        path
-        for kind in KINDS
-        for path in sorted((source / kind).iterdir())
-        if path.is_file() and not path.name.startswith(".")
-    ]
+    files = (
+        []
+        if tests_only
+        else [
+            path
+            for kind in KINDS
+            for path in sorted((examples_dir() / kind).iterdir())
+            if path.is_file() and not path.name.startswith(".")
+        ]
+    )
     target = Path(destination)
     planned = [(path, target / path.parent.name / path.name) for path in files]
     planned += [(path, target / SUITE / path.name) for path in suite_files()]

@@ -19,6 +19,8 @@ from sim.errors import AuthenticationFailed, NotFound, PermissionDenied, Unproce
 from sim.ids import IdFactory
 
 __all__ = [
+    "KEY_ID_LENGTH",
+    "KEY_PREFIX",
     "SCOPES",
     "AccountRegistry",
     "ApiKey",
@@ -33,6 +35,8 @@ Environment = Literal["staging", "production"]
 Scope = Literal["runs:read", "runs:write"]
 SCOPES: tuple[Scope, ...] = ("runs:read", "runs:write")
 KEY_PREFIX = "sk_live_"
+#: How much of a key its non-secret handle (``Caller.key_id``) shows: the prefix and six more.
+KEY_ID_LENGTH = len(KEY_PREFIX) + 6
 _BEARER = re.compile(r"^Bearer (\S+)$")
 _KEY_SHAPE = re.compile(r"^sk_live_[0-9A-Za-z]{8,128}$")
 
@@ -78,7 +82,7 @@ class Caller:
     key_id: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "key_id", self.key.secret[: len(KEY_PREFIX) + 6])
+        object.__setattr__(self, "key_id", self.key.secret[:KEY_ID_LENGTH])
 
     def require(self, *scopes: Scope) -> None:
         """Refuse with 403 ``api_key.scope_required`` unless the key has every scope."""
@@ -190,6 +194,10 @@ class AccountRegistry:
             key = replace(key, revoked_at=self._clock.now)
             self._keys[secret] = key
         return key
+
+    def key(self, secret: str) -> ApiKey | None:
+        """The key with this secret, revoked or not (``None``: no such key)."""
+        return self._keys.get(secret)
 
     def keys(self, org_id: str) -> list[ApiKey]:
         return [k for k in self._keys.values() if k.org_id == org_id]

@@ -424,11 +424,21 @@ class AdminConfig(_Frozen):
     ``clock_advance_max_seconds`` per call, a duration a control accepts (audio, slow start-up,
     heartbeat loss) is at most ``duration_max_seconds``, and the worker pool at most
     ``workers_max``.
+
+    What the reads under ``/_sim`` keep for a watcher (the served console): the worker pool read
+    every ``pool_sample_seconds`` of simulated time once served mode starts its sampler, the
+    newest ``pool_samples_kept`` readings, and the newest ``request_log_size`` HTTP requests the
+    facade answered (kept only when an admin token is configured, since nothing else reads them).
+    Served mode stretches the pool's grid on a fast clock (``pool_sample_wall_seconds`` of its
+    options).
     """
 
     clock_advance_max_seconds: float = Field(default=366 * 86400.0, gt=0)
     duration_max_seconds: float = Field(default=366 * 86400.0, gt=0)
     workers_max: int = Field(default=10_000, ge=0)
+    pool_sample_seconds: float = Field(default=5.0, gt=0, allow_inf_nan=False)
+    pool_samples_kept: int = Field(default=720, ge=1)
+    request_log_size: int = Field(default=1000, ge=0)
 
 
 class WebhookConfig(_Frozen):

@@ -4,7 +4,7 @@
 (``CHECKS``) and fuzzes through it, and the ``Report`` renders the outcome for a terminal, a CI
 (JUnit XML) and an archive (JSON or Markdown). ``avatar-sim conformance`` is the command line.
 
-Names are imported on first use: the pytest plugin loads ``harness.conformance.fixtures`` in every
+Names are imported on first use: the pytest plugin's in-process client loads ``target`` in every
 test run, which must not pay for schemathesis and the fuzzer it does not use.
 """
 

@@ -1,125 +1,154 @@
-"""Scenario checks of usage and quota: the window parameters the seed fixes, and the quota read.
+"""Scripts that drive usage and quota; the model judges every answer (``usage_window``,
+``usage_accounting``).
 
-The usage window is either ``period`` or the ``period_start`` + ``period_end`` pair, never both,
-never half a pair. The pair the harness sends is the window the target itself answered for
-``current_month``, so it is valid on any deployment whatever its clock says. The time-zone
-parameter's name is a gap, so it is not sent.
+``billing_reads`` asks for every window form: the two named periods, the explicit pair (the
+current month's own bounds, valid whatever the target's clock says), half a pair, a period with
+the pair, an unknown period, and a window far in the future. The time-zone parameter's name is a
+gap, so it is not sent.
 
-``by_model`` leaves out charges not attributed to a model and those of internal models, so it need
-not add up to ``credits_charged``, and which models are internal is not shown. What it must do is
-attribute every charge of a model it does name: once by_model names a model, a further charged run
-of that model raises the model's slice by that charge (its whole credits). The check
-runs models from the catalog until one shows up in by_model.
+``usage_probe`` makes usage between two reads of one window: a session that runs a few
+seconds (billable seconds at its tier) and a run of each listed model (credits under
+``by_model``, keyed by the model id: a model a customer runs from the catalog is not an internal
+one), then holds the second read to at least what was made once it has had time to settle,
+and its ``sessions`` to no more than the sessions that billed (a session canceled while queued
+is made between the reads too; the organization must have no other traffic meanwhile).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any
 
-from harness.conformance.checks import LATE, CheckFailed, Incomplete, scenario_check
-from harness.conformance.context import Context, expect_status
-from harness.conformance.scenarios import expect_refused
-
-_SETTLED_WITHIN = 120.0
+from harness.conformance.answers import expect_status, is_success
+from harness.conformance.checks import LATE, scenario_check
+from harness.conformance.context import Context
+from harness.conformance.model.usage_book import FAR_FUTURE, Expected
+from harness.conformance.runs import usage_now
+from harness.conformance.seed import SEED
+from harness.conformance.target import Exchange
+from harness.conformance.watch import TERMINAL
 
 __all__: list[str] = []
 
+_SETTLED_WITHIN = 120.0
+#: Target seconds between two reads of usage that must agree before it counts as settled.
+_STILL_STEP = 5.0
+#: The session that bills a few seconds (target seconds of max duration).
+_BILLED_SECONDS = 5
+_MODELS_RUN = 3
 
-@scenario_check("billing_reads", "EP-USAGE-1", "EP-BILL-1")
+
+@scenario_check("billing_reads", "EP-BILL-1")
 def billing_reads(ctx: Context) -> None:
-    """The quota answers 200; usage answers each named period and the explicit pair, and
-    refuses half a pair and a period given with the pair."""
+    """The quota answers 200; usage is asked for each named period, the explicit pair, half a
+    pair, a period with the pair, an unknown period and a far-future window (the model judges
+    each)."""
     target = ctx.target
     expect_status(target.request("GET", "/v1/billing/quota"), 200, what="GET /v1/billing/quota")
-    window: dict[str, str] = {}
-    for period in ("current_month", "previous_month"):
-        exchange = target.request("GET", "/v1/usage", params={"period": period})
-        body = expect_status(exchange, 200, what=f"GET /v1/usage?period={period}")
-        if period == "current_month" and isinstance(body, dict):
-            window = {
-                k: body[k] for k in ("period_start", "period_end") if isinstance(body.get(k), str)
-            }
-    if len(window) != 2:
-        raise CheckFailed("the current_month usage names no period_start and period_end")
-    exchange = target.request("GET", "/v1/usage", params=window)
-    expect_status(exchange, 200, what="GET /v1/usage with period_start and period_end")
-    for name in ("period_start", "period_end"):
-        alone = target.request("GET", "/v1/usage", params={name: window[name]})
-        expect_refused(alone, f"GET /v1/usage with {name} alone")
-    both = target.request("GET", "/v1/usage", params={"period": "current_month", **window})
-    expect_refused(both, "GET /v1/usage with period and the explicit pair")
+    target.request("GET", "/v1/usage", params={"period": "previous_month"})
+    current = usage_now(ctx)
+    window = {
+        k: current[k] for k in ("period_start", "period_end") if isinstance(current.get(k), str)
+    }
+    for params in (
+        window,
+        {"period_start": window.get("period_start", FAR_FUTURE["period_start"])},
+        {"period_end": window.get("period_end", FAR_FUTURE["period_end"])},
+        {"period": "current_month", **window},
+        {"period": "last_week"},
+        FAR_FUTURE,
+    ):
+        ctx.proves(target.request("GET", "/v1/usage", params=params))
 
 
-@scenario_check("usage_by_model", "RES-USAGE-2", order=LATE, budget=6 * _SETTLED_WITHIN)
-def usage_by_model(ctx: Context) -> None:
-    """A charged run of a model that by_model names raises that model's slice by its charge;
-    by_model never adds up to more than credits_charged (usage_shape)."""
-    tried: list[str] = []
-    for plan in ctx.candidates():
-        if plan.model in tried:
-            continue
-        if len(tried) >= _MODELS_TRIED:
+def _window(usage: Mapping[str, Any]) -> dict[str, str]:
+    return {
+        k: str(usage[k]) for k in ("period_start", "period_end") if isinstance(usage.get(k), str)
+    }
+
+
+@scenario_check("usage_probe", order=LATE + 20, creates=2, budget=4 * _SETTLED_WITHIN)
+def usage_probe(ctx: Context) -> None:
+    """Usage read, then a session billed a few seconds and a run of each listed model (up to
+    three), then usage read until it accounts for them or two minutes pass: the model holds it
+    to at least what was made, by quality and by model, and reads the far-future window again."""
+    ctx.settle()
+    ctx.quiesce_runs(_SETTLED_WITHIN)
+    window = _window(usage_now(ctx))
+    target = ctx.target
+
+    def read() -> Exchange:
+        params = window or {"period": "current_month"}
+        return target.request("GET", "/v1/usage", params=params, operation="getUsage")
+
+    # Usage lags what happened: start from a window that has stopped moving.
+    before = read().json()
+    for _ in range(int(_SETTLED_WITHIN // _STILL_STEP)):
+        ctx.wait(_STILL_STEP, "usage to stop moving before the window is read")
+        now = read().json()
+        if now == before:
             break
-        tried.append(plan.model)
-        charged = _charged_run(ctx, plan.path, plan.body)
-        if charged is None:
-            continue
-        before = _slice(_usage(ctx), plan.model)
-        if before is None:
-            continue  # not named: an internal model, or its charge not there yet
-        again = _charged_run(ctx, plan.path, plan.body)
-        if again is None:
-            raise Incomplete(f"a second run of {plan.model} was not charged")
-        wanted = before + math.floor(again)  # usage counts whole credits
-        usage = ctx.poll(
-            lambda: _usage(ctx),
-            _reaches(plan.model, wanted),
-            within=_SETTLED_WITHIN,
-            step=5.0,
-            why="a run's charge to reach the usage summary",
-        )
-        if (_slice(usage, plan.model) or 0.0) < wanted:
-            raise CheckFailed(
-                f"by_model gave {plan.model} {before} credits; a further run of it was charged "
-                f"{again}, but by_model then gave {_slice(usage, plan.model)}",
-                ctx.proof,
-            )
-        return
-    raise Incomplete(
-        f"no charged run of {', '.join(tried) or 'any listed model'} showed up in by_model "
-        "(the seed lets internal models stay out of it)",
-        "--model (a model that is not internal)",
+        before = now
+    seconds, billed = _billed_session(ctx)
+    unbilled = _unbilled_session(ctx)
+    made = Expected(seconds, billed, _charged_runs(ctx), unbilled)
+    assert ctx.model is not None
+    book = ctx.model.usage
+    after = ctx.poll(
+        read,
+        lambda e: book.expect(before, e.json(), made, e).failure is None,
+        within=_SETTLED_WITHIN,
+        step=5.0,
+        why="usage to account for what the run made",
     )
+    ctx.record(book.expect(before, after.json(), made, after))
+    ctx.proves(target.request("GET", "/v1/usage", params=FAR_FUTURE))
 
 
-_MODELS_TRIED = 3
+def _billed_session(ctx: Context) -> tuple[dict[str, int], int]:
+    """A session that runs until its max duration ends it: its billable seconds by quality,
+    and 1 (or nothing, when it billed none)."""
+    _, session = ctx.new_session(
+        "billed", idle_timeout_seconds=SEED.idle_max, max_duration_seconds=_BILLED_SECONDS
+    )
+    final = ctx.poll(
+        lambda: ctx.get_session(str(session["id"]))[1],
+        lambda s: s.get("status") in TERMINAL,
+        within=_SETTLED_WITHIN,
+        step=1.0,
+        why="a short session to end and bill",
+    )
+    usage = final.get("usage")
+    billed = usage.get("billable_seconds") if isinstance(usage, dict) else None
+    if isinstance(billed, int) and not isinstance(billed, bool) and billed > 0:
+        return {str(final.get("quality")): billed}, 1
+    return {}, 0
 
 
-def _reaches(model: str, wanted: float) -> Callable[[Any], bool]:
-    return lambda usage: (_slice(usage, model) or 0.0) >= wanted
+def _unbilled_session(ctx: Context) -> int:
+    """A session ended while still queued (canceled): it contributes no usage. 1, or 0 when
+    it ran all the same before the end arrived."""
+    _, session = ctx.new_session("unbilled")
+    answer = ctx.end(str(session["id"])).json()
+    return 1 if isinstance(answer, dict) and answer.get("status") == "canceled" else 0
 
 
-def _charged_run(ctx: Context, path: str, body: Any) -> float | None:
-    """Create a run and wait for it to finish; its charge, or ``None`` when it had none."""
-    exchange = ctx.target.request("POST", path, json_body=dict(body), operation="createRun")
-    run = exchange.json() if 200 <= exchange.status < 300 else None
-    if not isinstance(run, dict) or not isinstance(run.get("id"), str):
-        return None
-    finished = ctx.finished_run(run["id"], _SETTLED_WITHIN)
-    credits = finished.get("credits")
-    charged = credits.get("charged") if isinstance(credits, dict) else None
-    return float(charged) if isinstance(charged, int | float) and charged > 0 else None
-
-
-def _usage(ctx: Context) -> Any:
-    exchange = ctx.target.request("GET", "/v1/usage", params={"period": "current_month"})
-    ctx.proves(exchange)
-    return expect_status(exchange, 200, what="GET /v1/usage?period=current_month")
-
-
-def _slice(usage: Any, model: str) -> float | None:
-    by_model = usage.get("by_model") if isinstance(usage, dict) else None
-    value = by_model.get(model) if isinstance(by_model, dict) else None
-    return float(value) if isinstance(value, int | float) else None
+def _charged_runs(ctx: Context) -> dict[str, float]:
+    """A run of each listed model (up to three), finished: the credits charged by model."""
+    charges: dict[str, float] = {}
+    ran: set[str] = set()
+    for plan in ctx.candidates():
+        if plan.model in ran or len(ran) >= _MODELS_RUN:
+            continue
+        ran.add(plan.model)
+        exchange = ctx.target.request(
+            "POST", plan.path, json_body=dict(plan.body), operation="createRun"
+        )
+        run = exchange.json() if is_success(exchange) else None
+        if not isinstance(run, dict) or not isinstance(run.get("id"), str):
+            continue
+        credits = ctx.finished_run(run["id"], _SETTLED_WITHIN).get("credits")
+        charged = credits.get("charged") if isinstance(credits, dict) else None
+        if isinstance(charged, int | float) and not isinstance(charged, bool) and charged > 0:
+            charges[plan.model] = charges.get(plan.model, 0.0) + float(charged)
+    return charges

@@ -45,6 +45,7 @@ __all__ = [
     "ERROR_TYPES",
     "LATE",
     "STATUS_TYPES",
+    "BeyondTime",
     "Check",
     "CheckFailed",
     "Incomplete",
@@ -62,7 +63,7 @@ __all__ = [
     "scenario_check",
 ]
 
-Kind = Literal["response", "scenario", "fuzz"]
+Kind = Literal["response", "scenario", "fuzz", "model"]
 ResponseFunction = Callable[[Exchange], bool]
 ScenarioFunction = Callable[["Context"], None]
 
@@ -99,6 +100,15 @@ class NotApplicable(NotChecked):
     simulator's admin API, which no deployment has)."""
 
 
+class BeyondTime(NotChecked):
+    """What no bounded run reaches (the 24-hour idempotency window): reported, never a reason
+    to exit 3. ``how`` says what would reach it (``--max-wait 86402``, the admin clock)."""
+
+    def __init__(self, reason: str, how: str) -> None:
+        super().__init__(reason)
+        self.how = how
+
+
 #: The role whose key a check creates its sessions with: one named role, or ``any`` (the
 #: runner lends whichever of the API key and the other organization's key can create soonest).
 KeyChoice = Literal["api", "other_org", "any"]
@@ -132,6 +142,10 @@ class Check:
     budget: float = DEFAULT_BUDGET_SECONDS
     quiet: bool = False
     opportunistic: bool = False
+    #: For a model rule: the condition under which it can fail at its edge (a page size above
+    #: the maximum on a list holding more than the maximum...); a rule exercised only short of
+    #: it is reported as ``partly``.
+    edge: str | None = None
 
 
 #: Every check by name, in registration order (the order of the reports).
@@ -215,14 +229,20 @@ ENVELOPE_FIELDS = frozenset({"type", "code", "message", "param", "request_id"})
 
 #: The seed's error types (ERR-2), as the domain declares them once.
 ERROR_TYPES = frozenset(get_args(ErrorType))
-#: The pairs the seed's tables state (ERR-2): a 400 is ``invalid_request``, a 409 ``conflict``,
-#: a 429 ``rate_limit`` or ``quota_exceeded``. Elsewhere the seed says only that the type maps
-#: "roughly" to the status, so any of its types is legal there (a 422 may say
-#: ``invalid_request``, a 401 may name no ``authentication``).
+#: Each status and the types the seed pairs it with (ERR-2): its list of types, read in order
+#: against the statuses, "maps roughly": 400 invalid_request, 401 authentication, 403
+#: permission, 404 not_found, 409 conflict, 429 rate_limit or quota_exceeded, 500 internal,
+#: 503 service_unavailable. Where the seed's table leaves the type open (402, 422) any of its
+#: types may appear.
 STATUS_TYPES: dict[int, frozenset[str]] = {
     400: frozenset({"invalid_request"}),
+    401: frozenset({"authentication"}),
+    403: frozenset({"permission"}),
+    404: frozenset({"not_found"}),
     409: frozenset({"conflict"}),
     429: frozenset({"rate_limit", "quota_exceeded"}),
+    500: frozenset({"internal"}),
+    503: frozenset({"service_unavailable"}),
 }
 
 _CODE = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*(?:\.[a-z][a-z0-9]*(?:_[a-z0-9]+)*)*$")
@@ -268,8 +288,9 @@ def error_envelope_closed(exchange: Exchange) -> bool:
 
 @response_check("error_type_matches_status", "ERR-2")
 def error_type_matches_status(exchange: Exchange) -> bool:
-    """error.type is one of the seed's types; a 400 is invalid_request, a 409 conflict, a 429
-    rate_limit or quota_exceeded (the pairs the seed states)."""
+    """error.type is one of the seed's types, the one its status maps to (400
+    invalid_request, 401 authentication, 403 permission, 404 not_found, 409 conflict, 429
+    rate_limit or quota_exceeded, 500 internal, 503 service_unavailable)."""
     error = envelope_of(exchange) if _is_error(exchange) else None
     if error is None:
         return False
@@ -384,11 +405,11 @@ def rate_limit_headers(exchange: Exchange) -> bool:
 
 @response_check("retry_after_present", "LIM-4")
 def retry_after_present(exchange: Exchange) -> bool:
-    """Where the seed names Retry-After (a 429 rate_limit, a 503 at_capacity) it is there, as
-    seconds or an HTTP date; wherever it appears it has that form."""
+    """Where the seed names Retry-After (every 429, a 503 at_capacity) it is there, as seconds
+    or an HTTP date; wherever it appears it has that form."""
     raw = exchange.headers.get("retry-after")
     error = envelope_of(exchange) if _is_error(exchange) else None
-    named = is_rate_limited(exchange) or (
+    named = (exchange.status == 429 and error is not None) or (
         exchange.status == 503 and error is not None and error.get("code") == "at_capacity"
     )
     if raw is None:

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 from harness.conformance import runner
 from harness.conformance.clock import QuickClock, RealClock, TargetClock, tqdm_display
-from harness.conformance.context import Inputs
+from harness.conformance.inputs import Inputs
 from harness.conformance.target import Credentials, Target, TargetUnreachable
 
 __all__ = ["add_arguments", "run"]
@@ -48,9 +48,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         '\'{"type": "livekit", "url": "wss://…", "room_name": "…", "worker_token": "…"}\'',
     )
     parser.add_argument("--avatar-id", help="a ready avatar to create sessions with")
-    parser.add_argument("--model", help="the model to create runs with (<publisher>/<model>)")
     parser.add_argument(
-        "--run-json", metavar="JSON", help="the body of a run create for --model (a JSON object)"
+        "--model",
+        action="append",
+        help="a model to create runs with (<publisher>/<model>); repeatable: give one whose "
+        "outputs include media for the asset checks",
+    )
+    parser.add_argument(
+        "--run-json",
+        metavar="JSON",
+        action="append",
+        help="the body of a run create (a JSON object): one for every --model, or one per "
+        "--model in the same order",
     )
     parser.add_argument(
         "--quick",
@@ -124,11 +133,18 @@ def run(args: argparse.Namespace) -> int:
         print(f"conformance: no check named {', '.join(unknown)}", file=sys.stderr)
         return USAGE_ERROR
     try:
+        models = tuple(args.model or ())
+        bodies = tuple(_json_object(text, "--run-json") for text in args.run_json or ())
+        if len(bodies) > 1 and len(bodies) != len(models):
+            raise ValueError(
+                f"give one --run-json for every --model, or one per --model ({len(models)} "
+                f"--model, {len(bodies)} --run-json)"
+            )
         inputs = Inputs(
             transport=_json_object(args.transport_json, "--transport-json"),
             avatar_id=args.avatar_id,
-            model=args.model,
-            run_body=_json_object(args.run_json, "--run-json"),
+            models=models,
+            run_bodies=bodies,
             max_wait_seconds=args.max_wait,
         )
     except ValueError as exc:

@@ -2,9 +2,10 @@
 
 Every kind-C requirement of ``spec/requirements.yaml`` is either carried by at least one
 registered check or listed in ``NOT_CHECKABLE`` with the reason no request to a deployment can
-show it. A run counts an id as checked only when a check carrying it exercised the condition it
-names (it passed or failed) and no check carrying it was left incomplete: an id half checked is
-not checked. Each checked id names the exchange that showed it.
+show it. A run counts an id as checked only when every check carrying it judged the condition
+it names at its edge (it passed or failed there) and none was left incomplete: an id half
+checked is ``partly`` checked, with what was missing. Each checked id names the exchange that
+showed it.
 """
 
 from __future__ import annotations
@@ -57,30 +58,43 @@ class Coverage:
     proofs: Mapping[str, str] = field(default_factory=dict)
 
     def line(self) -> str:
-        return f"checked: {len(self.checked)} of {self.total} contract ids"
+        partly = sum(1 for why in self.unchecked.values() if why.startswith("partly"))
+        beyond = sum(1 for why in self.unchecked.values() if "beyond this run's time" in why)
+        extra = f", {partly} partly" if partly else ""
+        extra += f" ({beyond} beyond this run's time)" if beyond else ""
+        return f"checked: {len(self.checked)} of {self.total} contract ids{extra}"
 
 
 def coverage_of(results: Iterable[CheckResult]) -> Coverage:
-    """Coverage from the run's check results."""
+    """Coverage from the run's check results: an id is checked only when every check carrying
+    it that could run judged it at its edge (a bound with more items than the bound, a rate with
+    more creates than its limit inside one window, a replay looked at for a second resource);
+    otherwise it is ``partly`` checked, with what was missing, or incomplete."""
     ids = contract_ids()
     exercised: dict[str, list[str]] = {}
+    partly: dict[str, list[str]] = {}
     incomplete: dict[str, list[str]] = {}
     elsewhere: dict[str, list[str]] = {}
     for result in results:
         for requirement in result.requirements:
+            reason = f"{result.name}: {result.skip_reason}" + (
+                f" ({result.flag})" if result.flag else ""
+            )
             if result.outcome in ("passed", "failed"):
                 shown = f"{result.name}: {result.proof.line()}" if result.proof else result.name
                 exercised.setdefault(requirement, []).append(shown)
+            elif result.outcome in ("partly", "unreached", "beyond_time"):
+                partly.setdefault(requirement, []).append(reason)
+            elif result.outcome == "incomplete":
+                incomplete.setdefault(requirement, []).append(reason)
             else:
-                reason = f"{result.name}: {result.skip_reason}" + (
-                    f" ({result.flag})" if result.flag else ""
-                )
-                target = incomplete if result.outcome == "incomplete" else elsewhere
-                target.setdefault(requirement, []).append(reason)
+                elsewhere.setdefault(requirement, []).append(reason)
     unchecked: dict[str, str] = {}
     for requirement in ids:
         if requirement in incomplete:
             unchecked[requirement] = "incomplete: " + "; ".join(incomplete[requirement])
+        elif requirement in partly:
+            unchecked[requirement] = "partly: " + "; ".join(partly[requirement])
         elif requirement in exercised:
             continue
         elif requirement in NOT_CHECKABLE:

@@ -158,9 +158,11 @@ def fuzz(
     per_check_cap: int = 3,
     deadline: float | None = None,
     wall: Callable[[], float] = time.monotonic,
+    observe: Callable[[Exchange], None] | None = None,
 ) -> FuzzResult:
     """Fuzz every operation of the profile in both modes, until ``deadline`` (wall seconds) if
-    one is given; never raises for a failed check."""
+    one is given; never raises for a failed check. ``observe`` sees every exchange (the run's
+    model judges the fuzz's traffic too)."""
     result = FuzzResult()
     if max_examples <= 0:
         return result
@@ -175,6 +177,8 @@ def fuzz(
         request = _request(target, case)
         exchange = target.send(request, operation=case.operation.label, observe=False)
         result.cases += 1
+        if observe is not None:
+            observe(exchange)
         if (request.method, request.url.path) in _CREATES and 200 <= exchange.status < 300:
             body = exchange.json()
             session = body.get("session", body) if isinstance(body, dict) else None
@@ -182,9 +186,11 @@ def fuzz(
                 created.append(session["id"])
         assert exchange.response is not None
         response = Response.from_any(exchange.response)
-        # A form whose only fault is a field's JSON type reaches the server as valid text.
-        harmless = mode is GenerationMode.NEGATIVE and form_is_valid_as_sent(
-            case.operation.path, case.operation.method, case.body
+        # A form whose only fault is a field's JSON type reaches the server as valid text, and
+        # an empty query value may be read as an absent parameter: neither is surely invalid.
+        harmless = mode is GenerationMode.NEGATIVE and (
+            form_is_valid_as_sent(case.operation.path, case.operation.method, case.body)
+            or any(value in ("", None) for value in (case.query or {}).values())
         )
         for name, function in checks:
             if harmless and name == "negative_data_rejection":
@@ -217,7 +223,9 @@ def fuzz(
             )
     result.applied.update(custom_applied)
     for session_id in created:
-        target.request("POST", f"/v1/sessions/{session_id}/end", observe=False)
+        ended = target.request("POST", f"/v1/sessions/{session_id}/end", observe=False)
+        if observe is not None:
+            observe(ended)
     return result
 
 

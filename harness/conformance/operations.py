@@ -25,7 +25,14 @@ from harness.contract.loader import PROFILE_FILE, default_spec_dir, load_yaml
 from sim.asgi.routes import RouteTable
 from sim.asgi.validation import SpecSchemas
 
-__all__ = ["Operation", "body_problem", "form_is_valid_as_sent", "load_profile", "operation_of"]
+__all__ = [
+    "Operation",
+    "body_problem",
+    "form_is_valid_as_sent",
+    "load_profile",
+    "operation_of",
+    "operation_params",
+]
 
 _URI = "urn:avatar-sim:contract-profile"
 
@@ -81,6 +88,14 @@ def operation_of(exchange: Exchange) -> Operation | None:
     if found is None or exchange.method.upper() not in found[0].routes:
         return None
     return _operation(found[0].template, exchange.method.lower())
+
+
+def operation_params(exchange: Exchange) -> tuple[str, dict[str, str]] | None:
+    """The operation id ``exchange`` called and its path parameters, or ``None``."""
+    found = _routes().match(unquote(exchange.path))
+    if found is None or exchange.method.upper() not in found[0].routes:
+        return None
+    return _operation(found[0].template, exchange.method.lower()).operation_id, dict(found[1])
 
 
 @functools.cache

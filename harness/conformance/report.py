@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from harness.conformance.coverage import Coverage
 from harness.conformance.target import Exchange
@@ -27,8 +27,13 @@ __all__ = ["BODIES_DIR", "CheckResult", "FailureRecord", "Outcome", "Proof", "Re
 BODIES_DIR = "conformance-bodies"
 
 #: ``incomplete``: the check could not exercise its rule and something the user can give would
-#: let it (the flag says what); ``not_applicable``: nothing could, against this target.
-Outcome = Literal["passed", "failed", "incomplete", "not_applicable"]
+#: let it (the flag says what); ``not_applicable``: nothing could, against this target;
+#: ``beyond_time``: only a longer run reaches it (the 24-hour window), which changes no exit
+#: code. A model rule is ``partly`` when judged but never at its edge, ``unreached`` when no
+#: exchange came under it.
+Outcome = Literal[
+    "passed", "failed", "incomplete", "not_applicable", "beyond_time", "partly", "unreached"
+]
 
 #: Exit codes of a run (those of every ``avatar-sim`` command).
 EXIT_CONFORMS, EXIT_FAILED, EXIT_UNREACHABLE, EXIT_INCOMPLETE = 0, 1, 2, 3
@@ -87,6 +92,15 @@ class Report:
     def count(self, outcome: Outcome) -> int:
         return sum(1 for result in self.results if result.outcome == outcome)
 
+    def tally(self) -> str:
+        """How many checks ended each way (outcomes none ended omitted, but the first four)."""
+        parts = []
+        for outcome in get_args(Outcome):
+            count = self.count(outcome)
+            if count or outcome in ("passed", "failed", "incomplete", "not_applicable"):
+                parts.append(f"{count} {outcome.replace('_', ' ')}")
+        return ", ".join(parts)
+
     @property
     def exit_code(self) -> int:
         """1 when a check failed, else 2 when the target stopped answering, else 3 when a check
@@ -135,7 +149,10 @@ class Report:
                 + ("; to run them: " + "; ".join(flags) if flags else "")
                 + " (--allow-incomplete accepts this)"
             )
-        return "CONFORMING: every check that could run against this target passed"
+        beyond = self.names("beyond_time")
+        return "CONFORMING: every check that could run against this target passed" + (
+            f" ({', '.join(beyond)}: beyond this run's time)" if beyond else ""
+        )
 
     def summary(self) -> str:
         """The terminal summary: one line per check, then each failure with its curl."""
@@ -147,13 +164,15 @@ class Report:
             "",
         ]
         for r in self.results:
-            if r.outcome in ("incomplete", "not_applicable"):
+            if r.outcome in _NOT_RUN:
                 detail = (r.skip_reason or "") + (f" [{r.flag}]" if r.flag else "")
             else:
                 detail = f"{r.applied} applied" + (
                     f"; shown by {r.proof.line()}" if r.proof else ""
                 )
-            label = {"not_applicable": "N/A"}.get(r.outcome, r.outcome.upper())
+                if r.outcome == "partly":
+                    detail += f"; {r.skip_reason}"
+            label = _LABELS.get(r.outcome, r.outcome.upper())
             lines.append(
                 f"  {label:<10} {r.name:<{width}}  [{', '.join(r.requirements)}]  {detail}"
             )
@@ -172,13 +191,7 @@ class Report:
         if needed:
             lines += ["", "to check what was left incomplete:"]
             lines += [f"  {flag}: {', '.join(names)}" for flag, names in needed.items()]
-        lines += [
-            "",
-            f"{self.count('passed')} passed, {self.count('failed')} failed, "
-            f"{self.count('incomplete')} incomplete, {self.count('not_applicable')} not "
-            f"applicable, in {_minutes(self.seconds)}",
-            self.verdict(),
-        ]
+        lines += ["", f"{self.tally()}, in {_minutes(self.seconds)}", self.verdict()]
         return "\n".join(lines)
 
     def _coverage_document(self) -> dict[str, Any]:
@@ -194,7 +207,7 @@ class Report:
         document: dict[str, Any] = asdict(self)
         document.pop("bodies")
         document["coverage"] = self._coverage_document()
-        for outcome in ("passed", "failed", "incomplete", "not_applicable"):
+        for outcome in get_args(Outcome):
             document[outcome] = self.count(outcome)
         document["exit_code"] = self.exit_code
         document["verdict"] = self.verdict()
@@ -208,9 +221,8 @@ class Report:
             f"**{self.verdict()}**",
             "",
             f"Seed {self.seed}, {self.max_examples} examples per operation and mode, "
-            f"{self.cases} fuzzed cases, {_minutes(self.seconds)}: **{self.count('passed')} "
-            f"passed, {self.count('failed')} failed, {self.count('incomplete')} incomplete, "
-            f"{self.count('not_applicable')} not applicable**; {self.coverage.line()}.",
+            f"{self.cases} fuzzed cases, {_minutes(self.seconds)}: **{self.tally()}**; "
+            f"{self.coverage.line()}.",
             "",
             "| check | requirements | outcome | detail |",
             "|---|---|---|---|",
@@ -238,7 +250,7 @@ class Report:
     def to_junit(self) -> str:
         """JUnit XML: one test case per check, named by the check, its ids as a property; a
         check that could not run is a skipped case whose message says why."""
-        not_run = self.count("incomplete") + self.count("not_applicable")
+        not_run = sum(1 for r in self.results if r.outcome in _NOT_RUN)
         suite = ET.Element(
             "testsuite",
             name="avatar-sim conformance",
@@ -259,7 +271,9 @@ class Report:
             ET.SubElement(
                 properties, "property", name="requirements", value=" ".join(r.requirements)
             )
-            if r.outcome in ("incomplete", "not_applicable"):
+            if r.outcome == "partly":
+                ET.SubElement(properties, "property", name="partly", value=r.skip_reason or "")
+            if r.outcome in _NOT_RUN:
                 message = f"{r.outcome}: {r.skip_reason or ''}" + (f" ({r.flag})" if r.flag else "")
                 ET.SubElement(case, "skipped", message=message)
             elif r.outcome == "failed":
@@ -286,6 +300,11 @@ class Report:
             target.write_bytes(content)
             written.append(target)
         return written
+
+
+#: Outcomes of a check that did not judge its rule (a skipped case in JUnit).
+_NOT_RUN = ("incomplete", "not_applicable", "beyond_time", "unreached")
+_LABELS = {"not_applicable": "N/A", "beyond_time": "BEYOND", "unreached": "UNREACHED"}
 
 
 def _minutes(seconds: float) -> str:

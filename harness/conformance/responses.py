@@ -12,6 +12,7 @@ check per resource, so a report says which resource is wrong and each rule has i
 from __future__ import annotations
 
 import contextvars
+import json
 import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -362,3 +363,59 @@ def _register_shape(shape: Shape) -> None:
 
 for _shape in SHAPES:
     _register_shape(_shape)
+
+
+# -- integers the seed calls integers ----------------------------------------------------------
+
+#: Where the seed says a field is an integer: by resource kind, the dot paths.
+INTEGER_FIELDS: Mapping[str, tuple[str, ...]] = {
+    "session": ("idle_timeout_seconds", "max_duration_seconds", "usage.billable_seconds",
+                "usage.frames"),
+    "run.event": ("sequence",),
+    "asset": ("byte_size", "duration_ms", "height", "width"),
+}  # fmt: skip
+_BODY_INTEGERS: Mapping[str, tuple[str, ...]] = {
+    "getQuota": ("balance_credits", "included_balance_credits", "included_credits_limit",
+                 "included_credits_used", "rollover_balance_credits",
+                 "low_balance_threshold_credits"),
+    "getUsage": ("billable_seconds", "sessions", "credits_charged"),
+}  # fmt: skip
+
+
+class _Decimal(float):
+    """A JSON number written with a fraction or an exponent (``1.0``, ``1e3``)."""
+
+
+def _at(node: Any, path: str) -> Any:
+    for part in path.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
+
+
+@response_check("integers_exact", "RES-SESS-1", "RES-QUOTA-1", "RES-USAGE-1", "RES-RUN-4")
+def integers_exact(exchange: Exchange) -> bool:
+    """Fields the seed calls integers are written as JSON integers (``30``, not ``30.0``):
+    a session's timeouts and usage, quota balances, usage totals, event sequences, asset
+    sizes."""
+    judged = _judged(exchange)
+    if judged is None:
+        return False
+    operation = judged[0]
+    try:
+        body = json.loads(exchange.body, parse_float=_Decimal)
+    except ValueError:
+        return False
+    places = [(operation.operation_id, body, _BODY_INTEGERS.get(operation.operation_id, ()))]
+    places += [
+        (kind, resource, INTEGER_FIELDS.get(kind, ()))
+        for kind, resource in resources_in(operation.operation_id, body)
+    ]
+    seen = False
+    for kind, node, paths in places:
+        for path in paths:
+            value = _at(node, path)
+            seen = seen or value is not None
+            if isinstance(value, _Decimal):
+                raise CheckFailed(f"{kind} {path} is {value!r} written as a decimal, not an "
+                                  "integer", exchange)  # fmt: skip
+    return seen

@@ -23,24 +23,27 @@ A failure's request body that a shell argument cannot carry byte for byte is kep
 
 from __future__ import annotations
 
+import math
 import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harness.conformance import (  # noqa: F401  (they register checks)
+    access,
     avatars,
     billing,
     lifecycle,
+    listing,
     responses,
     runs,
-    scenarios,
     sessions,
     watch,
 )
 from harness.conformance.checks import (
     CHECKS,
     LATE,
+    BeyondTime,
     Check,
     CheckFailed,
     Incomplete,
@@ -48,9 +51,11 @@ from harness.conformance.checks import (
     NotChecked,
 )
 from harness.conformance.clock import TargetClock
-from harness.conformance.context import Context, Inputs
+from harness.conformance.context import Context
 from harness.conformance.coverage import coverage_of
 from harness.conformance.fuzz import fuzz
+from harness.conformance.inputs import Inputs
+from harness.conformance.model import SeedModel, Verdict
 from harness.conformance.report import (
     BODIES_DIR,
     CheckResult,
@@ -107,6 +112,22 @@ class _Outcomes:
     not_checked: dict[str, NotChecked] = field(default_factory=dict)
     proofs: dict[str, Proof] = field(default_factory=dict)
     bodies: dict[str, bytes] = field(default_factory=dict)
+    #: Model rules judged at their edge at least once.
+    edges: set[str] = field(default_factory=set)
+
+    def judge(self, verdicts: list[Verdict]) -> None:
+        """Record the model's verdicts."""
+        for verdict in verdicts:
+            self.applied[verdict.rule] += 1
+            if verdict.failure is not None:
+                self.fail(verdict.rule, verdict.failure, verdict.exchange)
+            elif verdict.edge and verdict.rule not in self.edges:
+                # The proof of a rule is the first exchange that showed it at its edge.
+                self.edges.add(verdict.rule)
+                self.proofs.pop(verdict.rule, None)
+                self.prove(verdict.rule, verdict.exchange)
+            else:
+                self.prove(verdict.rule, verdict.exchange)
 
     def fail(self, name: str, message: str, exchange: Exchange | None) -> None:
         if len(self.failures[name]) >= _FAILURES_PER_CHECK:
@@ -169,14 +190,18 @@ class _Schedule:
         return [r for r in given if r not in reserved] or given or ["api"]
 
     def ready_at(self, check: Check, now: float) -> tuple[float, str]:
-        """When ``check`` can start without waiting, and the key it would use."""
+        """When ``check`` can start without waiting, and the key it would use. A check pinned
+        to a key that a pending ``quiet`` check waits to find quiet waits for that check."""
         if check.creates == 0 and not check.quiet:
             return now, self.roles(check)[0]
+        reserved = {c.key for c in self.pending if c.quiet and c is not check}
+        if check.key in reserved:
+            return math.inf, check.key
         options = []
         for role in self.roles(check):
-            at = self.ctx.pacer(role).ready_at(now, check.creates)
-            if check.quiet:
-                at = max(at, self.ctx.pacer(role).quiet_at(now))
+            pacer = self.ctx.pacer(role)
+            # A quiet check bursts past the pacing on purpose: it waits only for the quiet.
+            at = pacer.quiet_at(now) if check.quiet else pacer.ready_at(now, check.creates)
             options.append((at, role))
         return min(options)
 
@@ -185,7 +210,12 @@ class _Schedule:
         early = min(c.order for c in self.pending)
         eligible = [c for c in self.pending if c.order < LATE or early >= LATE]
         now = self.ctx.now()
-        timed = [(self.ready_at(c, now), c) for c in eligible]
+        # A quiet check ready to run goes first: the key it waited for must not make a create
+        # in the meantime, and its burst is the longest wait of the run.
+        timed = sorted(
+            ((self.ready_at(c, now), c) for c in eligible), key=lambda item: not item[1].quiet
+        )
+        self.ctx.quiet_keys = {c.key for c in self.pending if c.quiet}
         for (at, role), check in timed:
             if at <= now:
                 return check, role, 0.0
@@ -206,6 +236,10 @@ def run(target: Target, options: RunOptions | None = None) -> Report:
         say=options.say or (lambda _message: None),
         wall=options.wall,
     )
+    model = SeedModel(
+        target.credentials, ctx.now, audio_may_flow=options.inputs.transport is not None
+    )
+    ctx.model = model
     scenario_checks = [c for c in chosen if c.kind == "scenario" and c.scenario is not None]
     budget = options.inputs.max_wait_seconds + sum(
         REQUEST_ALLOWANCE_SECONDS + ctx.time.wall_seconds(c.budget) for c in scenario_checks
@@ -220,6 +254,7 @@ def run(target: Target, options: RunOptions | None = None) -> Report:
         if exchange.path.startswith("/_sim/"):
             return  # the simulator's admin API is outside the contract
         seen_in_check.append(exchange)
+        out.judge([v for v in model.observe(exchange) if v.rule in names])
         for check in chosen:
             if check.kind != "response" or check.response is None:
                 continue
@@ -231,10 +266,12 @@ def run(target: Target, options: RunOptions | None = None) -> Report:
                 out.applied[check.name] += 1
                 out.fail(check.name, failure.message, failure.exchange or exchange)
 
+    names = {c.name for c in chosen}
     aborted: str | None = None
     stalls = 0
     fuzzed = None
     target.observers.append(observe)
+    stamp, target.clock = target.clock, ctx.now
     try:
         with write_only_values(frozenset(ctx.worker_tokens())), watching(ctx.watch):
             schedule = _Schedule(scenario_checks, ctx)
@@ -270,6 +307,8 @@ def run(target: Target, options: RunOptions | None = None) -> Report:
                 for name, message, exchange in ctx.owed:
                     out.fail(name, message, exchange)
                 ctx.owed.clear()
+                if aborted is None:
+                    out.judge([v for v in ctx.settle_suspicions() if v.rule in names])
             if aborted is None:
                 try:
                     ctx.cleanup()
@@ -279,12 +318,16 @@ def run(target: Target, options: RunOptions | None = None) -> Report:
                         seed=options.seed,
                         deadline=min(run_deadline, options.wall() + FUZZ_ALLOWANCE_SECONDS),
                         wall=options.wall,
+                        observe=lambda e: out.judge(
+                            [v for v in model.observe(e) if v.rule in names]
+                        ),
                     )
+                    out.judge([v for v in ctx.settle_suspicions() if v.rule in names])
                 except TargetUnreachable as exc:
                     aborted = f"the target stopped answering during the fuzz ({exc})"
     finally:
         target.observers.remove(observe)
-    names = {c.name for c in chosen}
+        target.clock = stamp
     if fuzzed is not None:
         for found in fuzzed.failures:
             if found.check in names:
@@ -335,6 +378,8 @@ def _result(check: Check, options: RunOptions, out: _Outcomes, fuzz_ran: bool) -
     failures = tuple(out.failures.get(check.name, ()))
     why = out.not_checked.get(check.name)
     applied = out.applied.get(check.name, 0)
+    if check.kind == "model":
+        return _rule_result(check, out, failures, applied)
     if check.kind == "fuzz" and why is None and applied == 0:
         if options.max_examples <= 0:
             why = Incomplete("fuzzing off (--max-examples 0)", "--max-examples 20")
@@ -349,12 +394,52 @@ def _result(check: Check, options: RunOptions, out: _Outcomes, fuzz_ran: bool) -
     outcome: Outcome
     if failures:
         outcome = "failed"
+    elif isinstance(why, BeyondTime):
+        outcome = "beyond_time"
     elif isinstance(why, NotApplicable):
         outcome = "not_applicable"
     elif why is not None:
         outcome = "incomplete"
     else:
         outcome = "passed"
+    flag = None
+    if isinstance(why, Incomplete) and outcome == "incomplete":
+        flag = why.flag
+    elif isinstance(why, BeyondTime) and outcome == "beyond_time":
+        flag = why.how
+    reason = why.reason if why is not None and outcome != "failed" else None
+    return _check_result(check, outcome, applied, reason, failures, out, flag)
+
+
+def _rule_result(
+    check: Check, out: _Outcomes, failures: tuple[FailureRecord, ...], applied: int
+) -> CheckResult:
+    """A model rule: failed, passed at its edge, ``partly`` (judged, never at its edge), or
+    ``unreached`` (no exchange of the run came under it)."""
+    outcome: Outcome
+    reason = None
+    if failures:
+        outcome = "failed"
+    elif applied and check.name in out.edges:
+        outcome = "passed"
+    elif applied:
+        outcome, reason = "partly", f"never judged at its edge: {check.edge}"
+    else:
+        outcome, reason = "unreached", f"no exchange of this run came under it ({check.edge})"
+    return _check_result(check, outcome, applied, reason, failures, out)
+
+
+def _check_result(
+    check: Check,
+    outcome: Outcome,
+    applied: int,
+    reason: str | None,
+    failures: tuple[FailureRecord, ...],
+    out: _Outcomes,
+    flag: str | None = None,
+) -> CheckResult:
+    """The report's line for ``check``; a proof is kept for what was judged."""
+    judged = outcome in ("passed", "failed", "partly")
     return CheckResult(
         name=check.name,
         kind=check.kind,
@@ -362,8 +447,8 @@ def _result(check: Check, options: RunOptions, out: _Outcomes, fuzz_ran: bool) -
         description=check.description,
         outcome=outcome,
         applied=applied,
-        skip_reason=why.reason if why is not None and outcome != "failed" else None,
-        flag=why.flag if isinstance(why, Incomplete) and outcome == "incomplete" else None,
+        skip_reason=reason,
+        flag=flag,
         failures=failures,
-        proof=out.proofs.get(check.name) if outcome in ("passed", "failed") else None,
+        proof=out.proofs.get(check.name) if judged else None,
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sim.config import LimitsConfig, RateLimitConfig
+from sim.config import QUALITIES, LimitsConfig, RateLimitConfig
 
 __all__ = ["SEED", "SeedLimits"]
 
@@ -37,6 +37,10 @@ class SeedLimits:
     cursor_max_length: int
     creates_per_window: int
     rate_window_seconds: float
+    sessions_per_key: int
+    sessions_per_org_default: int
+    sessions_per_org_ceiling: int
+    qualities: tuple[str, ...]
 
 
 def _from_defaults() -> SeedLimits:
@@ -63,6 +67,10 @@ def _from_defaults() -> SeedLimits:
         cursor_max_length=limits.cursor_max_length,
         creates_per_window=rate.session_creates_per_window,
         rate_window_seconds=rate.window_seconds,
+        sessions_per_key=limits.concurrent_sessions_per_key,
+        sessions_per_org_default=limits.concurrent_sessions_per_org_default,
+        sessions_per_org_ceiling=limits.concurrent_sessions_per_org_ceiling,
+        qualities=QUALITIES,
     )
 
 

@@ -94,6 +94,10 @@ class Exchange:
     body: bytes
     operation: str = ""
     response: httpx.Response | None = field(default=None, compare=False, repr=False)
+    #: The run's clock (target seconds) when the request was sent and its answer arrived, when
+    #: the target was given a clock (``Target.clock``).
+    sent_at: float | None = field(default=None, compare=False)
+    received_at: float | None = field(default=None, compare=False)
 
     def json(self) -> Any:
         """The parsed body, or ``None`` when it is not JSON."""
@@ -164,6 +168,8 @@ class Target:
     client: httpx.Client
     credentials: Credentials
     observers: list[Observer] = field(default_factory=list)
+    #: The run's clock, in target seconds: each exchange of the contract is stamped with it.
+    clock: Callable[[], float] | None = None
 
     @classmethod
     def remote(cls, base_url: str, credentials: Credentials, timeout: float = 30.0) -> Target:
@@ -221,6 +227,10 @@ class Target:
     ) -> Exchange:
         """Send a prepared request; observers see the exchange (unless ``observe`` is false)."""
         request.read()  # a multipart body is a stream; the exchange keeps its bytes
+        # The simulator's admin API (the admin clock among it) is not stamped: reading the clock
+        # there would recurse.
+        clock = None if request.url.path.startswith("/_sim/") else self.clock
+        sent_at = clock() if clock is not None else None
         try:
             response = self.client.send(request)
             body = response.read()
@@ -232,6 +242,7 @@ class Target:
         except httpx.TransportError as exc:
             raise TargetUnreachable(f"{request.method} {request.url}: {exc}") from exc
         response.close()
+        received_at = clock() if clock is not None else None
         exchange = Exchange(
             method=request.method,
             url=str(request.url),
@@ -243,6 +254,8 @@ class Target:
             body=body,
             operation=operation or f"{request.method} {request.url.path}",
             response=response,
+            sent_at=sent_at,
+            received_at=received_at,
         )
         for observer in list(self.observers) if observe else []:
             observer(exchange)

@@ -15,6 +15,9 @@ Why it is put together this way:
   body cannot hold the server up.
 * The listening socket has ``TCP_NODELAY`` (see ``bind``); logging goes to stderr, the facade's
   500s included, and uvicorn's access log is opt-in (``--access-log``).
+* The console (``harness.serve.console``) is mounted with the admin routes, and the pool is
+  sampled on the simulated clock from the start, so its chart covers what happened before the
+  page was opened.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from harness.runner.engine import install
 from harness.scenarios.model import Scenario
 from harness.serve.app import ServedApp
 from harness.serve.clock_driver import WallClockDriver, wall_now
+from harness.serve.console.routes import console_routes
 from harness.serve.seeding import (
     SEEDING_SECONDS,
     format_keys,
@@ -70,6 +74,9 @@ class ServeOptions:
     graceful_timeout: int = 5  # wall seconds in-flight requests get once a stop is asked
     api_log_size: int | Literal["all"] | None = None  # None: the scenario's or the default
     epoch: datetime | None = None  # the simulated instant serving starts at; None: the wall clock
+    # The pool sampler wakes the clock driver at most this often (wall seconds), however fast
+    # the clock: at factor 0.002 a 5 s grid would wake it a hundred times a second.
+    pool_sample_wall_seconds: float = 1.0
     scenario: Scenario | None = None  # its config, organizations and traffic
     config: SimConfig | None = None  # the configuration without a scenario; None: the default
 
@@ -149,7 +156,11 @@ def build(options: ServeOptions, base_url: str) -> ServedSimulator:
         installed = install(platform, scenario)
         organizations = [organization_record(account) for account in installed.accounts]
     admin_token = new_admin_token()
-    facade = create_app(platform, admin_token=admin_token)
+    # The console's page and its reads: the pool against time needs a sampler on the clock.
+    admin = platform.config.admin
+    platform.admin.sample_pool(_sample_every(options, config), admin.pool_samples_kept)
+    console = console_routes(token=admin_token, time_factor=options.time_factor)
+    facade = create_app(platform, admin_token=admin_token, admin_extras=console)
     driver = (
         WallClockDriver(platform.clock, options.time_factor)
         if options.time_factor is not None
@@ -173,6 +184,15 @@ def build(options: ServeOptions, base_url: str) -> ServedSimulator:
     app = ServedApp(facade, driver, background=(sender.run,), closers=(sender.aclose,))
     document = keys_document(admin_token, base_url, organizations)
     return ServedSimulator(platform=platform, app=app, document=dict(document))
+
+
+def _sample_every(options: ServeOptions, config: SimConfig) -> float:
+    """Simulated seconds between two readings of the pool: the configured grid, stretched on a
+    fast clock so that readings stay at least ``pool_sample_wall_seconds`` of wall time apart."""
+    every = config.admin.pool_sample_seconds
+    if options.time_factor is None:
+        return every
+    return max(every, options.pool_sample_wall_seconds / options.time_factor)
 
 
 def log_config(level: str, *, access_log: bool) -> dict[str, Any]:

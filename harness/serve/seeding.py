@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from harness.serve.console import CONSOLE_PATH
+
 if TYPE_CHECKING:
     from sim.platform import Platform
 
@@ -132,6 +134,7 @@ def keys_document(
     return {
         "admin_token": admin_token,
         "base_url": base_url,
+        "console_url": f"{base_url}{CONSOLE_PATH}",
         "organizations": [dict(org) for org in organizations],
     }
 
@@ -150,6 +153,7 @@ def format_keys(document: dict[str, Any]) -> str:
     lines = [
         f"avatar-sim serving on {document['base_url']}",
         f"  admin token (for /_sim/): {document['admin_token']}",
+        f"  console: {document['console_url']} (asks for the admin token)",
     ]
     for org in document["organizations"]:
         lines.append(f"  organization {org['id']} (plan {org['plan']})")

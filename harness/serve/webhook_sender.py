@@ -21,12 +21,23 @@ import asyncio
 import contextlib
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 import httpx
 
 from sim.webhooks import PENDING, Pending, WebhookDispatcher, WebhookRequest
 
-__all__ = ["HttpWebhookSender"]
+__all__ = ["HttpWebhookSender", "post_arguments"]
+
+
+def post_arguments(request: WebhookRequest) -> dict[str, Any]:
+    """The body, headers and timeout of one attempt's POST, as both transports send it (served
+    mode here, the test toolkit's in-process sender in ``harness.testing.delivery``)."""
+    return {
+        "content": request.body.encode("utf-8"),
+        "headers": dict(request.headers),
+        "timeout": request.timeout_seconds,
+    }
 
 
 class HttpWebhookSender:
@@ -111,12 +122,7 @@ class HttpWebhookSender:
     async def _post(self, request: WebhookRequest) -> int | None:
         assert self._client is not None
         try:
-            response = await self._client.post(
-                request.url,
-                content=request.body.encode("utf-8"),
-                headers=dict(request.headers),
-                timeout=request.timeout_seconds,
-            )
+            response = await self._client.post(request.url, **post_arguments(request))
         except httpx.HTTPError:
             return None
         return response.status_code

@@ -1,14 +1,15 @@
 """Tools for pytest suites about state transitions that run the same in process and by URL.
 
-``wait_for`` (and ``wait_for_run``, ``wait_for_avatar``) waits for a status, running the virtual
-clock in process and polling in real time against a URL, and ``pass_time`` lets time pass the
-same way; ``session_events`` gives a session's lifecycle events with their reasons and times,
-saying where they came from; ``play_audio`` and ``SimAdmin`` (the ``sim_admin`` fixture) drive
-the simulator's audio, faults, capacity, clock and webhooks; ``SessionMachine`` is a hypothesis
-state machine over the session lifecycle with the seed's invariants, runnable against the
-in-process simulator or any base URL; and ``WebhookReceiver`` is a real Standard Webhooks
-receiver for tests. The pytest plugin supplies the fixtures ``sim_admin``, ``session_events``
-and ``play_audio`` next to ``api_client``.
+``wait_for`` (and ``wait_for_run``, ``wait_for_avatar``, ``wait_for_delivery``) waits for a
+status, running the virtual clock in process and polling by URL, and ``pass_time`` lets time pass
+the same way; ``create_session`` creates politely (waiting out rate limits), ``expect_error`` and
+``retry_after`` read refusals, and ``SessionTracker`` ends what a test created;
+``session_events`` gives a session's lifecycle events with their reasons and times, saying where
+they came from; ``SimAdmin`` (the ``sim_admin`` fixture) drives the simulator's audio, faults,
+capacity, clock and webhooks; ``SessionMachine`` is a hypothesis state machine over the session
+lifecycle with the seed's invariants; and ``WebhookReceiver`` is a real Standard Webhooks receiver
+(in process too, the simulator delivers for real). The pytest plugin's fixtures live in
+``harness.testing.fixtures``; the reference page (``docs/testing-reference.md``) lists them all.
 
 Names are imported on first use, so loading the pytest plugin (which imports this package)
 costs a project that does not use them nothing.
@@ -20,11 +21,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harness.testing.admin import AdminRefused, HttpAdmin, InProcessAdmin, SimAdmin
+    from harness.testing.admin import AdminRefused, InProcessAdmin, SimAdmin
     from harness.testing.audio import play_audio
-    from harness.testing.events import LifecycleEvent, SessionHistory, session_events
+    from harness.testing.events import LifecycleEvent, NoWebhooks, SessionHistory, session_events
+    from harness.testing.fixtures import Organization
+    from harness.testing.http_admin import HttpAdmin
     from harness.testing.machine import SessionMachine
     from harness.testing.receiver import ReceivedAttempt, WebhookReceiver
+    from harness.testing.serving import SimTarget
+    from harness.testing.sessions import SessionTracker, create_session, expect_error, retry_after
+    from harness.testing.statuses import UnknownStatus
     from harness.testing.target import (
         InProcessTarget,
         Target,
@@ -38,6 +44,7 @@ if TYPE_CHECKING:
         pass_time,
         wait_for,
         wait_for_avatar,
+        wait_for_delivery,
         wait_for_run,
     )
 
@@ -47,47 +54,65 @@ __all__ = [
     "InProcessAdmin",
     "InProcessTarget",
     "LifecycleEvent",
+    "NoWebhooks",
+    "Organization",
     "ReceivedAttempt",
     "SessionHistory",
     "SessionMachine",
+    "SessionTracker",
     "SimAdmin",
+    "SimTarget",
     "StateNotReached",
     "Target",
+    "UnknownStatus",
     "UnknownTarget",
     "UrlTarget",
     "WebhookReceiver",
     "bind",
+    "create_session",
+    "expect_error",
     "pass_time",
     "play_audio",
+    "retry_after",
     "session_events",
     "target_of",
     "wait_for",
     "wait_for_avatar",
+    "wait_for_delivery",
     "wait_for_run",
 ]
 
 _HOMES = {
     "AdminRefused": "admin",
-    "HttpAdmin": "admin",
+    "HttpAdmin": "http_admin",
     "InProcessAdmin": "admin",
-    "SimAdmin": "admin",
-    "play_audio": "audio",
-    "LifecycleEvent": "events",
-    "SessionHistory": "events",
-    "session_events": "events",
-    "SessionMachine": "machine",
-    "ReceivedAttempt": "receiver",
-    "WebhookReceiver": "receiver",
     "InProcessTarget": "target",
+    "LifecycleEvent": "events",
+    "NoWebhooks": "events",
+    "Organization": "fixtures",
+    "ReceivedAttempt": "receiver",
+    "SessionHistory": "events",
+    "SessionMachine": "machine",
+    "SessionTracker": "sessions",
+    "SimAdmin": "admin",
+    "SimTarget": "serving",
+    "StateNotReached": "waiting",
     "Target": "target",
+    "UnknownStatus": "statuses",
     "UnknownTarget": "target",
     "UrlTarget": "target",
+    "WebhookReceiver": "receiver",
     "bind": "target",
-    "target_of": "target",
-    "StateNotReached": "waiting",
+    "create_session": "sessions",
+    "expect_error": "sessions",
     "pass_time": "waiting",
+    "play_audio": "audio",
+    "retry_after": "sessions",
+    "session_events": "events",
+    "target_of": "target",
     "wait_for": "waiting",
     "wait_for_avatar": "waiting",
+    "wait_for_delivery": "waiting",
     "wait_for_run": "waiting",
 }
 

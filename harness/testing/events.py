@@ -18,12 +18,20 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 import httpx
 
+from harness.testing.statuses import wanted_statuses
 from harness.testing.target import target_of
 
 if TYPE_CHECKING:
     from harness.testing.receiver import WebhookReceiver
 
-__all__ = ["LifecycleEvent", "SessionHistory", "Source", "from_resource", "session_events"]
+__all__ = [
+    "LifecycleEvent",
+    "NoWebhooks",
+    "SessionHistory",
+    "Source",
+    "from_resource",
+    "session_events",
+]
 
 Source = Literal["event_log", "webhooks", "resource"]
 
@@ -43,6 +51,19 @@ _RANK = {
             "session.usage",
         )
     )
+}
+
+#: Events that report a session without moving it.
+_NO_MOVE = frozenset({"session.usage", "session.barge_in"})
+#: The status each moving event announces (a source without the session's status says it).
+_STATUS_OF = {
+    "session.queued": "queued",
+    "session.starting": "starting",
+    "session.first_frame": "running",
+    "session.ending": "ending",
+    "session.ended": "ended",
+    "session.failed": "failed",
+    "session.canceled": "canceled",
 }
 
 #: The event each terminal status is announced by.
@@ -138,6 +159,38 @@ class SessionHistory(Sequence[LifecycleEvent]):
                 return event
         raise LookupError(f"no {event_type} among {self.types} (from {self.source})")
 
+    @property
+    def path(self) -> list[str]:
+        """The statuses the session went through, in order (``queued``, ``starting``,
+        ``running``...): each event's status, repeats and events that change none left out."""
+        path: list[str] = []
+        for event in self.events:
+            if event.type in _NO_MOVE:
+                continue
+            status = event.status or _STATUS_OF.get(event.type)
+            if status is not None and (not path or path[-1] != status):
+                path.append(status)
+        return path
+
+    def assert_path(self, statuses: Sequence[str]) -> SessionHistory:
+        """Fail unless the session went through exactly ``statuses``, in order; returns the
+        history. A status the sessions never have is refused as a misspelling.
+
+        Example::
+
+            session_events(session_id).assert_path(
+                ["queued", "starting", "running", "ending", "ended"]
+            )
+        """
+        __tracebackhide__ = True
+        wanted_statuses("session", list(statuses))
+        if self.path != list(statuses):
+            raise AssertionError(
+                f"{self.session_id} went {' -> '.join(self.path) or '(nowhere)'}, not "
+                f"{' -> '.join(statuses)}\n{self}"
+            )
+        return self
+
     def require_reasons(self) -> SessionHistory:
         """Skip the calling test when this source has no reasons (a deployment reached without
         webhooks or an admin API); returns the history otherwise."""
@@ -156,12 +209,25 @@ class SessionHistory(Sequence[LifecycleEvent]):
         return "\n".join(lines)
 
 
+class NoWebhooks(AssertionError):
+    """A receiver did not get the webhooks a session's status says were sent."""
+
+
 def session_events(
-    client: httpx.Client, session_id: str, *, webhooks: WebhookReceiver | None = None
+    client: httpx.Client,
+    session_id: str,
+    *,
+    webhooks: WebhookReceiver | None = None,
+    within: float = 30.0,
 ) -> SessionHistory:
     """The lifecycle events of ``session_id``, from the best source the client's target has:
     ``webhooks`` when a receiver is given, else the simulator's event log (in process, or a
     served simulator with its admin token), else ``GET /v1/sessions/{id}``.
+
+    From ``webhooks`` it first waits (``within`` the target's seconds) for the receiver to hold
+    at least one event of the session and, once the session is over, the event that ended it;
+    short of that it raises ``NoWebhooks`` naming what was expected, so a negative assertion
+    (``"session.failed" not in history.types``) never passes on an empty history.
 
     Example::
 
@@ -169,9 +235,10 @@ def session_events(
         assert history.types[-2:] == ["session.ended", "session.usage"]
         assert history.final.reason == "idle_timeout"   # history.source says where from
     """
+    __tracebackhide__ = True
     if webhooks is not None:
         payloads = sorted(
-            webhooks.events_about(session_id),
+            _received(client, session_id, webhooks, within),
             key=lambda e: (str(e["created_at"]), _RANK.get(str(e["type"]), len(_RANK))),
         )
         return SessionHistory(
@@ -187,6 +254,42 @@ def session_events(
     response = client.get(f"/v1/sessions/{session_id}")
     response.raise_for_status()
     return SessionHistory(session_id, "resource", from_resource(response.json()))
+
+
+def _received(
+    client: httpx.Client, session_id: str, webhooks: WebhookReceiver, within: float
+) -> list[dict[str, Any]]:
+    """The receiver's events about the session, once it holds what the session's status says
+    was sent: the event that ended it, and ``session.usage`` after a session that ran
+    (``NoWebhooks`` naming what is missing otherwise)."""
+    __tracebackhide__ = True
+    response = client.get(f"/v1/sessions/{session_id}")
+    response.raise_for_status()
+    session = response.json()
+    status = str(session["status"])
+    ended = _TERMINAL_EVENTS.get(status)
+    expected = [ended] if ended else []
+    if ended and session.get("first_frame_at"):
+        expected.append("session.usage")  # a session that ran is charged as it ends
+    expected = [event_type for event_type in expected if webhooks.wants(event_type)]
+
+    def complete(receiver: WebhookReceiver) -> bool:
+        types = {str(e["type"]) for e in receiver.events_about(session_id)}
+        return bool(types) and all(event_type in types for event_type in expected)
+
+    try:
+        webhooks.wait_until(complete, within=within, client=client)
+    except AssertionError:
+        held = [str(e["type"]) for e in webhooks.events_about(session_id)]
+        wanted = " and ".join(expected) or "any event"
+        raise NoWebhooks(
+            f"the receiver at {webhooks.url} holds {held or 'no event'} about {session_id} "
+            f"after {within:g} s ({target_of(client).seconds}); the session is {status}, so it "
+            f"expected {wanted}. It got {len(webhooks.attempts)} requests in all: is its "
+            "endpoint registered for this session's organization (receiver.register(sim_admin, "
+            "org_id)) and its secret set?"
+        ) from None
+    return webhooks.events_about(session_id)
 
 
 def _event(type_: str, at: Any, status: Any, own: Mapping[str, Any]) -> LifecycleEvent:

@@ -1,97 +1,196 @@
-"""The plugin's fixtures for state-transition suites: ``sim_admin``, ``session_events`` and
-``play_audio``, and the ``--avatar-sim-admin-token`` switch.
+"""The plugin's fixtures: one suite, in process or by URL, with the same behaviour (HAR-4, HAR-7).
 
-Why here and not with ``api_client``: the base fixtures (``harness.conformance.fixtures``)
-give a client and a simulator; these give what a lifecycle test does besides calling ``/v1``
-(move time, play audio, inject faults) and what it reads besides the resource (the events with
-their reasons). In process they drive the test's own ``sim_platform``; with
-``--avatar-sim-base-url`` they drive a served simulator through ``/_sim`` when its admin token is
-given, and a test that needs them is skipped against a deployment without one, saying so.
+Why one home: a suite written against ``api_client`` runs unchanged in process (fast, on a
+virtual clock it can move), against a served simulator (``--avatar-sim-serve``, or
+``--avatar-sim-base-url`` with ``--avatar-sim-admin-token``) and against a deployment (the URL and
+a key). Every fixture decides here, once, what it is on each target:
 
-``bind_api_client`` is called by the plugin once ``api_client`` exists, so ``wait_for`` and
-``session_events`` know how time passes for it. Nothing heavy is imported until a fixture runs.
+* ``sim_platform``, ``sim_clock``, ``sim_org``: the in-process simulator itself (skipped by URL);
+* ``api_client``: a client with an unrestricted key, bound to its target so ``wait_for`` and kin
+  know how time passes there; the sessions it creates are ended after the test
+  (``created_sessions``);
+* ``sim_target``: the URL, key, admin token and organization id of the run's target;
+* ``sim_admin``, ``fresh_org``, ``play_audio``: the simulator's controls and a new organization
+  of the test's own (in process, or by URL with the admin token; skipped on a deployment);
+* ``session_events``: a session's lifecycle events with their reasons.
+
+Heavy imports (the facade, the platform) happen inside the fixtures, so loading the plugin costs
+a test run nothing when the fixtures are not used.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 
-from harness.testing.admin import HttpAdmin, InProcessAdmin, SimAdmin
-from harness.testing.target import UrlTarget, bind, in_process_target
+from harness.testing import options
+from harness.testing.admin import InProcessAdmin, SimAdmin
+from harness.testing.http_admin import HttpAdmin
+from harness.testing.serving import SimTarget, avatar_sim_served, resolve
+from harness.testing.sessions import SessionTracker
 
 if TYPE_CHECKING:
     from harness.testing.events import SessionHistory
+    from sim.clock import Clock
+    from sim.platform import Platform
 
 __all__ = [
-    "ADMIN_TOKEN_OPTION",
-    "add_options",
-    "admin_token",
-    "bind_api_client",
-    "check_options",
+    "FIXTURES",
+    "Organization",
+    "api_client",
+    "avatar_sim_served",
+    "created_sessions",
+    "fresh_org",
     "play_audio",
     "session_events",
     "sim_admin",
+    "sim_clock",
+    "sim_org",
+    "sim_platform",
+    "sim_target",
 ]
 
-ADMIN_TOKEN_OPTION = "--avatar-sim-admin-token"
-_BASE_URL_DEST = "avatar_sim_base_url"
-_OURS = "harness.conformance.fixtures"  # where the plugin's api_client is defined
+#: The fixtures the plugin gives (its public ones), for the documentation checks.
+FIXTURES = (
+    "sim_platform",
+    "sim_clock",
+    "sim_org",
+    "api_client",
+    "created_sessions",
+    "sim_target",
+    "sim_admin",
+    "fresh_org",
+    "session_events",
+    "play_audio",
+)
 
 
-def add_options(parser: pytest.Parser) -> None:
-    group = parser.getgroup("avatar-sim", "avatar-sim")
-    group.addoption(
-        ADMIN_TOKEN_OPTION,
-        dest="avatar_sim_admin_token",
-        default=None,
-        metavar="TOKEN",
-        help="the /_sim admin token of the served simulator at --avatar-sim-base-url: gives "
-        "the sim_admin and play_audio fixtures and session_events' reasons there (tests "
-        "that need sim_admin skip without it); wait_for then counts simulated seconds",
-    )
-
-
-def check_options(config: pytest.Config) -> None:
-    """An admin token without a base URL is a usage error (in process there is no token)."""
-    if admin_token(config) and not config.getoption(_BASE_URL_DEST, default=None):
-        raise pytest.UsageError(f"{ADMIN_TOKEN_OPTION} needs --avatar-sim-base-url")
-
-
-def admin_token(config: pytest.Config) -> str | None:
-    value = config.getoption("avatar_sim_admin_token", default=None)
-    return str(value) if value else None
-
-
-def bind_api_client(fixturedef: Any, request: pytest.FixtureRequest, client: Any) -> None:
-    """Bind the plugin's ``api_client`` to its target (``harness.testing.target``): the test's
-    ``sim_platform`` in process, the base URL (with its admin API when the token is given)
-    otherwise. A project's own fixture named ``api_client`` is left alone."""
-    if fixturedef.argname != "api_client" or not isinstance(client, httpx.Client):
-        return
-    if getattr(fixturedef.func, "__module__", None) != _OURS:
-        return
-    url = request.config.getoption(_BASE_URL_DEST, default=None)
-    if not url:
-        bind(client, in_process_target(request.getfixturevalue("sim_platform")))
-        return
-    token = admin_token(request.config)
-    admin = HttpAdmin(str(url), token) if token else None
-    if admin is not None:
-        request.addfinalizer(admin.close)
-    bind(client, UrlTarget(str(url), admin))
+def _require_simulator(request: pytest.FixtureRequest) -> None:
+    if options.base_url(request.config) or options.serving(request.config):
+        pytest.skip("needs the in-process simulator (this run goes by URL)")
 
 
 @pytest.fixture
-def sim_admin(request: pytest.FixtureRequest) -> Iterator[SimAdmin]:
+def sim_platform(request: pytest.FixtureRequest) -> Platform:
+    """A fresh simulated service (default configuration, seed 0) with a manual clock; its
+    webhooks are delivered for real (signed HTTP requests, retried on the virtual clock).
+
+    Example::
+
+        def test_a_minute(sim_platform):
+            sim_platform.advance(60)
+    """
+    _require_simulator(request)
+    from harness.testing.delivery import deliver_for_real
+    from sim.platform import Platform
+
+    platform = Platform.create()
+    deliver_for_real(platform)
+    return platform
+
+
+@pytest.fixture
+def sim_clock(sim_platform: Platform) -> Clock:
+    """The virtual clock of ``sim_platform``: time moves only on ``advance(seconds)``.
+
+    Example::
+
+        def test_later(sim_clock):
+            sim_clock.advance(30)
+    """
+    return sim_platform.clock
+
+
+@pytest.fixture
+def sim_org(sim_platform: Platform) -> dict[str, Any]:
+    """An enterprise organization created through the admin controls: ``{"id", "plan", "keys"}``
+    with keys ``unrestricted``, ``runs_read``, ``runs_write`` and ``revoked``.
+
+    Example::
+
+        def test_keys(sim_org):
+            assert set(sim_org["keys"]) >= {"unrestricted", "revoked"}
+    """
+    return sim_platform.admin.create_organization("pytest organization", "enterprise")
+
+
+@pytest.fixture
+def sim_target(request: pytest.FixtureRequest) -> SimTarget:
+    """What the run talks to (``harness.testing.SimTarget``): ``kind``, ``base_url``,
+    ``api_key``, ``admin_token``, ``org_id``, ``served``.
+
+    Example::
+
+        def test_by_url_only(sim_target):
+            if sim_target.kind == "in_process":
+                pytest.skip("about HTTP")
+    """
+    return resolve(request)
+
+
+@pytest.fixture
+def created_sessions() -> Iterator[SessionTracker]:
+    """The sessions ``api_client`` and ``fresh_org.client`` created, ended after the test (and
+    waited for) so they count against no later test's caps; ``enabled = False`` keeps them.
+
+    Example::
+
+        def test_keep_it(api_client, created_sessions):
+            created_sessions.enabled = False
+    """
+    tracker = SessionTracker()
+    yield tracker
+    tracker.end_all()
+
+
+@pytest.fixture
+def api_client(
+    request: pytest.FixtureRequest, sim_target: SimTarget, created_sessions: SessionTracker
+) -> Iterator[httpx.Client]:
+    """An httpx client authenticated with an unrestricted key: in process against
+    ``sim_platform`` (the organization ``sim_org``), or by URL. The sessions it creates are
+    ended after the test.
+
+    Example::
+
+        def test_list(api_client):
+            assert api_client.get("/v1/sessions").status_code == 200
+    """
+    from harness.testing.admin import in_process_client
+    from harness.testing.target import url_client
+
+    client: httpx.Client
+    admin: HttpAdmin | None = None
+    if sim_target.kind == "in_process":
+        client = in_process_client(request.getfixturevalue("sim_platform"), sim_target.api_key)
+    else:
+        assert sim_target.base_url is not None
+        if sim_target.admin_token is not None:
+            admin = HttpAdmin(sim_target.base_url, sim_target.admin_token)
+        client = url_client(sim_target.base_url, sim_target.api_key, admin=admin)
+    created_sessions.watch(client)
+    with client:
+        try:
+            yield client
+        finally:
+            try:
+                created_sessions.end_all(client)
+            finally:
+                if admin is not None:
+                    admin.close()
+
+
+@pytest.fixture
+def sim_admin(request: pytest.FixtureRequest, sim_target: SimTarget) -> Iterator[SimAdmin]:
     """The simulator's controls (``harness.testing.SimAdmin``): clock, audio, barge-in, faults,
-    capacity, organizations, webhooks. In process on ``sim_platform``; against
-    ``--avatar-sim-base-url`` through ``/_sim`` with ``--avatar-sim-admin-token`` (skipped
-    without). What a test changes for everyone (the pool, a slow start-up) is restored after it.
+    capacity, organizations, webhooks. In process on ``sim_platform``; by URL through ``/_sim``
+    with the admin token (skipped without). What a test changes for everyone (the pool, the
+    queue, a slow start-up, failing purges, webhook endpoints) is restored after it.
 
     Example::
 
@@ -99,16 +198,15 @@ def sim_admin(request: pytest.FixtureRequest) -> Iterator[SimAdmin]:
             sim_admin.set_capacity(0)
             ...
     """
-    url = request.config.getoption(_BASE_URL_DEST, default=None)
     admin: SimAdmin
-    if url:
-        token = admin_token(request.config)
-        if not token:
+    if sim_target.kind == "url":
+        if sim_target.admin_token is None:
             pytest.skip(
-                f"needs the simulator's admin API: {url} was given without {ADMIN_TOKEN_OPTION} "
-                "(a deployment has none)"
+                f"needs the simulator's admin API: {sim_target.base_url} was given without "
+                f"{options.ADMIN_TOKEN_OPTION} (a deployment has none)"
             )
-        admin = HttpAdmin(str(url), token)
+        assert sim_target.base_url is not None
+        admin = HttpAdmin(sim_target.base_url, sim_target.admin_token)
     else:
         admin = InProcessAdmin(request.getfixturevalue("sim_platform"))
     try:
@@ -118,6 +216,45 @@ def sim_admin(request: pytest.FixtureRequest) -> Iterator[SimAdmin]:
             admin.restore()
         finally:
             admin.close()
+
+
+@dataclass(frozen=True, slots=True)
+class Organization:
+    """A new organization of the test's own (the ``fresh_org`` fixture): its ``id``, ``plan``,
+    ``keys`` (``unrestricted``, ``runs_read``, ``runs_write``, ``revoked``) and a ``client``
+    with its unrestricted key, bound like ``api_client``.
+
+    Example::
+
+        def test_hooks(fresh_org, sim_admin):
+            with WebhookReceiver() as hooks:
+                hooks.register(sim_admin, fresh_org.id)
+                create_session(fresh_org.client, BODY)
+    """
+
+    id: str
+    plan: str
+    keys: dict[str, str]
+    client: httpx.Client
+
+
+@pytest.fixture
+def fresh_org(sim_admin: SimAdmin, created_sessions: SessionTracker) -> Iterator[Organization]:
+    """A new enterprise organization made for the test through ``sim_admin`` (in process, or by
+    URL with the admin token): no other test shares its caps, rate limits or webhooks.
+
+    Example::
+
+        def test_webhooks(fresh_org, sim_admin):
+            hooks.register(sim_admin, fresh_org.id)
+    """
+    made = sim_admin.create_organization("pytest fresh organization", "enterprise")
+    client = created_sessions.watch(sim_admin.client(made["keys"]["unrestricted"]))
+    with client:
+        try:
+            yield Organization(str(made["id"]), str(made["plan"]), dict(made["keys"]), client)
+        finally:
+            created_sessions.end_all(client)
 
 
 @pytest.fixture

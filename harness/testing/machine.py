@@ -20,11 +20,8 @@ Against a URL time is real, so a session seen active at some moment was active f
 creation until then (it cannot come back from a terminal status): every session a sweep sees
 active was active when the sweep began, which is what makes the cap check sound without a shared
 clock. The machine needs keys nobody else uses while it runs; with the admin API it makes its own
-organizations for each example (fresh keys, known caps).
-
-Run it in process with ``SessionMachine.in_process(config).run()``, against a served simulator or
-a deployment with ``SessionMachine.at_url(url, api_keys=[...], admin_token=...).run()``, or
-subclass the bound machine to add invariants of your own.
+organizations for each example (fresh keys, known caps). Its targets are bound in
+``harness.testing.machine_target``; its calls go through ``harness.testing.machine_api``.
 """
 
 from __future__ import annotations
@@ -33,8 +30,7 @@ import contextlib
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import httpx
 from hypothesis import HealthCheck, settings
@@ -48,175 +44,28 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from harness.testing.admin import AdminRefused, HttpAdmin, InProcessAdmin, SimAdmin
+from harness.testing.admin import AdminRefused
+from harness.testing.http_admin import HttpAdmin
+from harness.testing.machine_api import Answer, HttpApi
+from harness.testing.machine_target import (
+    Account,
+    MachineTarget,
+    Tracked,
+    broken_invariant,
+    in_process,
+    judged_by_the_model,
+    own_accounts,
+)
 
 if TYPE_CHECKING:
     from sim.config import SimConfig
-    from sim.platform import Platform
 
-__all__ = ["Account", "Answer", "HttpApi", "MachineTarget", "PlatformApi", "SessionMachine"]
+__all__ = ["SessionMachine"]
 
 #: The seed's session statuses a session never leaves.
 TERMINAL = frozenset({"ended", "failed", "canceled"})
 _NOT_STARTED = frozenset({"created", "queued", "starting"})
 _TRANSPORT = {"type": "livekit", "url": "wss://rtc.example", "room_name": "machine"}
-
-
-class Answer(NamedTuple):
-    """What one call answered: the body when it succeeded, else the error's type and code
-    (and ``Retry-After`` in seconds when the answer carried one)."""
-
-    body: Any
-    error_type: str | None = None
-    code: str | None = None
-    retry_after: float | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error_type is None
-
-    def describe(self) -> str:
-        return "ok" if self.ok else f"{self.error_type}/{self.code}"
-
-
-class PlatformApi:
-    """The contract operations the machine uses, through ``Platform.call`` (the in-process door
-    the facade also goes through: the same answers, without HTTP's cost per step)."""
-
-    def __init__(self, platform: Platform) -> None:
-        self.platform = platform
-
-    def _call(self, operation: str, key: str, params: dict[str, Any]) -> Answer:
-        from sim.errors import DomainError
-
-        try:
-            caller = self.platform.authenticate(f"Bearer {key}")
-            return Answer(self.platform.call(operation, caller, params).body)
-        except DomainError as error:
-            return Answer(None, error.type, error.code, error.retry_after)
-
-    def create(self, key: str, body: dict[str, Any], idempotency_key: str | None) -> Answer:
-        params: dict[str, Any] = {"body": body}
-        if idempotency_key is not None:
-            params["idempotency_key"] = idempotency_key
-        return self._call("createSession", key, params)
-
-    def retrieve(self, key: str, session_id: str) -> Answer:
-        return self._call("retrieveSession", key, {"session_id": session_id})
-
-    def end(self, key: str, session_id: str) -> Answer:
-        return self._call("endSession", key, {"session_id": session_id})
-
-    def quota(self, key: str) -> Answer:
-        return self._call("getQuota", key, {})
-
-    def usage(self, key: str) -> Answer:
-        return self._call("getUsage", key, {})
-
-    def close(self) -> None:
-        return None
-
-
-class HttpApi:
-    """The same operations over HTTP, one client per key."""
-
-    def __init__(self, base_url: str, *, timeout: float = 30.0) -> None:
-        self._http = httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout)
-
-    def _send(
-        self,
-        method: str,
-        path: str,
-        key: str,
-        body: Any = None,
-        headers: dict[str, str] | None = None,
-    ) -> Answer:
-        response = self._http.request(
-            method, path, json=body, headers={"Authorization": f"Bearer {key}", **(headers or {})}
-        )
-        if response.status_code < 300:
-            return Answer(response.json())
-        retry = response.headers.get("retry-after")
-        try:
-            error = response.json()["error"]
-            kind, code = str(error["type"]), str(error["code"])
-        except (ValueError, KeyError, TypeError):
-            kind, code = f"http_{response.status_code}", response.text[:200]
-        return Answer(None, kind, code, float(retry) if retry is not None else None)
-
-    def create(self, key: str, body: dict[str, Any], idempotency_key: str | None) -> Answer:
-        headers = {} if idempotency_key is None else {"Idempotency-Key": idempotency_key}
-        return self._send("POST", "/v1/sessions", key, body, headers)
-
-    def retrieve(self, key: str, session_id: str) -> Answer:
-        return self._send("GET", f"/v1/sessions/{session_id}", key)
-
-    def end(self, key: str, session_id: str) -> Answer:
-        return self._send("POST", f"/v1/sessions/{session_id}/end", key)
-
-    def quota(self, key: str) -> Answer:
-        return self._send("GET", "/v1/billing/quota", key)
-
-    def usage(self, key: str) -> Answer:
-        return self._send("GET", "/v1/usage", key)
-
-    def close(self) -> None:
-        self._http.close()
-
-
-@dataclass(frozen=True, slots=True)
-class Account:
-    """An organization the machine uses: its keys and the cap it expects for it."""
-
-    keys: tuple[str, ...]
-    cap: int
-    org_id: str | None = None
-
-
-@dataclass
-class MachineTarget:
-    """What one run of the machine drives: the API, the simulator's controls if any, the
-    accounts, how to let time pass, and whether answers can be judged exactly (in process:
-    nothing else acts and time stands still between steps)."""
-
-    api: PlatformApi | HttpApi
-    accounts: tuple[Account, ...]
-    pass_time: Callable[[float], None]
-    admin: SimAdmin | None = None
-    exact: bool = False
-    platform: Platform | None = None
-    #: Wall seconds to wait for sessions (and the ledger) to settle at the end against a URL.
-    settle_seconds: float = 30.0
-    closers: list[Callable[[], None]] = field(default_factory=list)
-
-    def close(self) -> None:
-        for close in reversed(self.closers):
-            close()
-
-
-def own_accounts(
-    admin: SimAdmin, keys: Sequence[int] = (3, 2), caps: Sequence[int] = (2, 1)
-) -> tuple[Account, ...]:
-    """Fresh organizations made with the admin API: ``keys[i]`` unrestricted keys and a
-    support override of ``caps[i]`` concurrent sessions each (on the free plan)."""
-    accounts = []
-    for number, (count, cap) in enumerate(zip(keys, caps, strict=True)):
-        org = admin.create_organization(
-            f"session machine {number}", "free", concurrency_override=cap
-        )
-        extra = [admin.create_key(org["id"])["key"] for _ in range(count - 1)]
-        accounts.append(Account((org["keys"]["unrestricted"], *extra), cap, org["id"]))
-    return tuple(accounts)
-
-
-@dataclass
-class _Tracked:
-    key: str
-    account: int
-    body: dict[str, Any]
-    idempotency_key: str | None
-    statuses: list[str] = field(default_factory=list)
-    terminal: dict[str, Any] | None = None  # the resource when first seen terminal
 
 
 class SessionMachine(RuleBasedStateMachine):
@@ -232,6 +81,12 @@ class SessionMachine(RuleBasedStateMachine):
             ).run(max_examples=5, steps=15)
 
         TestSimulator = SessionMachine.in_process().TestCase   # collected by pytest
+
+    Adding rules and invariants: subclass a bound machine and decorate methods with
+    hypothesis's ``rule``, ``precondition`` and ``invariant``; they run beside the machine's own.
+    ``self.target`` (a ``MachineTarget``) has the ``api``, the ``accounts``, ``pass_time`` and the
+    ``admin`` (or ``None``); ``self.sessions`` maps each session made to its ``Tracked`` record.
+    ``docs/testing-reference.md`` ("Extending SessionMachine") shows one.
     """
 
     #: The seed's cap of concurrent sessions per API key.
@@ -242,7 +97,7 @@ class SessionMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.target = self.make_target()
-        self.sessions: dict[str, _Tracked] = {}
+        self.sessions: dict[str, Tracked] = {}
         #: Refused creates by ``type/code`` (for a subclass or a report).
         self.refusals: Counter[str] = Counter()
         #: Sessions whose heartbeats were made to drop (their usage may lag more than usual).
@@ -281,16 +136,7 @@ class SessionMachine(RuleBasedStateMachine):
         def factory() -> MachineTarget:
             from sim.platform import Platform
 
-            platform = Platform.create(config)
-            admin = InProcessAdmin(platform)
-            return MachineTarget(
-                api=PlatformApi(platform),
-                accounts=own_accounts(admin),
-                pass_time=platform.clock.advance,
-                admin=admin,
-                exact=True,
-                platform=platform,
-            )
+            return in_process(Platform.create(config))
 
         return cls.against(factory)
 
@@ -304,40 +150,70 @@ class SessionMachine(RuleBasedStateMachine):
         org_cap: int = 20,
         longest_sleep: float = 1.0,
         settle_seconds: float = 30.0,
+        time_factor: float = 1.0,
     ) -> type[SessionMachine]:
         """Bound to the service at ``base_url``, in real time. With a served simulator's
         ``admin_token`` it makes its own organizations per example, moves the served clock to
         let time pass and uses the admin rules; otherwise it uses ``api_keys`` (of one
         organization whose cap is ``org_cap``, the seed's ceiling by default) and sleeps at most
-        ``longest_sleep`` wall seconds per step."""
+        ``longest_sleep`` wall seconds per step; ``time_factor`` is the target's wall seconds per
+        second of its own time (``avatar-sim serve --time-factor``), which the conformance model
+        that judges every answer needs to read the target's timers."""
         if admin_token is None and not api_keys:
             raise ValueError("give api_keys, or the admin_token of a served simulator")
 
         def factory() -> MachineTarget:
             api = HttpApi(base_url)
             if admin_token is None:
-                return MachineTarget(
+                return judged_by_the_model(MachineTarget(
                     api=api,
                     accounts=(Account(tuple(api_keys), org_cap),),
                     pass_time=lambda seconds: time.sleep(min(seconds, longest_sleep)),
                     settle_seconds=settle_seconds,
                     closers=[api.close],
-                )
+                    now=lambda: time.monotonic() / time_factor,
+                ))  # fmt: skip
             admin = HttpAdmin(base_url, admin_token)
 
             def advance(seconds: float) -> None:
                 admin.advance(seconds)
 
-            return MachineTarget(
+            return judged_by_the_model(MachineTarget(
                 api=api,
                 accounts=own_accounts(admin),
                 pass_time=advance,
                 admin=admin,
                 settle_seconds=settle_seconds,
                 closers=[api.close, admin.close],
-            )
+                now=admin.now,
+            ))  # fmt: skip
 
         return cls.against(factory)
+
+    @classmethod
+    def for_client(cls, client: httpx.Client, **at_url: Any) -> type[SessionMachine]:
+        """Bound to whatever ``client`` talks to (the ``api_client`` fixture's target): the
+        in-process simulator of the test (fresh organizations of its own per example, exact
+        checks), a served simulator through its admin API, or a deployment with the client's own
+        key (``at_url`` options, such as ``org_cap``, then apply).
+
+        Example::
+
+            def test_the_caps_hold(api_client):
+                SessionMachine.for_client(api_client).run(max_examples=5, steps=10)
+        """
+        from harness.testing.target import InProcessTarget, target_of
+
+        target = target_of(client)
+        if isinstance(target, InProcessTarget):
+            platform = target.platform
+            return cls.against(lambda: in_process(platform))
+        base_url = str(client.base_url).rstrip("/")
+        admin = target.admin
+        if isinstance(admin, HttpAdmin):
+            return cls.at_url(base_url, admin_token=admin.token, **at_url)
+        key = client.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        return cls.at_url(base_url, api_keys=[key], **at_url)
 
     @classmethod
     def run(cls, *, max_examples: int = 25, steps: int = 30, **options: Any) -> None:
@@ -355,7 +231,7 @@ class SessionMachine(RuleBasedStateMachine):
         except Flaky as error:
             # A live target is state hypothesis cannot reset: replaying a failing program can
             # take another path. The invariant that broke is still the finding.
-            broken = _broken_invariant(error)
+            broken = broken_invariant(error)
             if broken is None:
                 raise
             raise AssertionError(
@@ -397,7 +273,7 @@ class SessionMachine(RuleBasedStateMachine):
         assert made["idle_timeout_seconds"] == idle, made
         assert 1 <= made["max_duration_seconds"] <= max_duration, made
         assert made["id"] not in self.sessions, f"a create answered an existing id {made['id']}"
-        self.sessions[made["id"]] = _Tracked(key, account, body, idempotency_key, ["queued"])
+        self.sessions[made["id"]] = Tracked(key, account, body, idempotency_key, ["queued"])
 
     @precondition(lambda self: any(t.idempotency_key for t in self.sessions.values()))
     @rule(pick=st.integers(0, 1000))
@@ -481,7 +357,7 @@ class SessionMachine(RuleBasedStateMachine):
     def observe(self) -> None:
         """Read every session once, then check the caps on what this sweep saw active, and that
         nothing left a terminal status; in process, also the ledger."""
-        active: list[tuple[str, _Tracked]] = []
+        active: list[tuple[str, Tracked]] = []
         for session_id, tracked in self.sessions.items():
             answer = self.target.api.retrieve(tracked.key, session_id)
             assert answer.ok, f"GET {session_id} answered {answer.describe()}"
@@ -492,6 +368,9 @@ class SessionMachine(RuleBasedStateMachine):
         self._check_caps(active)
         if self.target.exact:
             self.check_ledger()
+        assert not self.target.model_failures, (
+            "the conformance model of the seed found: " + self.target.model_failures[0]
+        )
 
     def teardown(self) -> None:
         try:
@@ -515,7 +394,7 @@ class SessionMachine(RuleBasedStateMachine):
                 f"{charged - charged0}"
             )
 
-    def _check_caps(self, active: list[tuple[str, _Tracked]]) -> None:
+    def _check_caps(self, active: list[tuple[str, Tracked]]) -> None:
         per_key: dict[str, list[str]] = {}
         per_org: dict[int, list[str]] = {}
         for session_id, tracked in active:
@@ -556,7 +435,7 @@ class SessionMachine(RuleBasedStateMachine):
             return
         raise AssertionError(f"a valid create was refused {answer.describe()}")
 
-    def _saw(self, session_id: str, tracked: _Tracked, status: str, body: dict[str, Any]) -> None:
+    def _saw(self, session_id: str, tracked: Tracked, status: str, body: dict[str, Any]) -> None:
         if tracked.terminal is not None:
             final = tracked.terminal["status"]
             assert status == final, f"{session_id} left {final} for {status}"
@@ -567,7 +446,7 @@ class SessionMachine(RuleBasedStateMachine):
         if tracked.statuses[-1] != status:
             tracked.statuses.append(status)
 
-    def _maybe_active(self, belongs: Callable[[_Tracked], bool]) -> int:
+    def _maybe_active(self, belongs: Callable[[Tracked], bool]) -> int:
         """Sessions that may still be active (not yet seen terminal) among those chosen."""
         return sum(1 for t in self.sessions.values() if belongs(t) and t.terminal is None)
 
@@ -592,7 +471,8 @@ class SessionMachine(RuleBasedStateMachine):
         if self.target.exact:
             self.target.pass_time(60.0)
             return
-        deadline = time.monotonic() + self.target.settle_seconds
+        now = self.target.now
+        deadline = now() + self.target.settle_seconds
         while True:
             pending = [
                 i
@@ -601,34 +481,17 @@ class SessionMachine(RuleBasedStateMachine):
             ]
             if not pending:
                 break
-            assert time.monotonic() < deadline, f"sessions did not finish: {pending}"
+            assert now() < deadline, f"sessions did not finish: {pending}"
             self.target.pass_time(5.0)
             time.sleep(0.05)
         last_error: AssertionError | None = None
-        while time.monotonic() < deadline:
+        while now() < deadline:
             try:
                 self.check_ledger()
                 return
             except AssertionError as error:
                 last_error = error
-                time.sleep(0.2)
+                self.target.pass_time(1.0)  # time must pass for the charges to land
+                time.sleep(0.05)
         if last_error is not None:
             raise last_error
-
-
-def _broken_invariant(error: BaseException) -> AssertionError | None:
-    """The ``AssertionError`` (an invariant that broke) behind hypothesis's ``Flaky`` report,
-    looked for in the exceptions it groups and in what it was raised while handling."""
-    seen: set[int] = set()
-    pending: list[BaseException] = [error]
-    while pending:
-        current = pending.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        if isinstance(current, AssertionError):
-            return current
-        if isinstance(current, BaseExceptionGroup):
-            pending.extend(current.exceptions)
-        pending.extend(e for e in (current.__cause__, current.__context__) if e is not None)
-    return None

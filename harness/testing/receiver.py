@@ -6,6 +6,11 @@ with the Standard Webhooks reference library (``standardwebhooks``) at its defau
 deduplicates on ``webhook-id`` (delivery is at least once: the same event may come again after a
 lost or late answer) and, when asked, fails attempts on purpose so retries happen. What it
 received is there to read: every attempt (``attempts``) and every event once (``events``).
+
+It works the same in process and by URL: in process the simulator delivers for real too
+(``harness.testing.delivery``), from inside its clock steps. So waiting for webhooks is waiting
+on the simulator's time: ``wait_until`` counts the target's seconds and lets time pass the
+target's way (running the virtual clock in process), like ``wait_for``.
 """
 
 from __future__ import annotations
@@ -17,11 +22,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
+if TYPE_CHECKING:
+    import httpx
+
+    from harness.testing.admin import SimAdmin
+    from harness.testing.target import Target
+
 __all__ = ["ReceivedAttempt", "WebhookReceiver"]
+
+#: Wall seconds a wait by URL gives the webhooks in flight before it lets time move on.
+IN_FLIGHT_SECONDS = 0.02
 
 #: Decides whether to refuse an attempt on purpose: ``(webhook_id, n)`` where ``n`` counts this
 #: event's attempts from 1.
@@ -56,10 +70,9 @@ class WebhookReceiver:
     Example::
 
         with WebhookReceiver(fail=lambda webhook_id, n: n == 1) as hooks:
-            endpoint = sim_admin.register_webhook(org_id, hooks.url)
-            hooks.secret = endpoint["secret"]
+            hooks.register(sim_admin, org_id)     # its endpoint, secret and clock
             ...  # make sessions happen
-            hooks.wait_until(lambda h: len(h.events) >= 5, timeout=10)
+            hooks.wait_until(lambda h: len(h.events) >= 5, within=30)
             assert all(a.verified for a in hooks.attempts)
 
     A request is verified with ``Webhook(secret).verify`` (400 if it fails, 503 while no secret
@@ -81,6 +94,33 @@ class WebhookReceiver:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
+        self._target: Target | None = None
+        #: The event types its endpoint asked for (``None``: all), once registered here.
+        self.event_types: tuple[str, ...] | None = None
+
+    # -- registering -------------------------------------------------------------------------
+
+    def register(
+        self, admin: SimAdmin, org_id: str, event_types: list[str] | None = None
+    ) -> dict[str, Any]:
+        """Register this receiver as a webhook endpoint of ``org_id`` through ``admin`` (a
+        ``SimAdmin``), keep its secret and wait on the simulator's clock from now on; the
+        endpoint (``restore`` unregisters it)."""
+        endpoint = admin.register_webhook(org_id, self.url, event_types)
+        self.secret = str(endpoint["secret"])
+        self.event_types = None if event_types is None else tuple(event_types)
+        self._target = admin.target
+        return endpoint
+
+    def wants(self, event_type: str) -> bool:
+        """Whether the endpoint registered here asked for ``event_type``."""
+        if self.event_types is None:
+            return True
+        return any(
+            pattern in ("*", event_type)
+            or (pattern.endswith(".*") and event_type.startswith(pattern[:-1]))
+            for pattern in self.event_types
+        )
 
     # -- what a test reads -------------------------------------------------------------------
 
@@ -112,21 +152,49 @@ class WebhookReceiver:
         return [e for e in self.events if _object_id(e) == object_id]
 
     def wait_until(
-        self, predicate: Callable[[WebhookReceiver], bool], timeout: float
+        self,
+        predicate: Callable[[WebhookReceiver], bool],
+        *,
+        within: float,
+        client: httpx.Client | None = None,
     ) -> WebhookReceiver:
-        """Block until ``predicate(self)`` holds, at most ``timeout`` wall seconds
-        (``AssertionError`` saying what arrived otherwise)."""
-        deadline = time.monotonic() + timeout
+        """Wait until ``predicate(self)`` holds, at most ``within`` of the target's seconds
+        (``AssertionError`` saying what arrived otherwise), letting its time pass as
+        ``wait_for`` does. The target is the simulator this receiver was ``register``-ed with,
+        or ``client``'s (``harness.testing.target_of``).
+
+        Example::
+
+            hooks.wait_until(lambda h: len(h.events_about(session_id)) == 5, within=30)
+        """
+        __tracebackhide__ = True
+        from harness.testing.target import target_of
+
+        if client is not None:
+            target = target_of(client)
+        elif self._target is not None:
+            target = self._target
+        else:
+            raise TypeError(
+                "wait_until needs the target's clock: register the receiver with "
+                "receiver.register(sim_admin, org_id), or pass client=api_client"
+            )
+        deadline = target.now() + within
         while not predicate(self):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            if target.now() >= deadline:
                 attempts, events = self.attempts, self.events
                 raise AssertionError(
-                    f"the receiver waited {timeout} s; it got {len(attempts)} attempts and "
-                    f"{len(events)} distinct events"
+                    f"the receiver waited {within:g} s ({target.seconds}); it got "
+                    f"{len(attempts)} attempts and {len(events)} distinct events"
                 )
-            with self._changed:  # woken by the next request, or soon anyway
-                self._changed.wait(min(remaining, 0.05))
+            if target.kind != "in_process":
+                # Served deliveries are posted from the server's loop: give those in flight a
+                # moment to land before time moves on (in process they land inside the step).
+                with self._changed:
+                    self._changed.wait(IN_FLIGHT_SECONDS)
+                if predicate(self):
+                    break
+            target.wait(deadline)
         return self
 
     # -- lifecycle ---------------------------------------------------------------------------

@@ -9,16 +9,10 @@ admin token can tell (its clock may run 20 times faster than the wall), and a de
 the wall clock's. A ``Target`` hides which; ``target_of(client)`` finds the one a client was
 bound to (the plugin binds ``api_client``, ``sim_admin.client`` binds its clients).
 
-The simulator's controls live here too, because each side needs the other: a target in process
-has its admin, and an admin's ``client`` is bound to its target (``harness.testing.admin`` names
-them). Why one class per door behind one interface: a test that plays audio, fails a worker or
-takes the fleet away must run the same against the in-process simulator (fast, on a virtual
-clock) and against ``avatar-sim serve`` (real HTTP, scaled wall clock). ``SimAdmin`` names
-what a test may do; ``InProcessAdmin`` calls the platform's own admin controls, ``HttpAdmin``
-the ``/_sim`` endpoints with the served simulator's admin token. Both answer the same JSON-ready
-dicts (the ``/_sim`` bodies) and refuse with ``AdminRefused``. ``restore`` puts back what a test
-changed for everyone (the worker pool, a slow start-up), so one test's fault does not leak into
-the next on a shared served simulator.
+A target in process has its admin (``harness.testing.admin``), and an admin's ``client`` is
+bound to its target. A served simulator whose clock stands still (``--manual-clock``, as
+``--avatar-sim-serve`` starts it) is waited on as in process: the clock is run to its next
+scheduled event (``POST /_sim/clock/step``), so a wait stops at the same simulated moment.
 """
 
 from __future__ import annotations
@@ -26,406 +20,31 @@ from __future__ import annotations
 import abc
 import time
 import weakref
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import TYPE_CHECKING, Literal
 
 import httpx
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
+    from harness.testing.admin import SimAdmin
     from sim.platform import Platform
 
 __all__ = [
-    "AdminRefused",
-    "HttpAdmin",
-    "InProcessAdmin",
     "InProcessTarget",
-    "SimAdmin",
     "Target",
     "UnknownTarget",
     "UrlTarget",
     "bind",
-    "in_process_client",
-    "in_process_target",
     "target_of",
     "url_client",
 ]
 
 #: Wall seconds between two polls of a served simulator (its clock is read at each).
 SERVED_POLL_SECONDS = 0.02
-#: Simulated seconds a wait moves a served manual clock by, at most, between two polls.
-MANUAL_STEP_SECONDS = 0.5
 #: Wall seconds between two polls of a deployment: short enough to see a status that lasts a
 #: fraction of a second (a session is ``running`` for as little as its idle timeout).
 DEPLOYMENT_POLL_SECONDS = 0.05
-
-
-AudioKind = Literal["speech", "silence"]
-
-
-class AdminRefused(Exception):
-    """The simulator refused an admin call: ``code`` and ``message`` from its error envelope."""
-
-    def __init__(self, code: str, message: str, status: int | None = None) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
-        self.status = status
-
-
-class SimAdmin(abc.ABC):
-    """What a test may do to the simulator besides calling ``/v1``: time, audio, barge-in,
-    faults, capacity, organizations and webhooks. Get one from the ``sim_admin`` fixture.
-
-    Example::
-
-        def test_no_capacity(api_client, sim_admin):
-            sim_admin.set_capacity(0)          # restored when the test ends
-            created = api_client.post("/v1/sessions", json=BODY).json()
-            failed = wait_for(api_client, created["id"], "failed", within=30)
-            assert failed["error"]["code"] == "no_capacity"
-    """
-
-    #: ``"in_process"`` or ``"url"``: where the simulator runs.
-    kind: Literal["in_process", "url"]
-
-    def __init__(self) -> None:
-        self._pool: int | None = None  # the pool size before the test changed it
-        self._slowed = False
-
-    # -- time ----------------------------------------------------------------------------------
-
-    @abc.abstractmethod
-    def now(self) -> float:
-        """Simulated seconds since the simulator's epoch."""
-
-    @abc.abstractmethod
-    def advance(self, seconds: float) -> float:
-        """Move the simulated clock forward, running every timer due; returns the new time.
-        On a served simulator time keeps flowing from there."""
-
-    # -- accounts ------------------------------------------------------------------------------
-
-    @abc.abstractmethod
-    def create_organization(
-        self, name: str = "test organization", plan: str = "enterprise", **options: Any
-    ) -> dict[str, Any]:
-        """A new organization with one key of each kind: ``{"id", "plan", "keys": {...}}``.
-        ``options``: ``concurrency_override``, ``environment``."""
-
-    @abc.abstractmethod
-    def create_key(self, org_id: str, scopes: Sequence[str] | None = None) -> dict[str, Any]:
-        """Another API key of ``org_id``: ``{"key", "org_id", "scopes", ...}``."""
-
-    @abc.abstractmethod
-    def client(self, key: str) -> httpx.Client:
-        """An ``httpx.Client`` authenticated with ``key`` and talking to this simulator, which
-        ``wait_for`` and the other helpers know how to wait on. Close it when done."""
-
-    # -- sessions: what the client and the worker do -------------------------------------------
-
-    @abc.abstractmethod
-    def play_audio(
-        self, session_id: str, kind: AudioKind = "speech", seconds: float = 5.0
-    ) -> dict[str, Any]:
-        """The client publishes ``seconds`` of speech or silence into a running session (the
-        idle timer counts from the end of it); answers the session."""
-
-    @abc.abstractmethod
-    def barge_in(self, session_id: str) -> dict[str, Any]:
-        """Barge-in (``lk.clear_buffer``): drop the worker's buffered output."""
-
-    @abc.abstractmethod
-    def session_events(self, session_id: str) -> list[dict[str, Any]]:
-        """The session's lifecycle events from the simulator's event log, oldest first:
-        ``{"id", "type", "created_at", "status", "data"}`` (``data`` holds ``reason`` or
-        ``code``)."""
-
-    # -- faults --------------------------------------------------------------------------------
-
-    @abc.abstractmethod
-    def crash_worker(self, session_id: str) -> dict[str, Any]:
-        """Crash the worker hosting the session: ``{"worker_id", "session"}``."""
-
-    @abc.abstractmethod
-    def capacity(self) -> dict[str, Any]:
-        """The worker pool: ``{"capacity", "workers", "idle", "busy", "restarting",
-        "queued"}``."""
-
-    def set_capacity(self, workers: int) -> dict[str, Any]:
-        """Resize the worker pool (0: nothing can start; queued sessions then fail
-        ``no_capacity``). ``restore`` puts the size back."""
-        if self._pool is None:
-            self._pool = int(self.capacity()["capacity"])
-        return self._set_capacity(workers)
-
-    def slow_startup(self, extra_seconds: float, duration: float | None = None) -> dict[str, Any]:
-        """Add ``extra_seconds`` to every worker boot for ``duration`` seconds (``None``: until
-        ``restore``)."""
-        self._slowed = True
-        return self._slow_startup(extra_seconds, duration)
-
-    @abc.abstractmethod
-    def lose_heartbeats(self, session_id: str, seconds: float) -> dict[str, Any]:
-        """Drop a running session's heartbeats for ``seconds``; past the limit it fails
-        ``worker_lost``."""
-
-    # -- webhooks ------------------------------------------------------------------------------
-
-    @abc.abstractmethod
-    def register_webhook(
-        self, org_id: str, url: str, event_types: Sequence[str] | None = None
-    ) -> dict[str, Any]:
-        """Register a webhook endpoint of ``org_id``; the answer carries its ``secret``."""
-
-    @abc.abstractmethod
-    def webhook_deliveries(self, org_id: str) -> list[dict[str, Any]]:
-        """Every delivery to ``org_id``'s endpoints, each with its ``attempts``."""
-
-    # -- clean-up ------------------------------------------------------------------------------
-
-    def restore(self) -> None:
-        """Undo what affects every later test: the pool size and a slow start-up."""
-        if self._pool is not None:
-            self._set_capacity(self._pool)
-            self._pool = None
-        if self._slowed:
-            self._slow_startup(0.0, None)
-            self._slowed = False
-
-    def close(self) -> None:  # noqa: B027 - optional: only a door with connections has any
-        """Release the connections this admin holds (nothing in process)."""
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    @abc.abstractmethod
-    def _set_capacity(self, workers: int) -> dict[str, Any]: ...
-
-    @abc.abstractmethod
-    def _slow_startup(self, extra_seconds: float, duration: float | None) -> dict[str, Any]: ...
-
-
-class InProcessAdmin(SimAdmin):
-    """``SimAdmin`` over an in-process ``sim.platform.Platform`` (its ``admin`` and ``clock``).
-
-    Example::
-
-        admin = InProcessAdmin(Platform.create())
-        org = admin.create_organization(plan="free")
-        with admin.client(org["keys"]["unrestricted"]) as client:
-            client.get("/v1/sessions")
-    """
-
-    kind: Literal["in_process", "url"] = "in_process"
-
-    def __init__(self, platform: Platform) -> None:
-        super().__init__()
-        self.platform = platform
-
-    def _do(self, call: Any, *args: Any, **kwargs: Any) -> Any:
-        from sim.errors import DomainError
-
-        try:
-            return call(*args, **kwargs)
-        except DomainError as error:
-            raise AdminRefused(error.code, error.message) from None
-
-    def now(self) -> float:
-        return self.platform.clock.now
-
-    def advance(self, seconds: float) -> float:
-        self.platform.clock.advance(seconds)
-        return self.platform.clock.now
-
-    def create_organization(
-        self, name: str = "test organization", plan: str = "enterprise", **options: Any
-    ) -> dict[str, Any]:
-        created: dict[str, Any] = self._do(
-            self.platform.admin.create_organization, name, plan, **options
-        )
-        return created
-
-    def create_key(self, org_id: str, scopes: Sequence[str] | None = None) -> dict[str, Any]:
-        created: dict[str, Any] = self._do(self.platform.admin.create_key, org_id, scopes)
-        return created
-
-    def client(self, key: str) -> httpx.Client:
-        return in_process_client(self.platform, key)
-
-    def play_audio(
-        self, session_id: str, kind: AudioKind = "speech", seconds: float = 5.0
-    ) -> dict[str, Any]:
-        played: dict[str, Any] = self._do(
-            self.platform.admin.inject_audio, session_id, kind, seconds
-        )
-        return played
-
-    def barge_in(self, session_id: str) -> dict[str, Any]:
-        cleared: dict[str, Any] = self._do(self.platform.admin.clear_buffer, session_id)
-        return cleared
-
-    def session_events(self, session_id: str) -> list[dict[str, Any]]:
-        listed: dict[str, Any] = self._do(self.platform.admin.session_events, session_id)
-        return list(listed["data"])
-
-    def crash_worker(self, session_id: str) -> dict[str, Any]:
-        crashed: dict[str, Any] = self._do(self.platform.admin.crash_worker, session_id)
-        return crashed
-
-    def capacity(self) -> dict[str, Any]:
-        return self.platform.admin.capacity()
-
-    def _set_capacity(self, workers: int) -> dict[str, Any]:
-        pool: dict[str, Any] = self._do(self.platform.admin.set_capacity, workers)
-        return pool
-
-    def _slow_startup(self, extra_seconds: float, duration: float | None) -> dict[str, Any]:
-        pool: dict[str, Any] = self._do(self.platform.admin.slow_startup, extra_seconds, duration)
-        return pool
-
-    def lose_heartbeats(self, session_id: str, seconds: float) -> dict[str, Any]:
-        lost: dict[str, Any] = self._do(self.platform.admin.lose_heartbeats, session_id, seconds)
-        return lost
-
-    def register_webhook(
-        self, org_id: str, url: str, event_types: Sequence[str] | None = None
-    ) -> dict[str, Any]:
-        endpoint: dict[str, Any] = self._do(
-            self.platform.admin.register_webhook, org_id, url, event_types
-        )
-        return endpoint
-
-    def webhook_deliveries(self, org_id: str) -> list[dict[str, Any]]:
-        listed: dict[str, Any] = self._do(self.platform.admin.webhook_deliveries, org_id)
-        return list(listed["data"])
-
-
-class HttpAdmin(SimAdmin):
-    """``SimAdmin`` over a served simulator's ``/_sim`` API (``avatar-sim serve`` prints the
-    admin token and writes it with ``--keys-out``).
-
-    Example::
-
-        with HttpAdmin("http://127.0.0.1:8080", "simadmin_...") as admin:
-            admin.set_capacity(0)
-            ...
-            admin.restore()
-    """
-
-    kind: Literal["in_process", "url"] = "url"
-
-    def __init__(self, base_url: str, token: str, *, timeout: float = 30.0) -> None:
-        super().__init__()
-        self.base_url = base_url.rstrip("/")
-        self._http = httpx.Client(
-            base_url=f"{self.base_url}/_sim",
-            headers={"Authorization": f"Bearer {token}"},
-            timeout=timeout,
-        )
-
-    def _call(
-        self,
-        method: str,
-        path: str,
-        body: dict[str, Any] | None = None,
-        params: dict[str, str] | None = None,
-    ) -> Any:
-        response = self._http.request(method, path, json=body, params=params)
-        if response.status_code >= 300:
-            try:
-                error = response.json()["error"]
-                code, message = str(error["code"]), str(error["message"])
-            except (ValueError, KeyError, TypeError):
-                code, message = "http_error", response.text[:200]
-            raise AdminRefused(code, message, response.status_code)
-        return response.json()
-
-    def now(self) -> float:
-        return float(self._call("GET", "/clock")["seconds"])
-
-    def advance(self, seconds: float) -> float:
-        return float(self._call("POST", "/clock/advance", {"seconds": seconds})["seconds"])
-
-    def create_organization(
-        self, name: str = "test organization", plan: str = "enterprise", **options: Any
-    ) -> dict[str, Any]:
-        created: dict[str, Any] = self._call(
-            "POST", "/organizations", {"name": name, "plan": plan, **options}
-        )
-        return created
-
-    def create_key(self, org_id: str, scopes: Sequence[str] | None = None) -> dict[str, Any]:
-        body: dict[str, Any] = {"org_id": org_id}
-        if scopes is not None:
-            body["scopes"] = list(scopes)
-        created: dict[str, Any] = self._call("POST", "/keys", body)
-        return created
-
-    def client(self, key: str) -> httpx.Client:
-        return url_client(self.base_url, key, admin=self)
-
-    def play_audio(
-        self, session_id: str, kind: AudioKind = "speech", seconds: float = 5.0
-    ) -> dict[str, Any]:
-        played: dict[str, Any] = self._call(
-            "POST", f"/sessions/{session_id}/audio", {"kind": kind, "duration": seconds}
-        )
-        return played
-
-    def barge_in(self, session_id: str) -> dict[str, Any]:
-        cleared: dict[str, Any] = self._call("POST", f"/sessions/{session_id}/clear_buffer")
-        return cleared
-
-    def session_events(self, session_id: str) -> list[dict[str, Any]]:
-        return list(self._call("GET", f"/sessions/{session_id}/events")["data"])
-
-    def crash_worker(self, session_id: str) -> dict[str, Any]:
-        crashed: dict[str, Any] = self._call(
-            "POST", "/faults/worker_crash", {"session_id": session_id}
-        )
-        return crashed
-
-    def capacity(self) -> dict[str, Any]:
-        pool: dict[str, Any] = self._call("GET", "/faults/capacity")
-        return pool
-
-    def _set_capacity(self, workers: int) -> dict[str, Any]:
-        pool: dict[str, Any] = self._call("POST", "/faults/capacity", {"workers": workers})
-        return pool
-
-    def _slow_startup(self, extra_seconds: float, duration: float | None) -> dict[str, Any]:
-        body: dict[str, Any] = {"extra_seconds": extra_seconds}
-        if duration is not None:
-            body["duration"] = duration
-        pool: dict[str, Any] = self._call("POST", "/faults/slow_startup", body)
-        return pool
-
-    def lose_heartbeats(self, session_id: str, seconds: float) -> dict[str, Any]:
-        lost: dict[str, Any] = self._call(
-            "POST", "/faults/heartbeat_loss", {"session_id": session_id, "duration": seconds}
-        )
-        return lost
-
-    def register_webhook(
-        self, org_id: str, url: str, event_types: Sequence[str] | None = None
-    ) -> dict[str, Any]:
-        body: dict[str, Any] = {"org_id": org_id, "url": url}
-        if event_types is not None:
-            body["event_types"] = list(event_types)
-        endpoint: dict[str, Any] = self._call("POST", "/webhooks", body)
-        return endpoint
-
-    def webhook_deliveries(self, org_id: str) -> list[dict[str, Any]]:
-        listed = self._call("GET", "/webhooks/deliveries", params={"org_id": org_id})
-        return list(listed["data"])
-
-    def close(self) -> None:
-        self._http.close()
 
 
 class UnknownTarget(LookupError):
@@ -453,6 +72,11 @@ class Target(abc.ABC):
     def wait(self, deadline: float) -> None:
         """Let some time pass, never beyond ``deadline`` (a value of ``now``)."""
 
+    @abc.abstractmethod
+    def jump(self, seconds: float) -> None:
+        """Let ``seconds`` pass at once: the simulator's clock runs every timer due on the way
+        (in process, or through the admin API); a deployment's wall clock is slept through."""
+
     @property
     @abc.abstractmethod
     def seconds(self) -> str:
@@ -464,15 +88,16 @@ class InProcessTarget(Target):
 
     Example::
 
-        target = InProcessTarget(platform)
+        target = in_process_target(platform)   # harness.testing.admin: with its controls
         client = bind(httpx.Client(transport=SyncASGITransport(target.app)), target)
     """
 
     kind: Literal["in_process", "url"] = "in_process"
 
-    def __init__(self, platform: Platform) -> None:
+    def __init__(self, platform: Platform, admin: SimAdmin | None = None) -> None:
         self.platform = platform
-        self.admin = InProcessAdmin(platform)
+        #: The platform's controls (``harness.testing.admin.in_process_target`` gives them).
+        self.admin = admin
         self._app: Starlette | None = None
 
     @property
@@ -494,6 +119,9 @@ class InProcessTarget(Target):
         step = deadline if due is None else min(max(due, now), deadline)
         clock.advance_to(max(step, now))
 
+    def jump(self, seconds: float) -> None:
+        self.platform.clock.advance(seconds)
+
     @property
     def seconds(self) -> str:
         return "simulated seconds"
@@ -503,7 +131,7 @@ class UrlTarget(Target):
     """A base URL: waiting is real time. With a served simulator's admin API, ``now`` is its
     simulated clock, so durations mean the same as in process at any time factor; a served
     clock that stands still between two polls is a manual one (``--manual-clock``), which
-    waiting then moves itself, a step at a time, as in process.
+    waiting then runs to its next scheduled event, as in process.
 
     Example::
 
@@ -527,10 +155,18 @@ class UrlTarget(Target):
             return
         now = self.admin.now()
         if now == self._last_seen:  # nothing moved it since the last poll: a manual clock
-            now = self.admin.advance(min(MANUAL_STEP_SECONDS, max(0.0, deadline - now)))
+            now = self.admin.step(max(0.0, deadline - now))
         else:
             time.sleep(SERVED_POLL_SECONDS)
         self._last_seen = now
+
+    def jump(self, seconds: float) -> None:
+        if self.admin is None:
+            deadline = time.monotonic() + seconds
+            while (left := deadline - time.monotonic()) > 0:
+                time.sleep(min(left, 1.0))
+            return
+        self.admin.advance(seconds)
 
     @property
     def seconds(self) -> str:
@@ -538,7 +174,6 @@ class UrlTarget(Target):
 
 
 _bound: weakref.WeakKeyDictionary[httpx.Client, Target] = weakref.WeakKeyDictionary()
-_platforms: weakref.WeakKeyDictionary[Platform, InProcessTarget] = weakref.WeakKeyDictionary()
 
 
 def bind(client: httpx.Client, target: Target) -> httpx.Client:
@@ -552,14 +187,6 @@ def bind(client: httpx.Client, target: Target) -> httpx.Client:
     """
     _bound[client] = target
     return client
-
-
-def in_process_target(platform: Platform) -> InProcessTarget:
-    """The one target of ``platform`` (its clients share the facade and the clock)."""
-    target = _platforms.get(platform)
-    if target is None:
-        target = _platforms[platform] = InProcessTarget(platform)
-    return target
 
 
 def target_of(client: httpx.Client) -> Target:
@@ -585,21 +212,8 @@ def target_of(client: httpx.Client) -> Target:
     return deployment
 
 
-def in_process_client(platform: Platform, key: str) -> httpx.Client:
-    """A client of ``platform``'s facade authenticated with ``key``, bound to its target."""
-    from harness.conformance.target import SyncASGITransport
-
-    target = in_process_target(platform)
-    client = httpx.Client(
-        transport=SyncASGITransport(target.app),
-        base_url="http://testserver",
-        headers={"Authorization": f"Bearer {key}"},
-    )
-    return bind(client, target)
-
-
 def url_client(
-    base_url: str, key: str, *, admin: HttpAdmin | None = None, timeout: float = 30.0
+    base_url: str, key: str, *, admin: SimAdmin | None = None, timeout: float = 30.0
 ) -> httpx.Client:
     """A client of ``base_url`` authenticated with ``key``, bound to a ``UrlTarget``."""
     client = httpx.Client(

@@ -1,4 +1,4 @@
-"""Wait until a session, run or avatar reaches a status, on any target.
+"""Wait until a session, run, avatar or webhook delivery reaches a status, on any target.
 
 Why: every state-transition test waits, and a hand-written loop that advances the clock a
 second at a time only works in process. ``wait_for`` polls the resource through the client and
@@ -7,22 +7,35 @@ the simulation to the next scheduled event, so it returns at the exact simulated
 status came; against a URL it polls in real time. ``within`` is in the target's seconds. When the
 status never comes, or the resource reaches a terminal status that is not the one awaited, the
 failure says what was seen and when, with the session's lifecycle events and their reasons.
+
+A status that does not exist (``"runing"``) is refused before any waiting, naming the statuses
+there are: they are read from the simulator's own lifecycle tables, which the contract's are.
+The helpers hide their own frames from pytest's tracebacks (``__tracebackhide__``), so a failure
+points at the test's line.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from harness.testing.statuses import UnknownStatus, statuses_of, wanted_statuses
 from harness.testing.target import Target, target_of
 
-__all__ = ["StateNotReached", "pass_time", "wait_for", "wait_for_avatar", "wait_for_run"]
+if TYPE_CHECKING:
+    from harness.testing.admin import SimAdmin
 
-SESSION_TERMINAL = frozenset({"ended", "failed", "canceled"})
-RUN_TERMINAL = frozenset({"succeeded", "failed", "canceled"})
-AVATAR_SETTLED = frozenset({"ready", "failed"})
+__all__ = [
+    "StateNotReached",
+    "UnknownStatus",
+    "pass_time",
+    "wait_for",
+    "wait_for_avatar",
+    "wait_for_delivery",
+    "wait_for_run",
+]
 
 
 class StateNotReached(AssertionError):
@@ -38,11 +51,13 @@ def wait_for(
 
     Example::
 
-        created = api_client.post("/v1/sessions", json=body).json()
+        created = create_session(api_client, body).json()
         running = wait_for(api_client, created["id"], "running", within=30)
         idle = body["idle_timeout_seconds"]
         ended = wait_for(api_client, created["id"], "ended", within=idle + 5)
     """
+    __tracebackhide__ = True
+    wanted = wanted_statuses("session", status)
 
     def history() -> str:
         from harness.testing.events import session_events
@@ -50,13 +65,7 @@ def wait_for(
         return str(session_events(client, session_id))
 
     return _wait(
-        client,
-        f"/v1/sessions/{session_id}",
-        f"session {session_id}",
-        _wanted(status),
-        SESSION_TERMINAL,
-        within,
-        history,
+        client, f"/v1/sessions/{session_id}", f"session {session_id}", wanted, within, history
     )
 
 
@@ -71,6 +80,8 @@ def wait_for_run(
         run = api_client.post("/v1/run/sim/echo-text", json={"input": {"prompt": "hi"}}).json()
         done = wait_for_run(api_client, run["id"], "succeeded", within=120)
     """
+    __tracebackhide__ = True
+    wanted = wanted_statuses("run", status)
 
     def history() -> str:
         response = client.get(f"/v1/runs/{run_id}/events", params={"limit": 100})
@@ -82,15 +93,7 @@ def wait_for_run(
         ]
         return "\n".join([f"{run_id} (events from GET /v1/runs/{run_id}/events):", *lines])
 
-    return _wait(
-        client,
-        f"/v1/runs/{run_id}/status",
-        f"run {run_id}",
-        _wanted(status),
-        RUN_TERMINAL,
-        within,
-        history,
-    )
+    return _wait(client, f"/v1/runs/{run_id}/status", f"run {run_id}", wanted, within, history)
 
 
 def wait_for_avatar(
@@ -104,38 +107,90 @@ def wait_for_avatar(
         avatar = api_client.post("/v1/avatars", files={"image": png}).json()
         ready = wait_for_avatar(api_client, avatar["id"], "ready", within=600)
     """
+    __tracebackhide__ = True
+    wanted = wanted_statuses("avatar", status)
     return _wait(
-        client,
-        f"/v1/avatars/{avatar_id}",
-        f"avatar {avatar_id}",
-        _wanted(status),
-        AVATAR_SETTLED,
-        within,
-        lambda: "",
+        client, f"/v1/avatars/{avatar_id}", f"avatar {avatar_id}", wanted, within, lambda: ""
     )
 
 
+def wait_for_delivery(
+    admin: SimAdmin,
+    org_id: str,
+    status: str | Collection[str],
+    *,
+    event_type: str | None = None,
+    endpoint_id: str | None = None,
+    within: float = 86_400.0,
+) -> dict[str, Any]:
+    """Wait until a webhook delivery of ``org_id`` (of ``event_type``, to ``endpoint_id``, when
+    given) is in ``status``: ``scheduled``, ``attempting``, ``succeeded``, ``failed`` (every retry
+    refused or unanswered) or ``canceled``; that delivery, with its ``attempts``. ``within``
+    counts simulated seconds; the retries wait hours, so the clock is run to each one (in
+    process, and through the admin API on a served simulator).
+
+    Example::
+
+        endpoint = sim_admin.register_webhook(org["id"], "http://127.0.0.1:9/nobody")
+        ...
+        dead = wait_for_delivery(sim_admin, org["id"], "failed", event_type="session.queued")
+        assert [a["outcome"] for a in dead["attempts"]] == ["no_response"] * 7
+    """
+    __tracebackhide__ = True
+    wanted = wanted_statuses("delivery", status)
+    _, final = statuses_of("delivery")
+    target = admin.target
+    deadline = target.now() + within
+    seen: list[str] = []
+    while True:
+        matching = [
+            delivery
+            for delivery in admin.webhook_deliveries(org_id)
+            if (event_type is None or delivery["event_type"] == event_type)
+            and (endpoint_id is None or delivery["endpoint_id"] == endpoint_id)
+        ]
+        seen = [f"{d['id']} {d['event_type']} {d['status']}" for d in matching]
+        for delivery in matching:
+            if delivery["status"] in wanted:
+                return delivery
+        now = target.now()
+        done = bool(matching) and all(d["status"] in final for d in matching)
+        if done or now >= deadline:
+            why = "each has ended otherwise" if done else f"none is after {within:g} s"
+            raise StateNotReached(
+                f"no webhook delivery of {org_id}"
+                + (f" ({event_type})" if event_type else "")
+                + f" became {_names(wanted)}: {why} ({target.seconds}).\n"
+                + ("Deliveries: " + "; ".join(seen) if seen else "There is no such delivery.")
+            )
+        retries = [
+            admin.seconds_at(str(d["next_attempt_at"]))
+            for d in matching
+            if d["status"] == "scheduled" and d.get("next_attempt_at")
+        ]
+        if admin.kind == "url" and retries and min(retries) > now:
+            # A served clock would take hours of wall time to reach a retry: move it there.
+            admin.advance(min(min(retries), deadline) - now)
+            continue
+        target.wait(deadline)
+
+
 def pass_time(client: httpx.Client, seconds: float) -> float:
-    """Let ``seconds`` of the target's time pass (running every timer due in process, sleeping
-    against a URL); returns the target's time after. For a client that honours ``Retry-After``.
+    """Let ``seconds`` of the target's time pass (the clock runs every timer due on the way: in
+    process, and on a served simulator through its admin API; a deployment's wall clock is
+    slept through); returns the target's time after. For a client that honours ``Retry-After``.
 
     Example::
 
         refused = api_client.post("/v1/sessions", json=body)
         if refused.status_code == 429:
-            pass_time(api_client, float(refused.headers["Retry-After"]))
+            pass_time(api_client, retry_after(refused))
     """
     if seconds < 0:
         raise ValueError("time only moves forward")
     target = target_of(client)
-    deadline = target.now() + seconds
-    while (now := target.now()) < deadline:
-        target.wait(deadline)
-    return now
-
-
-def _wanted(status: str | Collection[str]) -> frozenset[str]:
-    return frozenset({status} if isinstance(status, str) else status)
+    target.jump(seconds)
+    return target.now()
 
 
 def _wait(
@@ -143,12 +198,13 @@ def _wait(
     path: str,
     what: str,
     wanted: frozenset[str],
-    final: frozenset[str],
     within: float,
     history: Callable[[], str],
 ) -> dict[str, Any]:
+    __tracebackhide__ = True
     if within < 0:
         raise ValueError("within must be >= 0 seconds")
+    final = statuses_of(what.split()[0])[1]
     target = target_of(client)
     start = target.now()
     deadline = start + within
@@ -189,6 +245,7 @@ def _fail(
     target: Target,
     history: Callable[[], str],
 ) -> None:
+    __tracebackhide__ = True
     observed = ", ".join(f"{status} at +{at:.3f}" for at, status in seen)
     told = history()
     raise StateNotReached(

@@ -13,7 +13,7 @@ one renders Starlette's own 404/405 from the admin router, so every refusal has 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from starlette.applications import Starlette
@@ -30,6 +30,7 @@ from sim.asgi.contract_routes import contract_routes
 from sim.asgi.envelope import error_response
 from sim.asgi.openapi import load_openapi
 from sim.asgi.operations import MethodNotAllowed, OperationsApp
+from sim.asgi.request_log import RequestLog
 from sim.asgi.routes import RouteTable
 from sim.asgi.validation import SpecSchemas
 from sim.errors import DomainError, InvalidRequest, NotFound
@@ -43,11 +44,14 @@ def create_app(
     *,
     admin_token: str | None = None,
     spec: Mapping[str, Any] | None = None,
+    admin_extras: Sequence[BaseRoute] = (),
 ) -> Starlette:
     """The facade for ``platform``; ``spec`` defaults to the project's ``spec/openapi.yaml``.
 
     Requests are validated against the spec with its ``x-config`` bounds taken from the
-    platform's running configuration (``sim.asgi.configured``)."""
+    platform's running configuration (``sim.asgi.configured``). ``admin_extras`` are more routes
+    under ``/_sim`` (served mode's console), mounted with the admin routes when there is a token;
+    each guards itself (``sim.asgi.admin.admin_only``) or is public on purpose."""
     document = configured(spec if spec is not None else load_openapi(), platform.config)
     table = RouteTable(SpecSchemas(document))
     unix_seconds = platform.clock.unix_seconds
@@ -72,12 +76,19 @@ def create_app(
         return error_response(error, request_id_of(request.scope), unix_seconds, extra)
 
     routes: list[BaseRoute] = contract_routes(spec)
+    requests = None
     if admin_token is not None:
+        requests = RequestLog(platform.config.admin.request_log_size)
         sim_routes = admin_routes(
-            platform.admin, platform.clock, token=admin_token, config=platform.config
+            platform.admin,
+            platform.clock,
+            token=admin_token,
+            config=platform.config,
+            requests=requests,
         )
+        sim_routes += admin_extras
         routes.append(Mount("/_sim", app=Router(sim_routes, redirect_slashes=False)))
-    routes.append(Mount("", app=OperationsApp(platform, table)))
+    routes.append(Mount("", app=OperationsApp(platform, table, requests)))
     middleware = [
         Middleware(
             RequestContext,

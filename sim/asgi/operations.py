@@ -16,7 +16,9 @@
    running configuration (``sim.asgi.configured``), which the platform runs after the domain's
    checks and before anything changes: a last guard that the answer keeps to the published spec;
 5. the response: the spec's 2xx status, JSON or raw bytes, ``X-RateLimit-*`` and
-   ``Idempotent-Replayed`` as the outcome says.
+   ``Idempotent-Replayed`` as the outcome says;
+6. with a ``RequestLog`` (served with an admin token), one entry per request, refusals included:
+   its id, status, code, key handle and the resource it touched (``sim.asgi.request_log``).
 
 Refusals are raised as ``DomainError`` and rendered by the app's one exception handler.
 """
@@ -31,9 +33,11 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from sim.accounts import Caller
 from sim.asgi.body import media_type_of, parse_json, parse_multipart, read_body
 from sim.asgi.context import request_id_of
-from sim.asgi.envelope import json_response, rate_headers
+from sim.asgi.envelope import json_response, rate_headers, status_of
+from sim.asgi.request_log import LoggedRequest, RequestLog, key_id_of, resource_of
 from sim.asgi.routes import Parameter, Route, RouteTable
 from sim.asgi.validation import Failure, coerce
 from sim.errors import DomainError, InvalidRequest, NotFound, Unprocessable
@@ -56,9 +60,12 @@ class MethodNotAllowed(InvalidRequest):
 
 
 class OperationsApp:
-    def __init__(self, platform: Platform, table: RouteTable) -> None:
+    def __init__(
+        self, platform: Platform, table: RouteTable, requests: RequestLog | None = None
+    ) -> None:
         self.platform = platform
         self.table = table
+        self.requests = requests
         limits = platform.config.limits
         self._json_limit = limits.request_body_max_bytes
         # An upload carries an image of up to its own limit; the form around it gets the usual
@@ -66,9 +73,46 @@ class OperationsApp:
         self._multipart_limit = platform.config.avatars.image_max_bytes + self._json_limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.requests is None:
+            await self._answer(scope, receive, send, _Seen())
+            return
+        seen = _Seen()
+        try:
+            await self._answer(scope, receive, send, seen)
+        except DomainError as error:
+            self._log(scope, seen, status_of(error), error.code)
+            raise
+        except Exception:
+            self._log(scope, seen, 500, "internal_error")
+            raise
+        self._log(scope, seen, seen.status, None)
+
+    def _log(self, scope: Scope, seen: _Seen, status: int, code: str | None) -> None:
+        assert self.requests is not None
+        headers = Headers(scope=scope)
+        caller = seen.caller
+        self.requests.add(
+            LoggedRequest(
+                at=self.platform.clock.now,
+                request_id=request_id_of(scope),
+                method=str(scope["method"]),
+                path=str(scope["path"]),
+                operation_id=seen.operation_id,
+                status=status,
+                code=code,
+                key_id=key_id_of(headers.get("authorization"), caller),
+                org_id=None if caller is None else caller.org_id,
+                resource_id=resource_of(seen.path_values, seen.body),
+                replayed=seen.replayed,
+            )
+        )
+
+    async def _answer(self, scope: Scope, receive: Receive, send: Send, seen: _Seen) -> None:
         route, path_values = self._route(scope)
+        seen.operation_id, seen.path_values = route.operation_id, path_values
         headers = Headers(scope=scope)
         caller = None if route.public else self.platform.authenticate(headers.get("authorization"))
+        seen.caller = caller
         raw = await self._read_body(route, headers, receive)
         read: list[_Schemaed] = []
 
@@ -86,6 +130,7 @@ class OperationsApp:
                     raise refuse(failures[0])
 
         outcome = self.platform.call(route.operation_id, caller, parse, check=check)
+        seen.status, seen.body, seen.replayed = route.success_status, outcome.body, outcome.replayed
         response = self._respond(route, outcome, request_id_of(scope))
         await response(scope, receive, send)
 
@@ -248,6 +293,20 @@ class OperationsApp:
                 media_type=outcome.media_type,
             )
         return json_response(outcome.body, route.success_status, headers)
+
+
+class _Seen:
+    """What answering one request learnt, for its entry in the request log."""
+
+    __slots__ = ("body", "caller", "operation_id", "path_values", "replayed", "status")
+
+    def __init__(self) -> None:
+        self.operation_id: str | None = None
+        self.path_values: Mapping[str, str] = {}
+        self.caller: Caller | None = None
+        self.status = 200
+        self.body: object = None
+        self.replayed = False
 
 
 _Schemaed = tuple[Any, str, Callable[[Failure], DomainError]]

@@ -53,6 +53,11 @@ class PurgeQueue:
         """Every purge fails while enabled."""
         self._failing = enabled
 
+    @property
+    def failing(self) -> bool:
+        """Whether every purge fails (``set_failure``), for whoever shows the active faults."""
+        return self._failing
+
     def fail_next(self, org_id: str | None = None) -> None:
         """The next purge (of ``org_id``, or of anyone) fails."""
         self._fail_next.append(org_id)

@@ -90,6 +90,11 @@ class RunService:
         """Fault injection (SIM-9): every purge fails while enabled."""
         self._purges.set_failure(enabled)
 
+    @property
+    def purge_failure(self) -> bool:
+        """Whether ``set_purge_failure`` is on."""
+        return self._purges.failing
+
     # -- models ----------------------------------------------------------------------------------
 
     def list_models(self, caller: Caller) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Injectable faults of the realtime fleet (SIM-9).
 
 ``FleetFaults`` is the simulator's control panel for the session fleet: crash a worker, change
-the pool's capacity, slow down worker boots, drop a session's heartbeats. The faults act through
+the pool's capacity or the wait queue's bound, slow down worker boots, drop a session's
+heartbeats. The faults act through
 the scheduler and the session runtime; the service's transition table decides what they do to a
 session (``fire``). Slow start-up is the one standing condition rather than an instant action:
 ``FaultState`` holds it, and the extra boot time is drawn from its own ``faults`` random stream,
@@ -21,6 +22,7 @@ from sim.config import Constant, Distribution, SimConfig
 from sim.errors import Conflict, NotFound, Unprocessable
 from sim.lifecycle import Trigger
 from sim.rng import sample
+from sim.sessions.heartbeat import EPSILON
 from sim.sessions.records import SessionState
 from sim.sessions.scheduler import Scheduler
 
@@ -111,6 +113,15 @@ class FleetFaults:
         """Grow or shrink the worker pool (capacity loss: queued jobs then time out)."""
         self._scheduler.set_capacity(workers)
 
+    def set_queue_size(self, jobs: int) -> None:
+        """Bound the wait queue (0 with no idle worker: every create is refused
+        ``at_capacity``)."""
+        self._scheduler.set_queue_bound(jobs)
+
+    @property
+    def queue_size(self) -> int:
+        return self._scheduler.queue_bound
+
     def slow_startup(
         self, extra: float | Distribution, *, duration: float | None = None
     ) -> SlowStartup:
@@ -142,6 +153,20 @@ class FleetFaults:
             state.heartbeat_lost_at = lost_at if current is None else min(current, lost_at)
             self._check(state)
         return lost_at
+
+    def heartbeat_losses(self, now: float) -> list[tuple[str, float]]:
+        """The live sessions whose heartbeats are being dropped at ``now``, each with the end of
+        its loss window, in the order the losses were injected (what a watcher is shown)."""
+        losses = []
+        for session_id, state in self._losing.items():
+            track = state.heartbeats
+            if state.status not in ("running", "ending") or track is None:
+                continue
+            for start, end in track.losses:
+                if start - EPSILON <= now < end - EPSILON:
+                    losses.append((session_id, end))
+                    break
+        return losses
 
     def active(self, now: float) -> bool:
         """A fault is under way: slow start-up, or a live session losing heartbeats."""

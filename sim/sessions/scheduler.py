@@ -135,8 +135,8 @@ class Scheduler(Generic[Job]):
         self._worker_seconds = 0.0
         self._busy_peak = 0
         self._waiting_peak = 0
-        #: ``queue_bound``, for ``admit`` (every create asks).
-        self._queue_bound = self.queue_bound
+        #: The wait queue's bound, for ``admit`` (every create asks); a fault may change it.
+        self._queue_bound = 0 if config.admission_policy == "reject" else config.max_queue_length
         for _ in range(config.workers):
             self._add_worker()
 
@@ -144,7 +144,14 @@ class Scheduler(Generic[Job]):
 
     @property
     def queue_bound(self) -> int:
-        return 0 if self._config.admission_policy == "reject" else self._config.max_queue_length
+        """How many jobs may wait for a worker before a create is refused ``at_capacity``."""
+        return self._queue_bound
+
+    def set_queue_bound(self, jobs: int) -> None:
+        """Change the wait queue's bound (a fault: jobs already waiting stay queued)."""
+        if jobs < 0:
+            raise ValueError("the queue's bound cannot be negative")
+        self._queue_bound = jobs
 
     def workers(self) -> list[Worker]:
         return list(self._workers.values())

@@ -148,6 +148,11 @@ def test_the_readme_curl_for_the_clock_works_as_written() -> None:
          "validation.range", "duration"),
         ("/sessions/SESSION/audio", b'{"kind": "speech", "duration": 1, "x": 1}', 422,
          "validation.unknown_field", "x"),
+        ("/clock/step", b'{"within": -1}', 422, "validation.range", "within"),
+        ("/clock/step", b'{"within": 1e300}', 422, "validation.range", "within"),
+        ("/faults/queue", b'{"size": -1}', 422, "validation.range", "size"),
+        ("/faults/queue", b'{"size": 1000000000000}', 422, "validation.range", "size"),
+        ("/keys/describe", b'{"key": "sk_live_nope"}', 404, "api_key.not_found", "key"),
     ],
 )  # fmt: skip
 def test_bad_control_bodies_get_the_envelope_and_change_nothing_public(
@@ -211,11 +216,15 @@ _CONTROLS = [
     ("POST", "/faults/purge_failure"),
     ("POST", "/webhooks"),
     ("GET", "/webhooks/deliveries?org_id=ORG"),
+    ("POST", "/clock/step"),
+    ("POST", "/keys/describe"),
+    ("POST", "/faults/queue"),
+    ("DELETE", "/webhooks/whe_nope"),
 ]
 _FIELDS = [
     "seconds", "name", "plan", "environment", "concurrency_override", "org_id", "scopes", "key",
     "limit", "kind", "duration", "session_id", "workers", "extra_seconds", "enabled", "url",
-    "event_types", "x",
+    "event_types", "x", "within", "size",
 ]  # fmt: skip
 _VALUES: list[Any] = [
     None, True, False, 0, -1, 1, 2.5, 60, 3600, 1e9, 1e300, 10**30, "", "x", "ORG", "SESSION",
@@ -264,3 +273,40 @@ def test_no_input_to_any_control_makes_a_public_route_fail(
     if response.status_code >= 400:
         assert set(answer) == {"error"}
     assert_public_routes_answer(client, org)
+
+
+@pytest.mark.req("SIM-8", "SIM-9", "HAR-26")
+def test_the_controls_a_test_toolkit_needs() -> None:
+    platform, client, org = _app()
+    # The clock runs to its next event, never past the bound it is given.
+    created = client.post("/v1/sessions", json=session_body(), headers=org.auth()).json()
+    due = platform.clock.next_event_at()
+    assert due is not None
+    stepped = client.post("/_sim/clock/step", json={"within": 3600}, headers=ADMIN).json()
+    assert stepped["seconds"] == due
+    idle = client.post("/_sim/clock/step", json={"within": 0.25}, headers=ADMIN).json()
+    assert idle["seconds"] <= due + 0.25
+    # A key tells its organization.
+    described = client.post(
+        "/_sim/keys/describe", json={"key": org.keys["unrestricted"]}, headers=ADMIN
+    )
+    assert described.json()["org_id"] == org.id and described.json()["revoked"] is False
+    # The queue's size: no worker and no room refuses 503 at_capacity.
+    client.post("/_sim/faults/capacity", json={"workers": 0}, headers=ADMIN)
+    pool = client.post("/_sim/faults/queue", json={"size": 0}, headers=ADMIN).json()
+    assert pool["queue_size"] == 0 and pool["capacity"] == 0
+    active = client.get("/_sim/faults", headers=ADMIN).json()["data"]
+    assert {"fault": "queue_size", "size": 0, "configured": 16} in active
+    client.post(f"/v1/sessions/{created['id']}/end", headers=org.auth())
+    refused = client.post("/v1/sessions", json=session_body(), headers=org.auth())
+    assert_envelope(refused, 503, "service_unavailable", "at_capacity", None)
+    assert int(refused.headers["retry-after"]) >= 1
+    # A webhook endpoint can be removed; an unknown one is a 404 with the envelope.
+    hook = client.post(
+        "/_sim/webhooks", json={"org_id": org.id, "url": "https://h.test/x"}, headers=ADMIN
+    ).json()
+    removed = client.delete(f"/_sim/webhooks/{hook['id']}", headers=ADMIN)
+    assert removed.status_code == 200 and removed.json()["deleted"] is True
+    again = client.delete(f"/_sim/webhooks/{hook['id']}", headers=ADMIN)
+    assert_envelope(again, 404, "not_found", "webhook_endpoint.not_found", None)
+    assert platform.webhooks.endpoints() == []

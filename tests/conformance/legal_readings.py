@@ -6,9 +6,10 @@ Where ``gap_variant.py`` renames and reshapes (other names, other codes, other s
 answers differently where the seed lets a deployment decide how strict or how fast to be:
 another organization's session or avatar is *forbidden* rather than *not found*, page sizes out of
 range are clamped, an image is judged only in fitting, a 422 carries ``invalid_request`` for a
-bad parameter, ``X-RateLimit-*`` come only with refusals, ``Retry-After`` only where the seed
-names it, creates answer 202, the create limit is a fixed window (its boundary lets up to twice
-the limit through), the plan does not offer ``pro``, ``first_frame_at`` comes two seconds after
+bad parameter, ``X-RateLimit-*`` come only with refusals, a rate-limit refusal says to retry
+after a whole window, creates answer 202, the create limit is a fixed window (its boundary lets
+up to twice the limit through), ``end`` drains a session placed on a worker before its first
+frame, ``first_frame_at`` comes two seconds after
 ``running``, avatars are listed by name, reset times and retry delays are HTTP dates, unknown
 body fields are ignored, "8 KB" is 8000 bytes, other lists default to pages of 10, and workers
 boot and drain more slowly. Every choice is legal under the seed, and
@@ -297,12 +298,6 @@ def rate_headers_only_on_refusals(call: Call, reply: Reply) -> None:
             reply.drop(name)
 
 
-def no_retry_after_on_quota(call: Call, reply: Reply) -> None:
-    error = reply.error()
-    if error is not None and error.get("code") == "concurrent_sessions":
-        reply.drop("retry-after")
-
-
 # -- 8: creates answer 202 -----------------------------------------------------------------------
 
 
@@ -397,15 +392,36 @@ def sliding_counter_count(call: Call, reply: Reply) -> None:
     _rate_headers(call, reply, left, (call.notes["window"] + 1) * WINDOW_SECONDS)
 
 
-# -- 10: the plan does not offer pro ------------------------------------------------------------
+# -- 10: end drains a session placed on a worker before its first frame -------------------------
 
 
-def pro_not_offered(call: Call) -> None:
-    body = call.json()
-    creates = call.method == "POST" and call.path in _SESSION_CREATES and isinstance(body, dict)
-    if creates and body.get("quality") == "pro":
-        message = "Quality pro is not available on this organization's plan."
-        call.refuse(403, "permission", "plan.quality_unavailable", message, "quality")
+def end_drains_starting(call: Call, reply: Reply) -> None:
+    """``end`` on a session placed on a worker (``started_at`` set) but not running yet drains
+    it: ``ending``, then ``ended`` on the next read, where the simulator cancels it. The seed's
+    "not yet started" may be read as "before session.starting"."""
+    drained: set[str] = call.state.setdefault("drained_starting", set())
+    body = reply.json()
+    ending = call.method == "POST" and call.path.endswith("/end")
+    for session in (s for s in objects(body) if s.get("object") == "session"):
+        first = session.get("id") not in drained
+        if ending and first and session.get("status") == "canceled" and session.get("started_at"):
+            drained.add(session["id"])
+            session["status"] = "ending"
+            continue
+        if session.get("id") in drained and session.get("status") == "canceled":
+            session["status"] = "ended"
+    if isinstance(body, dict | list):
+        reply.set_json(body)
+
+
+# -- a rate-limit refusal says to retry after a whole window --------------------------------------
+
+
+def retry_after_a_window(call: Call, reply: Reply) -> None:
+    """A conservative hint: every rate-limit refusal says to retry after a whole window."""
+    error = reply.error()
+    if reply.status == 429 and error is not None and error.get("type") == "rate_limit":
+        reply.set_header("Retry-After", str(int(WINDOW_SECONDS)))
 
 
 # -- 11: first_frame_at comes two seconds after running -----------------------------------------
@@ -430,6 +446,10 @@ def first_frame_later(call: Call, reply: Reply) -> None:
 # -- 12: avatars listed by name --------------------------------------------------------------------
 
 _AVATAR_DEFAULT_PAGE = 20
+#: How many avatars the edit asks the facade for at once, to order them all by name (its
+#: configuration allows it; what a client asks for is still clamped to 100 by the page-size
+#: choice before this edit sees it).
+_EVERY_AVATAR = 1000
 
 
 def avatars_by_name_request(call: Call) -> None:
@@ -449,7 +469,7 @@ def avatars_by_name_request(call: Call) -> None:
         return  # the facade refuses it
     call.notes["by_name"] = (int(limit), cursor)
     kept = [(n, v) for n, v in pairs if n not in ("limit", "starting_after")]
-    call.set_query([*kept, ("limit", "100")])
+    call.set_query([*kept, ("limit", str(_EVERY_AVATAR))])
 
 
 def avatars_by_name_response(call: Call, reply: Reply) -> None:
@@ -560,22 +580,23 @@ LEGAL_CHOICES: tuple[GapChoice, ...] = (
     GapChoice("X-RateLimit headers only on refusals",
               "§8 rule 2: rate-limited responses carry X-RateLimit-*; others need not",
               Edits(response=(rate_headers_only_on_refusals,))),
-    GapChoice("no Retry-After on concurrent_sessions",
-              "§7, §8 rule 2: Retry-After is named for rate-limited 429s and 503 at_capacity; "
-              "the concurrency cap (a quota, rule 1) names none",
-              Edits(response=(no_retry_after_on_quota,))),
+    GapChoice("rate-limit refusals say to retry after a whole window",
+              "§8 rule 2: a 429 carries Retry-After; how long it says is not shown",
+              Edits(response=(retry_after_a_window,))),
     GapChoice("creates answer 202",
               "§4: the success status of POST /v1/sessions, /v1/avatars and run creates is not "
               "shown", Edits(response=(creates_answer_202,))),
-    GapChoice("the plan does not offer quality pro",
-              "§2 Session quality, §8 rule 5: what each plan offers is not shown",
-              Edits(request=(pro_not_offered,))),
+    GapChoice("end drains a session placed on a worker",
+              "§3 Session states: end cancels a session \"not yet started\"; whether a session "
+              "placed on a worker, before its first frame, has started is not shown",
+              Edits(response=(end_drains_starting,))),
     GapChoice("first_frame_at two seconds after running",
               "§2 Session, §6: first_frame_at is set on session.first_frame, whose time after "
               "running is not shown", Edits(response=(*_CLOCK, first_frame_later))),
     GapChoice("avatars listed by name",
               "§4 GET /v1/avatars: no order is stated",
-              Edits(request=(avatars_by_name_request,), response=(avatars_by_name_response,))),
+              Edits(request=(avatars_by_name_request,), response=(avatars_by_name_response,),
+                    config={"limits.page_size_max": _EVERY_AVATAR})),
     GapChoice("unknown body fields ignored",
               "§4 POST /v1/sessions: the body's fields are listed; refusing others is not "
               "required", Edits(request=(unknown_fields_ignored,))),
@@ -753,6 +774,7 @@ def _refusal() -> _Exchange:
         None,
     )
     assert call.answer is not None
+    call.answer.set_header("Retry-After", "1")  # every 429 carries one (the seed's rule 2)
     return _Exchange(call.answer.status, call.answer.headers, call.answer.body)
 
 

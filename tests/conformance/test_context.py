@@ -12,7 +12,8 @@ import pytest
 
 from harness.conformance.checks import Incomplete
 from harness.conformance.clock import QuickClock, RealClock, line_display
-from harness.conformance.context import Context, Inputs
+from harness.conformance.context import Context
+from harness.conformance.inputs import Inputs
 from harness.conformance.instances import minimal_instance
 from harness.conformance.pacing import KeyPacer, retry_hint
 from harness.conformance.runner import RunOptions, run
@@ -39,7 +40,7 @@ def _sent(sim: Any) -> list[Exchange]:
 def test_the_given_transport_avatar_and_model_are_what_the_run_sends() -> None:
     sim = simulated(roles=("admin",))
     seen = _sent(sim)
-    inputs = Inputs(transport=REAL_ROOM, avatar_id="av_stock_aria", model="sim/speech")
+    inputs = Inputs(transport=REAL_ROOM, avatar_id="av_stock_aria", models=("sim/speech",))
     only = frozenset({"session_lifecycle", "run_lifecycle", "worker_token_hidden"})
     report = run(sim.target, RunOptions(max_examples=0, inputs=inputs, only=only))
     assert report.failed_names() == [], report.summary()
@@ -87,7 +88,9 @@ def test_nothing_to_start_a_session_with_is_incomplete_naming_the_option() -> No
 
 
 def test_a_target_refusing_every_run_body_is_incomplete_naming_the_options() -> None:
-    inputs = Inputs(model="sim/echo-text", run_body={"prompt": "the body of another reading"})
+    inputs = Inputs(
+        models=("sim/echo-text",), run_bodies=({"prompt": "the body of another reading"},)
+    )
     report = run(simulated().target, RunOptions(max_examples=0, inputs=inputs))
     for name in ("run_lifecycle", "run_events", "run_deletion", "scope_runs_read"):
         result = report.result(name)
@@ -108,7 +111,7 @@ def test_a_target_that_validates_the_room_is_incomplete_naming_transport_json() 
                             "transport.url")  # fmt: skip
 
     sim = simulated(edits=Edits(request=(room_checked,)))
-    only = frozenset({"session_lifecycle", "session_defaults", "idempotent_replay"})
+    only = frozenset({"session_lifecycle", "session_defaults", "idempotent_creates"})
     report = run(sim.target, RunOptions(max_examples=0, only=only))
     assert report.failed_names() == [], report.summary()
     for name in only:
@@ -119,7 +122,13 @@ def test_a_target_that_validates_the_room_is_incomplete_naming_transport_json() 
     assert set(fixed.names("passed")) == only, fixed.summary()
 
 
-def test_a_plan_that_refuses_the_cheapest_tier_gets_the_next() -> None:
+@pytest.mark.req("EP-SESS-1", "RES-SESS-7", "HAR-6")
+def test_a_plan_that_refuses_a_tier_fails_and_stops_the_script() -> None:
+    """The seed lists the four tiers as request values of every create, and only the
+    max-duration clamp is plan-specific: a plan refusing ``mock`` fails ``session_create``
+    (the previous wave read it as legal and tried the next tier), and the script that needed
+    the session stops without a second, misleading failure."""
+
     def no_mock(call: Call) -> None:
         body = call.json()
         if call.method == "POST" and isinstance(body, dict) and body.get("quality") == "mock":
@@ -127,11 +136,13 @@ def test_a_plan_that_refuses_the_cheapest_tier_gets_the_next() -> None:
 
     sim = simulated(edits=Edits(request=(no_mock,)))
     seen = _sent(sim)
-    report = run(sim.target, RunOptions(max_examples=0, only=frozenset({"session_lifecycle"})))
-    assert report.names("passed") == ["session_lifecycle"], report.summary()
+    only = frozenset({"session_lifecycle", "session_create"})
+    report = run(sim.target, RunOptions(max_examples=0, only=only))
+    assert report.failed_names() == ["session_create"], report.summary()
+    assert report.result("session_lifecycle").outcome == "not_applicable"
     qualities = [json.loads(e.request_body).get("quality") for e in seen
                  if e.path == "/v1/sessions" and e.method == "POST"]  # fmt: skip
-    assert qualities == ["mock", "lite"]
+    assert qualities == ["mock"]
 
 
 # -- time ----------------------------------------------------------------------------------------

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from harness.conformance.context import DEFAULT_TRANSPORT
 from harness.conformance.coverage import NOT_CHECKABLE, contract_ids
+from harness.conformance.inputs import DEFAULT_TRANSPORT
 from harness.conformance.runner import RunOptions, run
 from tests.conformance.gap_variant import (
     GAP_CHOICES,

@@ -1,4 +1,8 @@
-"""HAR-3: the seed's session table as the lifecycle check reads it, and the check on a target."""
+"""HAR-3: the seed's session table as the model reads it, and the lifecycle scripts on a target.
+
+The model judges ``end`` by how far the session had got when the end was sent: what the run saw
+of it before (its statuses and stamps), never the answer's own stamps alone.
+"""
 
 from __future__ import annotations
 
@@ -10,15 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.conformance.checks import CheckFailed
-from harness.conformance.lifecycle import (
-    END_RULES,
-    TERMINAL,
-    check_history,
-    judge_end,
-    progress,
-    timestamps_in_order,
-)
+from harness.conformance.model.session_book import END_RULES, SessionBook
+from harness.conformance.model.session_facts import TERMINAL
 from harness.conformance.report import Report
 from harness.conformance.runner import RunOptions, run
 from harness.conformance.target import Exchange
@@ -37,14 +34,33 @@ def _exchange() -> Exchange:
 
 
 def _session(
-    status: str, first_frame: bool, started: bool = False, no_capacity: bool = False
+    status: str, first_frame: bool = False, started: bool = False, no_capacity: bool = False
 ) -> dict[str, Any]:
     return {
+        "id": "sess_1",
         "status": status,
+        "created_at": TS,
         "started_at": TS if started or first_frame else None,
         "first_frame_at": TS if first_frame else None,
         "error": {"code": "no_capacity"} if no_capacity else None,
     }
+
+
+def _book(*seen: dict[str, Any], ended: bool = False) -> SessionBook:
+    """A book that made ``sess_1`` (its create answered queued) and saw it as ``seen``
+    (``ended``: after its owner had sent an end)."""
+    book = SessionBook()
+    book.created(_session("queued"), org="own", role="api", sent=0.0, at=0.0)
+    if ended:
+        book.end_sent("sess_1", 0.0)
+    list(book.seen(_session("queued"), 0.0, _exchange(), org="own", order=0))
+    for order, resource in enumerate(seen, start=1):
+        list(book.seen(resource, float(order), _exchange(), org="own", order=order))
+    return book
+
+
+def _end_failures(book: SessionBook, answer: dict[str, Any]) -> list[str]:
+    return [v.failure for v in book.judge_end("sess_1", answer, _exchange()) if v.failure]
 
 
 def test_the_table_is_the_seeds() -> None:
@@ -59,7 +75,7 @@ def test_the_table_is_the_seeds() -> None:
 
 @pytest.mark.req("SES-ST-3", "SES-ST-4", "SES-ST-5")
 @given(
-    before=st.sampled_from([None, *STATES]),
+    before=st.sampled_from(STATES),
     after=st.sampled_from(STATES),
     ran=st.booleans(),
     started=st.booleans(),
@@ -67,12 +83,12 @@ def test_the_table_is_the_seeds() -> None:
 )
 @settings(max_examples=400)
 def test_end_is_judged_by_the_table(
-    before: str | None, after: str, ran: bool, started: bool, no_capacity: bool
+    before: str, after: str, ran: bool, started: bool, no_capacity: bool
 ) -> None:
-    """Written out from the seed's rows, independently of ``progress``: a session that had its
-    first frame or was seen running or ending drains; one seen with none of those nor a
-    placement (``started_at``, ``starting``) is canceled; in between, either. ``failed`` only
-    for a session the start-up timeout failed (never placed, its error naming no_capacity)."""
+    """Written out from the seed's rows, independently of ``progress``: a session seen running
+    or ending, or with a first frame, drains; one seen with none of those nor a placement
+    (``started_at``, ``starting``) is canceled; in between, either. ``failed`` only for a session
+    the start-up timeout failed (never placed, its error naming no_capacity)."""
     placed = ran or started or before in ("running", "ending", "starting")
     if before in TERMINAL:
         allowed = after == before
@@ -84,87 +100,46 @@ def test_end_is_judged_by_the_table(
         allowed = after in ("ending", "ended", "canceled")
     else:
         allowed = after == "canceled"
-    session = _session(after, ran, started, no_capacity)
-    if allowed:
-        judge_end(before, session, _exchange())
-    else:
-        with pytest.raises(CheckFailed):
-            judge_end(before, session, _exchange())
+    book = _book(_session(before, ran, started), ended=before == "canceled")
+    failures = _end_failures(book, _session(after, ran, started, no_capacity))
+    assert (failures == []) is allowed, failures
 
 
-@pytest.mark.req("SES-ST-8")
-@given(history=st.lists(st.sampled_from(STATES), min_size=1, max_size=8))
-@settings(max_examples=150)
-def test_terminal_states_are_final_in_any_history(history: list[str]) -> None:
-    pairs = list(itertools.pairwise(history))
-    bad = any(a in TERMINAL and b != a for a, b in pairs) or any(
-        a == "ending" and b not in {"ending", "ended", "failed"} for a, b in pairs
+@pytest.mark.req("SES-ST-3", "SES-ST-4")
+@given(history=st.lists(st.sampled_from(STATES), min_size=1, max_size=8), ended=st.booleans())
+@settings(max_examples=200)
+def test_ending_drains_to_ended_and_only_end_cancels(history: list[str], ended: bool) -> None:
+    """Observed one after the other: ``ending`` is followed only by ``ended`` (or ``failed``),
+    and ``canceled`` comes only after the owner sent ``end``."""
+    book = _book()
+    if ended:
+        book.end_sent("sess_1", 0.0)
+    failures = []
+    for order, status in enumerate(history, start=1):
+        verdicts = book.seen(_session(status), float(order), _exchange(), org="own", order=order)
+        failures += [v.failure for v in verdicts if v.failure]
+    pairs = list(itertools.pairwise(["queued", *history]))
+    bad = any(a == "ending" and b not in {"ending", "ended", "failed"} for a, b in pairs) or (
+        not ended and any(b == "canceled" and a != b for a, b in pairs)
     )
-    if bad:
-        with pytest.raises(CheckFailed):
-            check_history(history)
-    else:
-        check_history(history)
-
-
-@pytest.mark.req("SES-ST-3", "SES-ST-4", "RES-SESS-4")
-@pytest.mark.parametrize("status", ["queued", "canceled", "ending"])
-def test_a_session_without_its_stamps_is_judged_not_started(status: str) -> None:
-    """A deployment may leave ``started_at`` and ``first_frame_at`` out until they are set
-    (GAP-NULL-1): absent reads as null, never as a crash or as a session that ran."""
-    session = {"status": status}
-    assert progress(None, session) == progress("queued", session) == "not_started"
-    if status == "canceled":
-        judge_end(None, session, _exchange())
-    else:
-        with pytest.raises(CheckFailed, match="not yet started"):
-            judge_end(None, session, _exchange())
+    assert bool(failures) is bad, (history, failures)
 
 
 @pytest.mark.req("SES-ST-3", "SES-ST-4", "HAR-5")
 @pytest.mark.parametrize(
-    ("before", "session", "reached"),
+    ("seen", "answer", "legal"),
     [
-        ("running", {"status": "ending"}, "ran"),  # called running a moment before its stamps
-        ("queued", {"status": "ending", "first_frame_at": TS}, "ran"),  # ran since it was seen
-        ("starting", {"status": "canceled"}, "placed"),
-        ("queued", {"status": "ended", "started_at": TS}, "placed"),  # placed since it was seen
-        ("queued", {"status": "canceled", "started_at": None}, "not_started"),
+        ({"status": "running"}, "ending", True),  # called running before its stamps
+        ({"status": "running"}, "canceled", False),  # running: the seed's running row
+        ({"status": "queued", "first_frame_at": TS}, "ending", True),
+        ({"status": "starting"}, "canceled", True),
+        ({"status": "queued", "started_at": TS}, "ended", True),  # placed: either row
+        ({"status": "queued"}, "ending", False),
     ],
 )
-def test_progress_reads_the_status_seen_before_and_the_answers_stamps(
-    before: str, session: dict[str, Any], reached: str
-) -> None:
-    assert progress(before, session) == reached
-    judge_end(before, session, _exchange())  # each of these answers is legal
-
-
-def _run_check(edits: Edits, check: str) -> Report:
-    """Only ``check`` (no fuzzing) against the simulator behind ``edits``."""
-    options = RunOptions(max_examples=0, seed=3, only=frozenset({check}))
-    return run(simulated(edits=edits).target, options)
-
-
-def _running_before_first_frame(call: Call, reply: Reply) -> None:
-    """Sessions still booting are called running, without first_frame_at until it is set."""
-    body = reply.json()
-    sessions = [s for s in objects(body) if s.get("object") == "session"]
-    for session in sessions:
-        if session.get("status") == "starting":
-            session["status"] = "running"
-            session.pop("first_frame_at", None)
-    if sessions:
-        reply.set_json(body)
-
-
-@pytest.mark.req("RES-SESS-4", "HAR-5")
-def test_a_session_called_running_before_its_first_frame_is_waited_for() -> None:
-    """The seed does not say ``running`` and ``first_frame_at`` come at the same instant, so the
-    clocked lifecycle waits for the stamp instead of failing the first running answer."""
-    edits = Edits(response=(_running_before_first_frame,))
-    report = _run_check(edits, "session_lifecycle_clock")
-    assert report.failed_names() == [], report.summary()
-    assert report.result("session_lifecycle_clock").outcome == "passed"
+def test_progress_reads_what_the_run_saw(seen: dict[str, Any], answer: str, legal: bool) -> None:
+    book = _book({**_session("queued"), **seen})
+    assert (_end_failures(book, _session(answer)) == []) is legal
 
 
 @pytest.mark.req("RES-SESS-4", "CONV-2")
@@ -182,24 +157,51 @@ def test_stamps_are_ordered_as_instants_not_strings(
 ) -> None:
     """The seed fixes ISO-8601 UTC, not one spelling: ``…:00Z`` and ``…:00.000Z`` are the same
     instant although they do not sort as strings."""
-    session = {"created_at": created, "started_at": started, "first_frame_at": first}
-    if in_order:
-        timestamps_in_order(session)
-    else:
-        with pytest.raises(CheckFailed, match="out of order"):
-            timestamps_in_order(session)
+    book = SessionBook()
+    session = {**_session("running"), "created_at": created, "started_at": started,
+               "first_frame_at": first}  # fmt: skip
+    verdicts = list(book.seen(session, 1.0, _exchange(), org="own", order=1))
+    assert (not any(v.failure for v in verdicts)) is in_order
 
 
 @pytest.mark.req("RES-SESS-4")
 @pytest.mark.parametrize("missing", ["started_at", "first_frame_at"])
-def test_a_session_that_ran_and_ended_must_show_both_stamps(missing: str) -> None:
+def test_a_stamp_once_shown_never_disappears(missing: str) -> None:
     """While it runs a session may show first_frame_at later than running (the seed ties them
-    to different events); once it has run and ended, both are set."""
-    session = {"created_at": TS, "started_at": TS, "first_frame_at": TS}
-    del session[missing]
-    timestamps_in_order(session)
-    with pytest.raises(CheckFailed, match=f"{missing} absent"):
-        timestamps_in_order(session, ran=True)
+    to different events); once shown, a stamp stays as it was."""
+    book = _book(_session("running"), _session("running", first_frame=True))
+    ended = {**_session("ended", first_frame=True), missing: None}
+    verdicts = list(book.seen(ended, 9.0, _exchange(), org="own", order=9))
+    assert [v.failure for v in verdicts if v.failure and missing in v.failure]
+
+
+def _run_check(edits: Edits, check: str) -> Report:
+    """Only ``check`` and the model's lifecycle rules (no fuzzing) against the simulator behind
+    ``edits``."""
+    rules = {"session_transitions", "session_stamps", "session_timers", "terminal_states_final"}
+    options = RunOptions(max_examples=0, seed=3, only=frozenset({check, *rules}))
+    return run(simulated(edits=edits).target, options)
+
+
+def _running_before_first_frame(call: Call, reply: Reply) -> None:
+    """Sessions still booting are called running, without first_frame_at until it is set."""
+    body = reply.json()
+    sessions = [s for s in objects(body) if s.get("object") == "session"]
+    for session in sessions:
+        if session.get("status") == "starting":
+            session["status"] = "running"
+            session.pop("first_frame_at", None)
+    if sessions:
+        reply.set_json(body)
+
+
+@pytest.mark.req("SES-ST-3", "HAR-6")
+def test_a_booting_session_called_running_and_canceled_by_end_is_reported() -> None:
+    """A deployment that calls a booting session ``running`` (no first frame yet) and cancels it
+    on ``end`` breaks the seed's running row: ``running`` ends through ``ending``, whatever its
+    stamps say."""
+    report = _run_check(Edits(response=(_running_before_first_frame,)), "session_lifecycle_clock")
+    assert "session_transitions" in report.failed_names(), report.summary()
 
 
 def _placed_at_once_and_drained(call: Call, reply: Reply) -> None:
@@ -230,18 +232,15 @@ def _placed_at_once_and_drained(call: Call, reply: Reply) -> None:
 
 
 @pytest.mark.req("SES-ST-3", "SES-ST-4", "HAR-5")
-def test_a_session_called_running_before_its_first_frame_may_be_drained_by_end() -> None:
-    """The lifecycle check ends a session it saw ``running`` without ``first_frame_at``: the
-    deployment drains it, as the seed's ``running`` row says, and the check passes (it judged
-    that answer by the missing stamp alone, as a not yet started session's, before)."""
-    edits = Edits(response=(_placed_at_once_and_drained,))
-    report = _run_check(edits, "session_lifecycle")
+def test_a_session_seen_running_may_be_drained_by_end() -> None:
+    """A session seen ``running`` (no first frame stamped yet) and ended drains, as the seed's
+    ``running`` row says: no rule fails."""
+    report = _run_check(Edits(response=(_placed_at_once_and_drained,)), "session_lifecycle")
     assert report.failed_names() == [], report.summary()
-    assert report.result("session_lifecycle").outcome == "passed"
 
 
 @pytest.mark.req("SES-ST-4", "HAR-6")
-def test_a_queued_session_drained_by_end_is_still_reported() -> None:
+def test_a_queued_session_drained_by_end_is_reported() -> None:
     """The tolerance above is not a blanket one: a deployment that drains a session it still
     calls queued, with no stamp, is reported (the seed's "not yet started" row)."""
 
@@ -253,5 +252,26 @@ def test_a_queued_session_drained_by_end_is_still_reported() -> None:
                 reply.set_json(body)
 
     report = _run_check(Edits(response=(drain_queued,)), "session_lifecycle")
-    assert report.failed_names() == ["session_lifecycle"], report.summary()
-    assert "not yet started" in report.result("session_lifecycle").failures[0].message
+    assert "session_transitions" in report.failed_names(), report.summary()
+    message = report.result("session_transitions").failures[0].message
+    assert "not yet started" in message
+
+
+@pytest.mark.req("SES-ST-3", "HAR-6")
+def test_a_running_session_canceled_by_end_is_reported() -> None:
+    """A session seen ``running`` that ``end`` answers ``canceled`` breaks the running row, even
+    without a first frame stamped (the last wave passed it as "starting")."""
+
+    def running_canceled(call: Call, reply: Reply) -> None:
+        body = reply.json()
+        sessions = [s for s in objects(body) if s.get("object") == "session"]
+        for session in sessions:
+            if session.get("status") == "queued" and not (
+                call.method == "POST" and call.path == "/v1/sessions"
+            ):
+                session.update(status="running")
+        if sessions:
+            reply.set_json(body)
+
+    report = _run_check(Edits(response=(running_canceled,)), "session_lifecycle")
+    assert "session_transitions" in report.failed_names(), report.summary()

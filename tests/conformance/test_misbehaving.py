@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from harness.conformance.context import DEFAULT_TRANSPORT
+from harness.conformance.inputs import DEFAULT_TRANSPORT
 from tests.conformance.misbehaving import (
     ALWAYS_RATE_LIMITED,
     NEVER_ENDING,

@@ -57,11 +57,10 @@ def test_every_contract_id_is_checked_or_explained() -> None:
 
 #: What a run given only the API key cannot do, by the flag it names.
 NEEDS = {
-    "revoked_key_rejected": "--revoked-key",
+    "revoked_key": "--revoked-key",
     "scope_runs_read": "--runs-read-key",
     "scope_runs_write": "--runs-write-key",
-    "tenant_isolation": "--other-org-key",
-    "avatar_isolation": "--other-org-key",
+    "foreign_keys": "--other-org-key",
 }
 #: What no input can bring about on a deployment: the simulator's admin API alone can.
 ADMIN_ONLY = ("startup_timeout_fails", "at_capacity_refused")
@@ -77,23 +76,30 @@ def virtual_real_time(sim: Simulated) -> RunOptions:
 
 @pytest.mark.req(*CHECKED_IDS)
 def test_without_the_admin_token_every_check_but_the_admin_ones_runs_in_real_time() -> None:
-    """The default run against a deployment: no admin clock, real waits (here on the
-    simulator's clock, so the test takes seconds). Everything runs but what needs the admin
-    API (not applicable) and the 24-hour window (longer than --max-wait: incomplete, exit 3)."""
+    """The default run against a deployment, given every input the README asks for: no admin
+    clock, real waits (here on the simulator's clock, so the test takes seconds). Everything
+    runs but what needs the admin API (not applicable) and the 24-hour window, which is beyond
+    the run's time and said so without changing the exit code: a conforming target exits 0."""
     sim = simulated(roles=("other_org", "runs_read", "runs_write", "revoked"))
     started = sim.platform.clock.now
     report = run(sim.target, virtual_real_time(sim))
     assert report.failed_names() == [], report.summary()
     # Nor does any session fail for want of a worker, which the run cannot bring about.
     assert report.names("not_applicable") == ["unplaced_failure_code", *ADMIN_ONLY]
-    assert report.names("incomplete") == ["idempotency_window"]
-    assert report.result("idempotency_window").flag == "--max-wait 86402"
-    assert report.exit_code == 3 and report.exit(allow_incomplete=True) == 0
-    assert "INCOMPLETE" in report.verdict() and "--max-wait 86402" in report.verdict()
+    assert report.names("incomplete") == []
+    assert report.names("beyond_time") == ["idempotency_window"]
+    assert "--max-wait 86402" in (report.result("idempotency_window").flag or "")
+    assert report.exit_code == 0
+    assert (
+        report.verdict().startswith("CONFORMING") and "beyond this run's time" in report.verdict()
+    )
     # The schedule keeps both keys within the rate limit and overlaps their waits: the whole
     # run takes well under the 6 minutes a default run is planned for.
-    assert sim.platform.clock.now - started < 300
-    assert "LIM-5" in report.coverage.unchecked and "SES-ST-2" in report.coverage.unchecked
+    assert sim.platform.clock.now - started < 360
+    assert report.coverage.unchecked["LIM-5"].startswith("partly")
+    assert "beyond this run's time" in report.coverage.unchecked["LIM-5"]
+    assert report.coverage.unchecked["SES-ST-2"].startswith("partly")
+    assert "beyond this run's time" in report.coverage.line()
 
 
 def test_checks_the_run_cannot_do_name_the_flag_that_would_let_them() -> None:
@@ -106,27 +112,33 @@ def test_checks_the_run_cannot_do_name_the_flag_that_would_let_them() -> None:
     for name in ADMIN_ONLY:
         assert report.result(name).outcome == "not_applicable"
     for result in report.results:
-        if result.outcome in ("incomplete", "not_applicable"):
+        if result.outcome in ("incomplete", "not_applicable", "partly", "unreached"):
             assert result.skip_reason, result.name
     # --quick takes no wait: what needs one (the timers, a window, pacing) names it.
     quick = [r.name for r in report.results if r.flag == "without --quick"]
-    assert {"max_duration_ends", "idle_timeout_ends", "create_rate_limit"} <= set(quick)
+    assert {"session_timers_probe", "rate_limit_bursts"} <= set(quick)
     assert report.result("negative_data_rejection").flag == "--max-examples 20"
     assert report.exit_code == 3
     checked = len(report.coverage.checked)
     assert 0 < checked < len(contract_ids()) - len(NOT_CHECKABLE)
     assert f"checked: {checked} of {len(contract_ids())} contract ids" in report.summary()
     for requirement, reason in report.coverage.unchecked.items():
-        assert reason.startswith(("incomplete:", "not checkable", "not applicable")), requirement
+        assert reason.startswith(("incomplete:", "partly:", "not checkable", "not applicable")), (
+            requirement
+        )
     flags = report.flags()
     assert {"--other-org-key", "--revoked-key", "without --quick"} <= set(flags)
 
 
 def test_every_check_has_a_stable_name_and_known_requirement_ids() -> None:
+    """Every check that judges carries ids (a script that only drives the target to where the
+    model's rules bite carries none), and every model rule states its edge."""
     catalog = load_catalog()
     for name, check in CHECKS.items():
         assert re.fullmatch(r"[a-z][a-z0-9_]*", name)
-        assert check.name == name and check.requirements and check.description
+        assert check.name == name and check.description
+        assert check.requirements or check.kind == "scenario", name
+        assert check.edge or check.kind != "model", name
         for requirement in check.requirements:
             assert requirement in catalog, (name, requirement)
 
@@ -139,29 +151,31 @@ def test_junit_json_and_markdown_name_every_check() -> None:
     cases = suite.findall("testcase")
     assert [case.get("name") for case in cases] == list(CHECKS)
     assert suite.get("tests") == str(len(CHECKS))
-    not_run = report.count("incomplete") + report.count("not_applicable")
+    not_run = sum(report.count(o) for o in ("incomplete", "not_applicable", "unreached"))
     assert suite.get("skipped") == str(not_run) and not_run > 0
     by_name = {case.get("name"): case for case in cases}
-    assert by_name["tenant_isolation"].find("skipped") is not None
-    assert by_name["revoked_key_rejected"].find("skipped") is None
+    assert by_name["foreign_keys"].find("skipped") is not None
+    assert by_name["revoked_key"].find("skipped") is None
     prop = by_name["idempotent_replay"].find("properties/property")
     assert prop is not None and prop.get("value") == "LIM-5 CONV-7"
     coverage = report.coverage.line()
     suite_properties = {p.get("name"): p.get("value") for p in suite.findall("properties/property")}
     assert suite_properties["coverage"] == coverage
     assert suite_properties["unchecked VER-1"].startswith("not checkable")
-    skipped = by_name["tenant_isolation"].find("skipped")
+    skipped = by_name["foreign_keys"].find("skipped")
     assert skipped is not None
     assert skipped.get("message") == (
         "incomplete: needs a key of another organization (--other-org-key)"
     )
+    unreached = by_name["tenant_isolation"].find("skipped")
+    assert unreached is not None and (unreached.get("message") or "").startswith("unreached")
     document = json.loads(report.to_json())
     assert [r["name"] for r in document["results"]] == list(CHECKS)
     assert document["failed"] == 0 and document["exit_code"] == 3
-    assert document["flags"]["--other-org-key"] == ["tenant_isolation", "avatar_isolation"]
+    assert document["flags"]["--other-org-key"] == ["foreign_keys"]
     proofs = document["coverage"]["proofs"]
     assert set(proofs) == set(report.coverage.checked)
-    assert proofs["LIM-6"].startswith("idempotency_key_length: POST /v1/sessions -> 4")
+    assert proofs["LIM-6"].startswith("session_create: POST /v1/sessions -> ")
     assert document["coverage"]["checked"] == len(report.coverage.checked)
     assert document["coverage"]["total"] == len(contract_ids())
     assert set(document["coverage"]["unchecked"]) >= set(NOT_CHECKABLE)
@@ -311,8 +325,9 @@ def test_a_multipart_reproduction_replays_the_exact_bytes(tmp_path: Path) -> Non
     sim = simulated(edits=Edits(response=(_gif_accepted,)))
     uploads: list[Exchange] = []
     sim.target.observers.append(lambda e: uploads.append(e) if b"GIF8" in e.request_body else None)
-    report = run(sim.target, RunOptions(max_examples=0, only=frozenset({"avatar_upload"})))
-    failure = report.result("avatar_upload").failures[0]
+    only = frozenset({"avatar_upload", "avatars"})
+    report = run(sim.target, RunOptions(max_examples=0, only=only))
+    failure = report.result("avatars").failures[0]
     assert failure.curl is not None and f"@{BODIES_DIR}/001.bin" in failure.curl
     report.write(str(tmp_path / "report.md"))
     assert (tmp_path / BODIES_DIR / "001.bin").read_bytes() == uploads[0].request_body

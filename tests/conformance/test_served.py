@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from harness.conformance.context import DEFAULT_TRANSPORT
+from harness.conformance.inputs import DEFAULT_TRANSPORT
 from tests.conformance.edits import Call, Edits, Reply
 from tests.conformance.served import served, served_app
 

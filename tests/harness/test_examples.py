@@ -23,7 +23,7 @@ def _sources() -> dict[str, list[str]]:
     return {kind: sorted(p.name for p in (REPO / kind).iterdir() if p.is_file()) for kind in KINDS}
 
 
-@pytest.mark.req("NB-6", "HAR-7")
+@pytest.mark.req("NB-6", "HAR-7", "HAR-30")
 def test_the_wheel_carries_the_examples(tmp_path: Path) -> None:
     built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
@@ -39,6 +39,9 @@ def test_the_wheel_carries_the_examples(tmp_path: Path) -> None:
     assert "harness/examples.py" in names and "harness/_spec/openapi.yaml" in names
     for path in suite_files():  # the example test suite is part of the package
         assert f"harness/testing/example_tests/{path.name}" in names, path.name
+    console = REPO / "harness" / "serve" / "console" / "static"  # the served console's files
+    for path in console.iterdir():
+        assert f"harness/serve/console/static/{path.name}" in names, path.name
 
 
 @pytest.mark.req("NB-1", "NB-3", "HAR-7")

@@ -18,7 +18,8 @@ from hypothesis import Phase
 
 from harness.testing import SessionMachine
 from harness.testing.admin import InProcessAdmin
-from harness.testing.machine import Answer, MachineTarget, PlatformApi, own_accounts
+from harness.testing.machine_api import Answer, PlatformApi
+from harness.testing.machine_target import MachineTarget, own_accounts
 from sim.config import LimitsConfig, SimConfig
 from sim.platform import Platform
 from tests.serve.support import served
@@ -199,5 +200,39 @@ def test_the_machine_runs_against_a_deployment_with_keys_only(tmp_path: Path) ->
     for a deployment)."""
     with served(tmp_path, "--time-factor", "0.05") as server:
         key = server.org("starter")["keys"]["unrestricted"]
-        machine = SessionMachine.at_url(server.base_url, api_keys=[key], org_cap=5)
+        machine = SessionMachine.at_url(
+            server.base_url, api_keys=[key], org_cap=5, time_factor=0.05
+        )
         machine.run(max_examples=10, steps=15, database=None)
+
+
+def _first_frame_while_queued(call: Any, reply: Any) -> None:
+    """A queued session that shows a first frame (which only a worker produces)."""
+    from tests.conformance.edits import objects
+
+    body = reply.json()
+    sessions = [s for s in objects(body) if s.get("object") == "session"]
+    for session in sessions:
+        if session.get("status") == "queued":
+            session["first_frame_at"] = session["created_at"]
+    if sessions:
+        reply.set_json(body)
+
+
+@pytest.mark.req("HAR-8", "HAR-11", "RES-SESS-4")
+def test_by_url_the_machine_holds_the_target_to_the_conformance_model() -> None:
+    """By URL every answer the machine gets is judged by the same model of the seed as
+    ``avatar-sim conformance``: a rule the machine's own invariants do not state (a queued
+    session shows no first frame) fails it, naming the model's rule."""
+    from tests.conformance.edits import Edits
+    from tests.conformance.served import served as served_with
+
+    edits = Edits(response=(_first_frame_while_queued,))
+    with served_with(edits, time_factor=0.05) as deployment:
+        key = deployment.credentials().api
+        machine = SessionMachine.at_url(
+            deployment.base_url, api_keys=[key], org_cap=5, time_factor=0.05
+        )
+        found = "conformance model of the seed found: session_(create|stamps)"
+        with pytest.raises(AssertionError, match=found):
+            machine.run(max_examples=3, steps=5, database=None)

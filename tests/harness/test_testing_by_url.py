@@ -66,10 +66,10 @@ def test_events_come_from_webhooks_or_from_the_resource(server: Served, admin: H
     org = admin.create_organization("hooks", "enterprise")
     key = org["keys"]["unrestricted"]
     with WebhookReceiver() as hooks, admin.client(key) as client:
-        hooks.secret = admin.register_webhook(org["id"], hooks.url)["secret"]
+        hooks.register(admin, org["id"])
         created = client.post("/v1/sessions", json={**BODY, "idle_timeout_seconds": 2}).json()
         wait_for(client, created["id"], "ended", within=60)
-        hooks.wait_until(lambda h: len(h.events_about(created["id"])) == 5, timeout=10)
+        hooks.wait_until(lambda h: len(h.events_about(created["id"])) == 5, within=60)
         heard = session_events(client, created["id"], webhooks=hooks)
         logged = session_events(client, created["id"])
     assert heard.source == "webhooks" and logged.source == "event_log"

@@ -1,9 +1,10 @@
-"""Every state-transition helper says how to use it, and the README names it (HAR-7).
+"""Every state-transition helper says how to use it, and the documentation names it (HAR-7).
 
 A helper a user cannot find, or finds without an example, is not there for them: each public name
-of ``harness.testing`` and each fixture the plugin adds for it has a docstring with an example
-(an error class needs only its docstring), and each is named in the README's "Testing state
-transitions" section or in the avatar-sim section of ``pytest --help``.
+of ``harness.testing`` and each fixture the plugin adds has a docstring with an example (an error
+class needs only its docstring), and each is named in the README's testing sections, in the
+testing reference page the README links (``docs/testing-reference.md``) or in the avatar-sim
+section of ``pytest --help``.
 """
 
 from __future__ import annotations
@@ -20,18 +21,20 @@ from harness.testing import fixtures
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.req("HAR-7")
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-FIXTURES = ("sim_admin", "session_events", "play_audio")
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+PAGE = (ROOT / "docs" / "testing-reference.md").read_text(encoding="utf-8")
+FIXTURES = fixtures.FIXTURES
 
 
 def _section() -> str:
-    start = README.index("## Testing state transitions")
-    end = README.index("\n## ", start + 1)
-    return README[start:end]
+    start = README.index("## pytest plugin")
+    end = README.index("\n## Command line", start + 1)
+    return README[start:end] + PAGE
 
 
 def _documented(name: str) -> bool:
-    return re.search(rf"\b{re.escape(name)}\b", _section()) is not None
+    return re.search(rf"`{re.escape(name)}\b", _section()) is not None
 
 
 @pytest.mark.parametrize("name", harness.testing.__all__)
@@ -59,4 +62,4 @@ def test_each_helper_and_fixture_is_named_in_the_readme_or_the_help(
         for name in (*harness.testing.__all__, *FIXTURES)
         if not _documented(name) and name not in options
     ]
-    assert not missing, f"named neither in the README section nor in --help: {missing}"
+    assert not missing, f"named neither in the README, the reference page nor --help: {missing}"

@@ -8,7 +8,12 @@ alone by the plugin.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
+
+from tests.serve.support import Served, served
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.req("HAR-7", "HAR-4")
@@ -47,14 +52,20 @@ def test_the_fixtures_work_in_process(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=2)
 
 
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    with served(Path(tmp_path_factory.mktemp("plugin")), "--manual-clock") as running:
+        yield running
+
+
 def test_without_an_admin_token_a_url_run_skips_what_needs_the_controls(
-    pytester: pytest.Pytester,
+    pytester: pytest.Pytester, server: Served
 ) -> None:
     pytester.makepyfile(test_suite=SUITE)
     result = pytester.runpytest(
         "-p", "no:cacheprovider", "-rs",
-        "--avatar-sim-base-url", "http://127.0.0.1:9",
-        "--avatar-sim-api-key", "sk_test_x",
+        "--avatar-sim-base-url", server.base_url,
+        "--avatar-sim-api-key", server.org("enterprise")["keys"]["unrestricted"],
     )  # fmt: skip
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(
