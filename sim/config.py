@@ -224,9 +224,7 @@ class SchedulerConfig(_Frozen):
     first_frame_latency: Distribution = LogNormal(median=0.6, sigma=0.3, cap=5.0)
     worker_restart_seconds: float = Field(default=30.0, ge=0)
     provision_lead_seconds: float = Field(
-        default=0.0,
-        ge=0,
-        description="how long a worker the pool is asked to add takes to join it (provisioning)",
+        default=0.0, ge=0, description="how long a worker asked for takes to join the pool"
     )
 
 
