@@ -215,6 +215,16 @@ def test_on_a_flash_crowd_the_erlang_c_plan_misses_and_the_report_says_why(
         ("no_capacity_rate<=1.5", "within [0, 1]"),
         ("p95_placement_wait_seconds<=abc", "is not a number"),
         ("refused_rate<=0.1", "split by cause"),
+        # Well formed but impossible: no pool can meet them (PLAN-12).
+        *(
+            pytest.param(slo, said, marks=pytest.mark.req("PLAN-12"))
+            for slo, said in (
+                ("no_capacity_rate<=0", "no pool can show a rate of 0"),
+                ("placement_wait_probability<=0", "no pool can show a rate of 0"),
+                ("mean_first_frame_wait_seconds<=1", "which no pool shortens"),
+                ("p95_first_frame_wait_seconds<=2", "95th percentile of the start-up latency"),
+            )
+        ),
     ],
 )
 def test_bad_objectives_exit_2_with_a_clear_error(
