@@ -54,12 +54,15 @@ def week(sessions: int) -> dict[str, Any]:
     candidates = sum(len(step.tried) for step in result.steps)
     confirmation = result.confirmation
     assert confirmation is not None
+    # Counted, not derived from REPLICATIONS: a step's candidates get more while it is undecided.
+    searched = sum(e.replications for step in result.steps for e in step.tried.values())
+    confirmed = confirmation["plan"].nunique() * result.replications
     mine = confirmation[confirmation["plan"] == "plan"]
     return {
         "sessions": int(table["arrivals"].sum()),
         "steps": len(result.steps),
         "candidates": candidates,
-        "simulations": (candidates + 2) * REPLICATIONS,
+        "simulations": searched + confirmed,
         "wall_seconds": round(seconds, 1),
         "parent_cpu_seconds": round(time.process_time() - cpu, 1),
         # The two worker processes' CPU: over two cores, the wall time an idle machine needs.

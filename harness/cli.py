@@ -81,6 +81,12 @@ COMMANDS: list[Command] = [
         "capture", "harness.traffic.capture_command", "record a deployment's sessions to a file"
     ),
     Command(
+        "calibrate",
+        "harness.traffic.calibrate_command",
+        "fit a capture's arrivals, lengths, start-up and pool into a scenario overlay",
+        True,
+    ),
+    Command(
         "replay",
         "harness.traffic.replay_command",
         "play a recording against a deployment, beside the simulation's prediction",

@@ -45,6 +45,7 @@ __all__ = [
     "erlang_c",
     "mean_wait_mmc",
     "mmc_deterministic_patience",
+    "mmc_deterministic_patience_wait_quantile",
     "offered_load",
 ]
 
@@ -172,3 +173,36 @@ def erlang_a(servers: int, rate: float, mean_service: float, mean_patience: floa
     p_abandon = (1.0 + (rate - capacity) * j) / (e + lam_j)
     p_abandon = min(max(p_abandon, 0.0), 1.0)
     return Impatience(lam_j / (e + lam_j), p_abandon, p_abandon / theta, None)
+
+
+def mmc_deterministic_patience_wait_quantile(
+    servers: int, rate: float, mean_service: float, patience: float, q: float
+) -> float:
+    """The ``q``-quantile of the wait of the customers an M/M/c+D queue serves (those who waited
+    less than ``patience``): from the virtual waiting time's atom at 0 and its density
+    ``∝ λ e^{-δv}`` below τ (see ``mmc_deterministic_patience``), by bisection."""
+    _check(servers, rate, mean_service)
+    if rate == 0 or not 0 < q < 1:
+        return 0.0
+    capacity = servers / mean_service
+    delta = capacity - rate
+    tau = patience
+    atom = (1.0 if delta >= 0 else math.exp(delta * tau)) / erlang_b(
+        servers - 1, rate * mean_service
+    )
+    log_s = 0.0 if delta >= 0 else delta * tau
+
+    def waited(t: float) -> float:
+        """λ ∫₀^t e^{-δv} dv, scaled as the atom is."""
+        if abs(delta * tau) < 1e-9:
+            return rate * t * math.exp(log_s)
+        return rate * (math.exp(log_s) - math.exp(log_s - delta * t)) / delta
+
+    served = atom + waited(tau)
+    if atom / served >= q:
+        return 0.0
+    low, high = 0.0, tau
+    for _ in range(80):
+        middle = (low + high) / 2
+        low, high = (middle, high) if (atom + waited(middle)) / served < q else (low, middle)
+    return high

@@ -223,6 +223,9 @@ class SchedulerConfig(_Frozen):
     worker_boot: Distribution = LogNormal(median=2.0, sigma=0.35, cap=12.0)
     first_frame_latency: Distribution = LogNormal(median=0.6, sigma=0.3, cap=5.0)
     worker_restart_seconds: float = Field(default=30.0, ge=0)
+    provision_lead_seconds: float = Field(
+        default=0.0, ge=0, description="how long a worker asked for takes to join the pool"
+    )
 
 
 class SessionConfig(_Frozen):

@@ -74,3 +74,55 @@ def test_ci_runs_make_test_after_installing_only_what_the_readme_names() -> None
 
 def test_the_readme_stays_short() -> None:
     assert len(README.splitlines()) <= 300
+
+
+@pytest.mark.req("NB-16")
+def test_the_readme_walks_capture_calibrate_plan_replay_with_commands_that_parse() -> None:
+    """The shell block of the recorded-traffic section runs capture, calibrate, plan and
+    replay in that order (after run and sweep), each line a command line ``avatar-sim``
+    accepts, the calibrated overlay and its held-out part flowing from one to the next; the
+    command table lists every command there is."""
+    import shlex
+
+    from harness.cli import COMMANDS, build_parser
+
+    block = next(b for b in re.findall(r"```sh\n(.*?)```", README, re.S) if "calibrate" in b)
+    lines = [ln.split("avatar-sim ", 1)[1] for ln in block.splitlines() if "avatar-sim " in ln]
+    commands = [ln.split()[0] for ln in lines]
+    assert commands[commands.index("capture") :] == ["capture", "calibrate", "plan", "replay"]
+    for line in lines:  # run and sweep before the loop parse too
+        argv = shlex.split(
+            line.replace("$URL", "https://x").replace("$API_KEY", "k"), comments=True
+        )
+        build_parser(argv).parse_args(argv)  # exits 2 on a command line it refuses
+    lines = lines[commands.index("capture") :]
+    calibrated = re.search(r"--out (\S+\.yaml)", lines[1])
+    assert calibrated is not None
+    overlay = calibrated.group(1)
+    assert lines[2].split()[1] == overlay and f"--scenario {overlay}" in lines[3]
+    assert lines[3].split()[1] == overlay.replace(".yaml", ".holdout.parquet")
+    listed = set(re.findall(r"^\| `([a-z]+)[ `]", README, re.M))
+    assert {c.name for c in COMMANDS} <= listed
+
+
+@pytest.mark.req("PLAN-11")
+def test_the_pool_schedule_overlay_the_readme_shows_plays_as_it_says(tmp_path: Path) -> None:
+    """The README's ``pool_schedule`` example, laid over a scenario where its ``extends`` points,
+    loads as an overlay and plays as the README's comment says: the starting pool until the
+    ask at 00:20, twelve workers from 00:30 (ten minutes of provisioning later)."""
+    import yaml
+
+    from harness.runner import run_scenario
+    from harness.scenarios import load_scenario
+
+    block = next(b for b in re.findall(r"```yaml\n(.*?)```", README, re.S) if "pool_schedule" in b)
+    base = {"seed": 1, "duration": "1h", "organizations": [{"name": "Acme", "plan": "pro"}]}
+    (tmp_path / "calibrated.yaml").write_text(yaml.safe_dump(base), encoding="utf-8")
+    overlay = tmp_path / "out" / "plan" / "plan.yaml"
+    overlay.parent.mkdir(parents=True)
+    overlay.write_text(block, encoding="utf-8")
+    played = load_scenario(overlay)
+    assert [(c.at, c.workers) for c in played.pool_schedule] == [(0.0, 4), (1200.0, 12)]
+    assert played.sim_config().scheduler.provision_lead_seconds == 600
+    pool = run_scenario(played).utilization.set_index("t")["workers"]
+    assert pool.loc[:1740.0].eq(4).all() and pool.loc[1800.0:].eq(12).all()

@@ -1,17 +1,25 @@
-"""The classic baseline a plan is compared with: Erlang C per interval (stationary staffing).
+"""The classic baselines a plan is compared with: Erlang C per interval (stationary staffing),
+and beside it M/M/c+D (Erlang A with the deterministic patience a start-up timeout is).
 
 Why: call centres size each interval on its own with Erlang C, taking the interval's arrivals as
 a stationary Poisson stream and ignoring everything that moves within it or crosses its edges. A
 plan that simulates the traffic should beat it where those assumptions break (a flash crowd
-inside the hour, sessions carried over from a busier hour), and should say so.
+inside the hour, sessions carried over from a busier hour), and should say so. Per-period
+Erlang C is known to miss delay targets when demand moves within the day (L. V. Green,
+P. J. Kolesar and J. Soares, "Improving the SIPP approach for staffing service systems that have
+cyclic demands", Operations Research 49 (2001); L. V. Green, P. J. Kolesar and W. Whitt,
+"Coping with time-varying demand when setting staffing requirements for a service system",
+POMS 16 (2007)). Erlang C also has infinite patience, where a session leaves at the start-up
+timeout; M/M/c+D (``harness.erlang``) models exactly that, so where the two differ the patience
+is why.
 
-Each step's demand is the session arrivals the scenario's seed draws in it
-(``harness.runner.engine.session_arrivals``, recorded ones included), its offered load
-``a = λ · E[H]`` where the holding time ``H`` of a worker is the mean start-up latency (boot
-and first frame), the mean session length (recorded lengths where the recording has them) and
-the drain's base. The Erlang-C plan of a step is the smallest ``c > a`` whose M/M/c readings
-(``harness.erlang``; ``δ = c/E[H] - λ``, ``C`` the Erlang C probability of waiting) meet every
-objective:
+Each step's demand is its *expected* arrivals, read from the scenario's rates
+(``harness.plan.demand.RateCurve``: declared rates, a recording's fitted rate), never one seed's
+draw, so identical hours get identical baselines. The offered load is ``a = λ · E[H]`` where the
+holding time ``H`` of a worker is the mean start-up latency (boot and first frame), the mean
+session length (recorded lengths where the recording has them) and the drain's base. The
+Erlang-C plan of a step is the smallest ``c > a`` whose M/M/c readings (``harness.erlang``;
+``δ = c/E[H] - λ``, ``C`` the Erlang C probability of waiting) meet every objective:
 
 - ``placement_wait_probability`` = ``C``; ``mean_placement_wait_seconds`` = ``C/δ``;
   ``p95_placement_wait_seconds`` = the 95th percentile of the M/M/c wait,
@@ -24,6 +32,13 @@ objective:
   ``P(Q >= K) = C·(a/c)^K``, the chance of finding the queue's bound ``K`` reached (Erlang B
   when the scheduler rejects instead of queueing: then nothing waits);
 - ``mean_utilization`` = ``a/c``.
+
+The M/M/c+D plan is the smallest ``c`` whose readings with every session patient for the
+start-up timeout τ meet every objective: ``no_capacity_rate`` = P(abandon);
+``placement_wait_probability`` = the share of served sessions that waited; the mean and 95th
+percentile of the placement wait of served sessions; the first-frame waits plus the mean
+start-up latency; ``mean_utilization`` = ``λ(1 - P(abandon))E[H]/c``; no reading of the queue's
+bound (``n/a``: that objective does not size it).
 """
 
 from __future__ import annotations
@@ -32,13 +47,26 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
+from scipy import stats
 
-from harness.erlang import erlang_b, erlang_c
+from harness.erlang import (
+    erlang_b,
+    erlang_c,
+    mmc_deterministic_patience,
+    mmc_deterministic_patience_wait_quantile,
+)
+from harness.plan.demand import RateCurve
 from harness.plan.slo import Slo
 from harness.scenarios.model import Scenario
 
-__all__ = ["READINGS", "ErlangModel", "StepDemand", "demand_per_step", "erlang_c_workers"]
+__all__ = [
+    "READINGS",
+    "ErlangModel",
+    "StepDemand",
+    "demand_per_step",
+    "erlang_a_workers",
+    "erlang_c_workers",
+]
 
 #: Metric → how Erlang C reads it (the module's list, one line each, for a plan's report).
 READINGS: dict[str, str] = {
@@ -61,15 +89,19 @@ _MOST = 100_000
 
 @dataclass(frozen=True, slots=True)
 class StepDemand:
-    """One step's traffic: arrivals, their rate, the mean holding time, the offered load and
-    how far the busiest sub-interval's rate rose above the step's mean (``peak_ratio``)."""
+    """One step's traffic: its expected arrivals, their rate, the mean holding time, the
+    offered load, how far the busiest sub-interval's rate rose above the step's mean
+    (``peak_ratio``, ``peak_count`` the arrivals expected in it) and whether that rise is beyond
+    Poisson noise (``peak_shown``: a rate that moves does; one replayed day's counts must pass
+    a scan test at 5 %)."""
 
     start: float
     end: float
-    arrivals: int
+    arrivals: float
     mean_holding_seconds: float
     peak_ratio: float
-    peak_count: int  # arrivals in the busiest sub-interval
+    peak_count: float
+    peak_shown: bool = True
 
     @property
     def rate_per_second(self) -> float:
@@ -101,6 +133,31 @@ class ErlangModel:
             rejects=scheduler.admission_policy == "reject",
             startup_latency=scheduler.worker_boot.mean + scheduler.first_frame_latency.mean,
         )
+
+    def patient_reading(self, metric: str, servers: int, demand: StepDemand) -> float:
+        """M/M/c+D's reading of ``metric`` for ``servers`` workers, every session patient for
+        the start-up timeout (see the module); NaN where it has none."""
+        if demand.arrivals == 0:
+            return 0.0
+        if self.rejects or servers == 0:
+            return self.reading(metric, servers, demand)
+        rate, holding = demand.rate_per_second, demand.mean_holding_seconds
+        tau = self.startup_timeout
+        queue = mmc_deterministic_patience(servers, rate, holding, tau)
+        served = 1.0 - queue.p_abandon
+        wait = queue.mean_wait_served or 0.0
+        p95 = mmc_deterministic_patience_wait_quantile(servers, rate, holding, tau, 0.95)
+        waited = (queue.p_wait - queue.p_abandon) / served if served > 0 else 1.0
+        readings = {
+            "placement_wait_probability": waited,
+            "mean_placement_wait_seconds": wait,
+            "p95_placement_wait_seconds": p95,
+            "mean_first_frame_wait_seconds": wait + self.startup_latency,
+            "p95_first_frame_wait_seconds": p95 + self.startup_latency,
+            "no_capacity_rate": queue.p_abandon,
+            "mean_utilization": rate * served * holding / servers,
+        }
+        return readings.get(metric, math.nan)
 
     def reading(self, metric: str, servers: int, demand: StepDemand) -> float:
         """Erlang C's reading of ``metric`` for ``servers`` workers (see the module)."""
@@ -148,32 +205,50 @@ def erlang_c_workers(model: ErlangModel, demand: StepDemand, slos: Sequence[Slo]
     return None
 
 
+def erlang_a_workers(model: ErlangModel, demand: StepDemand, slos: Sequence[Slo]) -> int | None:
+    """The smallest pool whose M/M/c+D readings meet every objective (``None``: none up to a
+    hundred thousand workers); an objective it has no reading of does not size it."""
+    if demand.arrivals == 0:
+        return 0
+    servers = 1
+    while servers <= _MOST:
+        if all(slo.holds(model.patient_reading(slo.metric, servers, demand)) for slo in slos):
+            return servers
+        servers += 1
+    return None
+
+
+def _scan_p_value(most: float, mean: float, bins: int) -> float:
+    """The chance that the busiest of ``bins`` Poisson counts of mean ``mean`` reaches
+    ``most`` (the counts taken as independent: a scan statistic's simple bound)."""
+    if mean <= 0:
+        return 1.0
+    below = float(stats.poisson.cdf(math.ceil(most) - 1, mean))
+    return 1.0 - below**bins
+
+
 def demand_per_step(
-    arrivals: Sequence[tuple[float, float | None]],
-    starts: Sequence[float],
-    step: float,
+    curve: RateCurve,
+    steps: Sequence[tuple[float, float]],
     default_length: float,
     model: ErlangModel,
     drain: float,
     within: float,
+    noisy: bool = False,
 ) -> list[StepDemand]:
-    """Each step's ``StepDemand`` from the arrivals (time, recorded length or ``None``);
-    ``within`` is the sub-interval the peak rate is measured over."""
-    times = np.asarray([at for at, _ in arrivals], dtype=float)
-    lengths = np.asarray(
-        [default_length if length is None else length for _, length in arrivals], dtype=float
-    )
-    bins = max(1, round(step / within))
-    steps = []
-    for start in starts:
-        low, high = np.searchsorted(times, [start, start + step])
-        inside = times[low:high]
-        mean_length = float(lengths[low:high].mean()) if len(inside) else default_length
-        counts = np.bincount(
-            np.minimum(((inside - start) / within).astype(int), bins - 1), minlength=bins
-        )
-        most = int(counts.max())
-        peak = most * bins / len(inside) if len(inside) else 1.0
+    """Each step's ``StepDemand`` (``steps``: start, end) from the expected arrivals of
+    ``curve``; ``within`` is the sub-interval the peak rate is measured over; ``noisy``: the
+    curve holds one day's own arrivals (an exact replay), so a peak must pass a scan test."""
+    found = []
+    for start, end in steps:
+        expected = curve.expected(start, end)
+        mean_length = curve.mean_length(start, end, default_length)
+        bins = max(1, round((end - start) / within))
+        width = (end - start) / bins
+        counts = [curve.expected(start + i * width, start + (i + 1) * width) for i in range(bins)]
+        most = max(counts)
+        peak = most * bins / expected if expected > 0 else 1.0
+        shown = _scan_p_value(most, expected / bins, bins) < 0.05 if noisy else True
         holding = model.startup_latency + mean_length + drain
-        steps.append(StepDemand(start, start + step, len(inside), holding, peak, most))
-    return steps
+        found.append(StepDemand(start, end, expected, holding, peak, most, shown))
+    return found

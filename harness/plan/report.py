@@ -1,14 +1,15 @@
-"""A plan's files: ``plan.csv``, ``confirmation.csv``, ``figures/*.png`` and ``report.md``.
+"""A plan's files: ``plan.csv``, ``search.csv``, ``confirmation.csv``, ``plan.yaml`` (the
+overlay that plays it), ``figures/*.png`` and ``report.md``.
 
 Why a report beside the CSV: a plan is a claim (these sizes meet these objectives), and a
 reader should see the evidence (each step's estimates with their intervals, n and method), the
 confirmation with fresh seeds, and where the textbook answer (Erlang C per interval) would have
-gone wrong or spent more, with the numbers that say why. The same plan gives the same bytes.
+gone wrong or spent more, with the numbers that say why; a reason is given only where the
+numbers show it beyond noise (PLAN-8). The same plan gives the same bytes.
 """
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,15 +18,18 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from harness.plan.adaptive import DECISIONS
 from harness.plan.baseline import READINGS, ErlangModel
 from harness.plan.search import METHOD_LABELS, METHODS
 from harness.plan.slo import Slo
+from harness.plan.why import comparison_lines, interval_text
 from harness.runner.figures import check_figure, mark_events, save_figure, scenario_marks, time_axis
-from harness.runner.metrics import METRICS, WINDOW_RULES, format_value
+from harness.runner.metrics import METRICS, WINDOW_RULES
+from harness.scenarios.overlay import relative_to, write_overlay
 from harness.sweep.aggregate import CONFIDENCE
 
 if TYPE_CHECKING:
-    from harness.plan.planner import PlanResult, StepPlan
+    from harness.plan.planner import PlanResult
 
 __all__ = ["FIGURES", "figures_of", "render_plan", "write_plan"]
 
@@ -35,11 +39,6 @@ FIGURES: dict[str, str] = {
     "workers": "The plan against the Erlang-C plan",
     "slo": "Each objective over the day, both plans confirmed",
 }
-#: A step's busiest sub-interval at this many times its mean rate counts as demand that moves
-#: within the step.
-_PEAKY = 1.5
-#: ... when that sub-interval holds at least this many arrivals (a few arrivals peak by chance).
-_FEW = 10
 
 
 def _when(result: PlanResult, seconds: float) -> pd.Timestamp:
@@ -66,14 +65,15 @@ def _finish(figure: Figure, result: PlanResult, ylabel: str, title: str) -> Figu
 
 
 def demand_figure(result: PlanResult) -> Figure:
-    """Arrivals per step and, at the same scale, the rate of each step's busiest sub-interval."""
+    """Expected arrivals per step (the scenario's rates) and, at the same scale, the rate of
+    each step's busiest sub-interval."""
     figure = Figure(figsize=(9.0, 3.6), layout="constrained")
     ax = figure.add_subplot()
     x = _x(result)
     width = result.step / 86_400 * 0.9
     arrivals = [s.demand.arrivals for s in result.steps]
     peaks = [s.demand.arrivals * s.demand.peak_ratio for s in result.steps]
-    ax.bar(x, arrivals, width=width, align="edge", label="session arrivals in the step")
+    ax.bar(x, arrivals, width=width, align="edge", label="expected session arrivals in the step")
     ends = [*x, _day(_when(result, result.steps[-1].end))]
     ax.step(
         ends, [*peaks, peaks[-1]], where="post", color="tab:red",
@@ -81,7 +81,9 @@ def demand_figure(result: PlanResult) -> Figure:
     )  # fmt: skip
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     hours = result.step / 3600
-    return _finish(figure, result, f"clients per {hours:g} h", "Demand per step (scenario's seed)")
+    return _finish(
+        figure, result, f"clients per {hours:g} h", "Demand per step (expected, from the rates)"
+    )
 
 
 def workers_figure(result: PlanResult) -> Figure:
@@ -92,8 +94,10 @@ def workers_figure(result: PlanResult) -> Figure:
     ends = [*x, _day(_when(result, result.steps[-1].end))]
     plan = [s.workers for s in result.steps]
     erlang = [s.erlang_c for s in result.steps]
+    patient = [s.erlang_a for s in result.steps]
     ax.step(ends, [*plan, plan[-1]], where="post", label="plan (simulated, 95 % bound)")
     ax.step(ends, [*erlang, erlang[-1]], where="post", linestyle="--", label="Erlang C per step")
+    ax.step(ends, [*patient, patient[-1]], where="post", linestyle=":", label="M/M/c+D per step")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     return _finish(figure, result, "workers", "Workers per step: the plan against Erlang C")
 
@@ -147,71 +151,12 @@ def figures_of(result: PlanResult) -> dict[str, Figure]:
     return figures
 
 
-def _interval(metric: str, mean: float, low: float, high: float) -> str:
-    values = (format_value(metric, v) for v in (mean, low, high))
-    value, lo, hi = values
-    return f"{value} [{lo}, {hi}]"
-
-
-def _confirmed(result: PlanResult, plan: str) -> pd.DataFrame:
-    assert result.confirmation is not None
-    return result.confirmation[result.confirmation["plan"] == plan]
-
-
-def _why(result: PlanResult, step: StepPlan, model: ErlangModel, missed: bool) -> list[str]:
-    """What the numbers say about a step where the Erlang-C plan missed or spent more."""
-    reasons = []
-    demand = step.demand
-    if missed and demand.peak_ratio >= _PEAKY and demand.peak_count >= _FEW:
-        inside = [m for m in scenario_marks(result.scenario) if step.start <= m.at < step.end]
-        named = f" ({', '.join(m.label for m in inside)})" if inside else ""
-        reasons.append(
-            f"demand moved within the step: its busiest sub-interval ran at "
-            f"{demand.peak_ratio:.1f}x the step's mean rate{named}, and Erlang C sizes for the "
-            "mean"
-        )
-    erlang = _confirmed(result, "erlang_c")
-    here = erlang[erlang["step"] == step.index]
-    busy = float(here["busy_at_start"].iloc[0]) if len(here) else math.nan
-    if missed and not math.isnan(busy) and busy > demand.offered_load + 1:
-        reasons.append(
-            f"carry-over: the step began with {busy:.1f} workers still busy with earlier "
-            f"sessions (mean over replications), against a stationary {demand.offered_load:.1f} "
-            "Erlangs of its own load; Erlang C sees only the step's own arrivals"
-        )
-    if not missed:
-        bound = "no bound" if model.queue_bound is None else f"at most {model.queue_bound}"
-        reasons.append(
-            "Erlang C keeps every session waiting until a worker frees (infinite patience); "
-            f"here a session leaves at the start-up timeout ({model.startup_timeout:g} s) and "
-            f"the queue holds {bound}, so the long waits it reads never form"
-        )
-    for slo in result.slos:
-        if missed:  # Erlang C's own size: what it promised against what the confirmation saw
-            size = step.erlang_c
-            row = here[here["metric"] == slo.metric].iloc[0]
-            source = "the confirmation measured"
-        else:  # the plan's size: what Erlang C feared against what the search measured
-            size = step.workers
-            chosen = step.tried[step.workers].table
-            row = chosen[chosen["metric"] == slo.metric].iloc[0]
-            source = "the simulation measured"
-        reading = model.reading(slo.metric, size, demand)
-        measured = _interval(slo.metric, *(float(row[k]) for k in ("mean", "ci_low", "ci_high")))
-        who = "its own" if missed else "the plan's"
-        reasons.append(
-            f"at {who} {size} workers Erlang C reads {slo.metric} = "
-            f"{format_value(slo.metric, reading)}; {source} {measured}"
-        )
-    return reasons
-
-
 def render_plan(result: PlanResult) -> str:
     """``report.md`` of ``result`` (figures by relative path)."""
     scenario = result.scenario
     model = ErlangModel.of(scenario)
     hours = result.step / 3600
-    lines = [f"# avatar-sim plan: scenario `{scenario.name}`", ""]
+    lines = [f"# avatar-sim plan: scenario `{scenario.name}`", "", f"**{result.verdict}**", ""]
     if scenario.description:
         lines += [scenario.description, ""]
     lines += ["## Objectives and method", ""]
@@ -219,57 +164,56 @@ def render_plan(result: PlanResult) -> str:
     methods = "; ".join(f"`{k}`: {v}" for k, v in METHODS.items() if k != "wilson")
     populations = sorted({METRICS[slo.metric].population for slo in result.slos})
     rules = "; ".join(f"{p}: {WINDOW_RULES[p]}" for p in populations)
+    looks = result.looks
+    counts = ", ".join(str(c) for c in looks.counts)
+    lines += ["", "**What the 95 % covers.** " + (result.demand.covers if result.demand else "")]
     lines += [
         "",
-        f"Each step of {hours:g} h gets the fewest workers whose simulated metrics over the "
-        f"step meet every objective at the unfavourable end of their {CONFIDENCE:.0%} "
-        f"confidence interval, over n = {result.replications} replications (the same seeds "
-        f"for every candidate of a step). Intervals: {methods}. Each step is simulated from "
+        f"Each step of {hours:g} h (a last step that does not fit is shorter, weighted by its "
+        "length) gets the fewest workers whose simulated metrics over the step meet every "
+        "objective at the unfavourable end of their confidence interval; the size one fewer "
+        "is judged too (`decision`: shown to miss, missing by its estimate, or undecided). A "
+        f"step starts with n = {looks.first} replications (the same seeds for every candidate "
+        "of a step); while one fewer meets by its estimate and two fewer does too, one fewer "
+        f"gets twice the replications, up to {looks.cap} (looks at {counts}). The 5 % error is "
+        f"spent over the looks: the first at {looks.confidence_at(looks.first):.2%}, the later "
+        f"at {looks.confidence_at(looks.cap):.2%} (a union bound, as Bonferroni), so a size is "
+        "called met falsely with at most 5 % chance however many looks it took. "
+        f"Intervals: {methods}. Each step is simulated from "
         f"{result.warmup / 3600:g} h before it, with the earlier steps' sizes in the pool's "
         "schedule, so sessions carried over from them hold their workers; clients stop "
         f"arriving at the step's end and the run goes on {result.tail:g} s so that every "
         f"session created in the step has its outcome. Each metric counts by its population "
         f"({rules}). Every simulation keeps `records: summary`.",
         "",
+        (
+            "The search sizes for what the limits let through (`--as-limited`)."
+            if result.as_limited
+            else "The search sizes for every client: the limits that refuse clients before the "
+            "pool (concurrency caps, the create rate limit, credits) are lifted in it, so each "
+            "objective counts the whole demand; where the scenario's own limits would refuse "
+            "clients, the warnings say so at each step."
+        ),
+        "",
+        f"Workers asked for join the pool {result.lead:g} s later (the provisioning lead time): "
+        "`plan.csv` says when to ask for each step's workers (`ask_at`) and when they serve "
+        "(`serve_from`); `plan.yaml` is the overlay that plays the plan (`avatar-sim run "
+        "plan.yaml`, `avatar-sim serve --scenario plan.yaml`).",
+        "",
         "The Erlang-C plan sizes each step alone, as a stationary M/M/c queue with the step's "
-        "arrivals λ and mean holding time E[H] (start-up latency, session length and drain), "
-        "offered load a = λ·E[H], the smallest c > a whose readings meet every objective "
-        "(δ = c/E[H] - λ):",
+        "expected arrivals λ (from the scenario's rates, not one draw) and mean holding time "
+        "E[H] (start-up latency, session length and drain), offered load a = λ·E[H], the "
+        "smallest c > a whose readings meet every objective (δ = c/E[H] - λ); M/M/c+D, beside "
+        "it, is the same queue with every session leaving at the start-up timeout:",
         "",
         *(f"- `{slo.metric}`: {READINGS[slo.metric]}" for slo in result.slos),
     ]
     if result.warnings:
         lines += ["", "## Warnings", "", *(f"- {w}" for w in result.warnings)]
-    table = result.table
-    plan_hours = float(table["worker_hours"].sum())
-    erlang_hours = float(table["erlang_c_worker_hours"].sum())
-    lines += ["", "## The plan", ""]
-    cost = ""
-    if result.worker_cost is not None:
-        cost = (
-            f" Cost at {result.worker_cost:g} per worker-hour: "
-            f"{plan_hours * result.worker_cost:,.2f}"
-            f" (Erlang C: {erlang_hours * result.worker_cost:,.2f})."
-        )
-    lines += [
-        f"{plan_hours:,.0f} worker-hours against Erlang C's {erlang_hours:,.0f}.{cost} "
-        "Estimates from the search at the chosen size, with their 95 % intervals "
-        "(`plan.csv` has them all):",
-        "",
-    ]
-    header = ["start (UTC)", "arrivals", "load (Erl)", "Erlang C", "plan"]
-    header += [slo.metric for slo in result.slos] + ["shown"]
-    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for s, row in zip(result.steps, table.to_dict("records"), strict=True):
-        cells = [f"{_when(result, s.start):%a %H:%M}", f"{s.demand.arrivals:,}"]
-        cells += [f"{s.demand.offered_load:.1f}", str(s.erlang_c), str(s.workers)]
-        for slo in result.slos:
-            m = slo.metric
-            cells.append(_interval(m, row[m], row[f"{m}_ci_low"], row[f"{m}_ci_high"]))
-        cells.append("yes" if s.shown else "no")
-        lines.append("| " + " | ".join(cells) + " |")
+    lines += _plan_lines(result)
     if result.confirmation is not None:
-        lines += _confirmation_lines(result, model)
+        lines += _confirmation_lines(result)
+        lines += comparison_lines(result, model)
     lines += ["", "## Figures", ""]
     for stem in _stems(result):
         caption = FIGURES.get(stem, f"{stem.removeprefix('slo_')} over the day, both plans")
@@ -277,30 +221,83 @@ def render_plan(result: PlanResult) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _plan_lines(result: PlanResult) -> list[str]:
+    table = result.table
+    plan_hours = float(table["worker_hours"].sum())
+    erlang_hours = float(table["erlang_c_worker_hours"].sum())
+    cost = ""
+    if result.worker_cost is not None:
+        cost = (
+            f" Cost at {result.worker_cost:g} per worker-hour: "
+            f"{plan_hours * result.worker_cost:,.2f}"
+            f" (Erlang C: {erlang_hours * result.worker_cost:,.2f})."
+        )
+    decided = "; ".join(f"{name}: {text}" for name, text in DECISIONS.items())
+    lines = [
+        "",
+        "## The plan",
+        "",
+        f"{plan_hours:,.0f} worker-hours of the pool held against Erlang C's "
+        f"{erlang_hours:,.0f}.{cost} Estimates from the search at the chosen size, with their "
+        f"intervals and replications (`plan.csv` has them all, `search.csv` every size tried). "
+        f"Decisions: {decided}.",
+        "",
+    ]
+    header = ["start (UTC)", "ask at", "arrivals", "load (Erl)", "Erlang C", "M/M/c+D", "plan"]
+    header += [slo.metric for slo in result.slos] + ["n", "decision"]
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for s, row in zip(result.steps, table.to_dict("records"), strict=True):
+        cells = [f"{_when(result, s.start):%a %H:%M}", f"{row['ask_at']:%a %H:%M}"]
+        cells += [f"{s.demand.arrivals:,.1f}", f"{s.demand.offered_load:.1f}"]
+        cells += [str(s.erlang_c), str(s.erlang_a), str(s.workers)]
+        for slo in result.slos:
+            m = slo.metric
+            cells.append(interval_text(m, row[m], row[f"{m}_ci_low"], row[f"{m}_ci_high"]))
+        cells += [str(row["replications"]), s.decision]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
 def _met(rows: pd.DataFrame) -> tuple[int, int, int]:
     return int(rows["met"].sum()), int(rows["shown"].sum()), len(rows)
 
 
-def _confirmation_lines(result: PlanResult, model: ErlangModel) -> list[str]:
-    plan, erlang = _confirmed(result, "plan"), _confirmed(result, "erlang_c")
+def _confirmation_lines(result: PlanResult) -> list[str]:
+    assert result.confirmation is not None
+    confirmed = result.confirmation
+    plan, erlang = (confirmed[confirmed["plan"] == name] for name in ("plan", "erlang_c"))
     met, shown, total = _met(plan)
     e_met, e_shown, _ = _met(erlang)
     certain, e_certain = int(plan["shown_missed"].sum()), int(erlang["shown_missed"].sum())
+    beyond = int(plan["missed_beyond_doubt"].sum())
     lines = [
         "",
         "## Confirmation",
         "",
-        f"Both schedules run from start to end with fresh seeds (the same for both), "
-        f"n = {result.replications} replications, each step measured over its own window. "
-        f"Met: the estimate meets the target; shown: so does the interval's unfavourable end. "
-        f"Missed: the estimate misses it, shown when even the favourable end does. The plan "
-        f"met {met} of {total} (step, objective) pairs, showed {shown} and missed {certain} "
-        f"beyond doubt; the Erlang-C plan met {e_met}, showed {e_shown} and missed {e_certain} "
-        "beyond doubt. A plan sized at 95 % confidence still misses a few pairs by chance when "
-        "confirmed (each step's size is the smallest whose interval cleared the target, and "
-        "the confirmation draws afresh): such a miss stays within its interval.",
-        "",
+        f"`plan.yaml` (the overlay: the scenario as configured, its limits included, the plan's "
+        f"asks and lead time) and the same overlay with the Erlang-C schedule run from start "
+        f"to end with fresh seeds (the same for both), n = {result.replications} replications, "
+        f"each step measured over its own window. Met: the estimate meets the target; shown: "
+        f"so does the interval's unfavourable end. Missed: the estimate misses it, shown when "
+        f"even the favourable end does; beyond doubt when it does at 1 - 0.05/{total} (the "
+        f"{total} (step, objective) pairs as one family, Bonferroni): what the command exits 1 "
+        f"on. The plan met {met} of {total} pairs, showed {shown}, missed {certain} shown and "
+        f"{beyond} beyond doubt; the Erlang-C plan met {e_met}, showed {e_shown} and missed "
+        f"{e_certain} shown. A plan sized at 95 % confidence still misses a few pairs by chance "
+        "when confirmed (each step's size is the smallest whose interval cleared the target, "
+        "and the confirmation draws afresh): such a miss stays within its interval.",
     ]
+    unthrottled = confirmed[confirmed["plan"] == "plan_unthrottled"]
+    if len(unthrottled):
+        u_met, u_shown, _ = _met(unthrottled)
+        lines += [
+            "",
+            f"Limits refused clients before the pool, so the plan's schedule was also run with "
+            f"them lifted (every client reaching the pool, as the plan sized it): it met "
+            f"{u_met} of {total} pairs, showed {u_shown} and missed "
+            f"{int(unthrottled['missed_beyond_doubt'].sum())} beyond doubt.",
+        ]
+    lines.append("")
     header = ["start (UTC)", "plan"]
     header += [f"{slo.metric} (plan)" for slo in result.slos] + ["Erlang C"]
     header += [f"{slo.metric} (Erlang C)" for slo in result.slos]
@@ -312,33 +309,27 @@ def _confirmation_lines(result: PlanResult, model: ErlangModel) -> list[str]:
                 cells.append(str(size))
             for slo in result.slos:
                 row = frame[(frame["step"] == s.index) & (frame["metric"] == slo.metric)].iloc[0]
-                said = _interval(slo.metric, row["mean"], row["ci_low"], row["ci_high"])
+                said = interval_text(slo.metric, row["mean"], row["ci_low"], row["ci_high"])
                 verdict = (
                     "shown" if row["shown"] else "met" if row["met"]
                     else "**missed (shown)**" if row["shown_missed"] else "missed (by chance?)"
                 )  # fmt: skip
                 cells.append(f"{said} {verdict}")
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "## Where the Erlang-C plan misses the objectives or spends more, and why", ""]
-    found = False
-    for s in result.steps:
-        here = erlang[erlang["step"] == s.index]
-        missed = [str(m) for m in here.loc[~here["met"], "metric"]]
-        if not missed and s.erlang_c <= s.workers:
-            continue
-        found = True
-        what = []
-        if missed:
-            what.append(f"missed {', '.join(f'`{m}`' for m in missed)} with {s.erlang_c} workers")
-        if s.erlang_c > s.workers:
-            extra = (s.erlang_c - s.workers) * (s.end - s.start) / 3600
-            what.append(f"spent {extra:g} worker-hours more than the plan ({s.erlang_c} against "
-                        f"{s.workers})")  # fmt: skip
-        lines.append(f"- **{_when(result, s.start):%a %H:%M}**: Erlang C {'; '.join(what)}.")
-        lines += [f"  - {reason}" for reason in _why(result, s, model, bool(missed))]
-    if not found:
-        lines.append("Nowhere: the Erlang-C plan met every objective without spending more.")
     return lines
+
+
+def overlay_header(result: PlanResult) -> str:
+    """The comment a plan's overlay starts with: what it is and how it was found."""
+    objectives = ", ".join(slo.text for slo in result.slos)
+    return (
+        f"avatar-sim plan of {result.scenario.name}: the pool per {result.step / 3600:g} h step "
+        f"under {objectives}.\n"
+        f"{result.verdict}\n"
+        "Run it (avatar-sim run plan.yaml) or serve it (avatar-sim serve --scenario plan.yaml);\n"
+        "pool_schedule holds the asks: each size is asked for at `at` and workers join\n"
+        f"provision_lead_seconds ({result.lead:g} s) later; report.md says how it was found."
+    )
 
 
 def write_plan(result: PlanResult, out: Path) -> list[Path]:
@@ -346,15 +337,35 @@ def write_plan(result: PlanResult, out: Path) -> list[Path]:
     figures_dir = out / "figures"
     figures_dir.mkdir(parents=True, exist_ok=True)
     table = result.table.copy()
-    table["start"] = table["start"].map(lambda t: t.isoformat())
-    written = [out / "plan.csv"]
+    for column in ("start", "ask_at", "serve_from"):
+        table[column] = table[column].map(lambda t: t.isoformat())
+    written = [out / "plan.csv", out / "search.csv"]
     table.to_csv(written[0], index=False)
+    result.search.to_csv(written[1], index=False)
     if result.confirmation is not None:
         written.append(out / "confirmation.csv")
         result.confirmation.to_csv(written[-1], index=False)
+    written.append(_write_overlay(result, out / "plan.yaml"))
     text = render_plan(result)
     for stem, figure in figures_of(result).items():
         written.append(save_figure(figure, figures_dir / f"{stem}.png"))
     report = out / "report.md"
     report.write_text(text, encoding="utf-8")
     return [report, *written]
+
+
+def _write_overlay(result: PlanResult, path: Path) -> Path:
+    """``plan.yaml``: the plan's changes over the scenario's file (a whole scenario when the
+    plan was given no file), each recording named relative to it."""
+    changes = dict(result.overlay)
+    if "arrivals" in changes:
+        changes["arrivals"] = [
+            {**a, "path": relative_to(a["path"], path.parent)} if a.get("kind") == "recorded" else a
+            for a in changes["arrivals"]
+        ]
+    if result.source is not None:
+        return write_overlay(path, changes, extends=result.source, header=overlay_header(result))
+    assert result.deployed is not None
+    whole = result.deployed.model_dump(mode="json")
+    whole.update(changes)
+    return write_overlay(path, whole, header=overlay_header(result))

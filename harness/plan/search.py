@@ -25,10 +25,10 @@ from harness.plan.slo import Slo
 from harness.runner.engine import simulate
 from harness.runner.metrics import CAUSES, METRICS, summarize
 from harness.runner.tables import collect
-from harness.scenarios.model import PoolChange, Scenario
+from harness.scenarios.model import Scenario
+from harness.sweep.aggregate import CONFIDENCE, aggregate, clip, t_interval, wilson_interval
 from harness.sweep.aggregate import METHOD_LABELS as AGGREGATE_LABELS
 from harness.sweep.aggregate import METHODS as AGGREGATE_METHODS
-from harness.sweep.aggregate import aggregate, clip, t_interval
 
 __all__ = [
     "COUNTS",
@@ -43,7 +43,6 @@ __all__ = [
     "judged",
     "retry_span",
     "run_window",
-    "with_schedule",
 ]
 
 #: The counts a plan keeps of every simulation besides its objectives' metrics: the refusals by
@@ -108,13 +107,6 @@ def derived_seed(base: int, *parts: object) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big") & 0x7FFFFFFF
 
 
-def with_schedule(scenario: Scenario, schedule: Sequence[tuple[float, int]]) -> Scenario:
-    """``scenario`` at ``records: summary`` with ``schedule`` (start, workers) as its pool
-    schedule (the scenario's own faults still override it while they last)."""
-    changes = tuple(PoolChange(at=at, workers=workers) for at, workers in schedule)
-    return scenario.model_copy(update={"pool_schedule": changes, "records": "summary"})
-
-
 def retry_span(scenario: Scenario) -> float:
     """How long a client keeps retrying a create after its first attempt, near enough: every
     backoff at its longest (jitter included) or, when the clients honour ``Retry-After``, the
@@ -137,16 +129,28 @@ def retry_span(scenario: Scenario) -> float:
 
 @dataclass(frozen=True, slots=True)
 class Evidence:
-    """A candidate's simulations of one step, over replications: each objective's estimate and
-    95 % interval (``table``: one row per metric, as ``harness.sweep.aggregate``), whether
-    every objective's unfavourable bound meets its target, whether the pool ever saturated
-    (a session waited or failed, or a create was refused ``at_capacity``), and the counts."""
+    """A candidate's simulations of one step, over ``replications``: each objective's estimate
+    and interval at ``confidence`` (``table``: one row per metric, as
+    ``harness.sweep.aggregate``), whether every objective's unfavourable bound meets its target
+    (``meets``), whether some objective's favourable bound misses it (``fails``: shown to miss;
+    neither: undecided, more replications may tell), whether the pool ever saturated (a session
+    waited or failed, or a create was refused ``at_capacity``), and the counts. A metric left
+    undefined although clients came (a wait when no session was placed) is shown to miss."""
 
     workers: int
     table: pd.DataFrame
     meets: bool
     saturated: bool
     counts: dict[str, float]
+    fails: bool = False
+    replications: int = 0
+    confidence: float = CONFIDENCE
+    estimated: bool = True  # every objective's estimate (not its interval) meets its target
+
+    @property
+    def status(self) -> str:
+        """``meets``, ``fails`` or ``undecided``."""
+        return "meets" if self.meets else "fails" if self.fails else "undecided"
 
     def bound(self, slo: Slo) -> float:
         row = self.table[self.table["metric"] == slo.metric].iloc[0]
@@ -183,10 +187,16 @@ METHOD_LABELS: dict[str, str] = {
 }
 
 
-def intervals(runs: pd.DataFrame, params: Sequence[str], metrics: Sequence[str]) -> pd.DataFrame:
+def intervals(
+    runs: pd.DataFrame,
+    params: Sequence[str],
+    metrics: Sequence[str],
+    confidence: float = CONFIDENCE,
+) -> pd.DataFrame:
     """``harness.sweep.aggregate.aggregate`` of ``runs`` (one row per replication, a ``point``
     column), each proportion's Wilson interval widened to the t interval of the replications'
-    own rates where that is wider (method ``wilson-or-t``).
+    own rates where that is wider (method ``wilson-or-t``); at ``confidence`` (95 % unless a
+    plan splits its error over several looks, ``harness.plan.adaptive``).
 
     Why: the Wilson interval pools the sessions of every replication as independent trials,
     but sessions that share a busy period fail together, so a failure rate varies between
@@ -196,30 +206,50 @@ def intervals(runs: pd.DataFrame, params: Sequence[str], metrics: Sequence[str])
     table = aggregate(runs, params, metrics)
     for index, row in table.iterrows():
         metric = str(row["metric"])
-        if row["method"] != "wilson":
-            continue
         values = runs.loc[runs["point"] == row["point"], metric].astype(float).tolist()
-        low, high = clip(t_interval(values), METRICS[metric].bounds)
-        if not math.isnan(low):
-            table.loc[index, "ci_low"] = min(float(row["ci_low"]), low)
-        if not math.isnan(high):
-            table.loc[index, "ci_high"] = max(float(row["ci_high"]), high)
+        if row["method"] != "wilson":
+            if confidence != CONFIDENCE:
+                low, high = clip(t_interval(values, confidence), METRICS[metric].bounds)
+                table.loc[index, "ci_low"], table.loc[index, "ci_high"] = low, high
+            continue
+        pooled = float(row["ci_low"]), float(row["ci_high"])
+        if confidence != CONFIDENCE and not pd.isna(row["trials"]):
+            trials = int(row["trials"])
+            successes = round(float(row["mean"]) * trials) if trials else 0
+            pooled = wilson_interval(successes, trials, confidence)
+        low, high = clip(t_interval(values, confidence), METRICS[metric].bounds)
+        table.loc[index, "ci_low"] = pooled[0] if math.isnan(low) else min(pooled[0], low)
+        table.loc[index, "ci_high"] = pooled[1] if math.isnan(high) else max(pooled[1], high)
         table.loc[index, "method"] = "wilson-or-t"
     return table
 
 
-def evidence(workers: int, rows: Sequence[dict[str, float]], slos: Sequence[Slo]) -> Evidence:
-    """``Evidence`` from one metrics row per replication."""
+def evidence(
+    workers: int,
+    rows: Sequence[dict[str, float]],
+    slos: Sequence[Slo],
+    confidence: float = CONFIDENCE,
+) -> Evidence:
+    """``Evidence`` from one metrics row per replication, its intervals at ``confidence``."""
     runs = pd.DataFrame(list(rows))
     runs["point"] = 0
-    table = intervals(runs, (), [slo.metric for slo in slos])
+    table = intervals(runs, (), [slo.metric for slo in slos], confidence)
     counts = {name: float(runs[name].sum()) for name in COUNTS}
     quiet = idle(counts)
-    meets = True
+    meets = estimated = True
+    fails = False
     for slo in slos:
         row = table[table["metric"] == slo.metric].iloc[0]
         mean, low, high = (float(row[k]) for k in ("mean", "ci_low", "ci_high"))
-        meets &= judged(slo, mean, low, high, quiet)[1]
+        met, shown = judged(slo, mean, low, high, quiet)
+        meets &= shown
+        estimated &= met
+        favourable = low if slo.op == "<=" else high
+        fails |= not math.isnan(favourable) and not slo.holds(favourable)
+        # Undefined although clients came: nothing was served, which meets no objective.
+        fails |= math.isnan(mean) and not quiet
     signs = ("waited_sessions", "no_capacity", "at_capacity_refusals")
     saturated = any(counts[name] > 0 for name in signs)
-    return Evidence(workers, table, meets, saturated, counts)
+    return Evidence(
+        workers, table, meets, saturated, counts, fails, len(rows), confidence, estimated
+    )

@@ -27,6 +27,8 @@ from typing import TypeVar
 import pandas as pd
 
 from harness.scenarios.model import Arrival, Burst, Diurnal, Poisson, Recorded
+from harness.traffic.fit import Piece
+from harness.traffic.fresh import fresh_recording
 from harness.traffic.recording import Recording
 
 __all__ = [
@@ -93,7 +95,12 @@ def arrival_instants(
     """The instants in ``[0, duration)`` at which ``arrival`` brings a client, in order."""
     if isinstance(arrival, Poisson):
         end = duration if arrival.end is None else min(arrival.end, duration)
-        return poisson_instants(arrival.rate_per_hour, arrival.start, end, rng)
+        rate = arrival.rate_per_hour
+        days = arrival.estimated_from_days
+        if days is not None and end > arrival.start:  # this run's rate, from its posterior
+            exposure = (end - arrival.start) * days
+            rate = Piece(arrival.start, end, rate * exposure / HOUR, exposure).draw(rng) * HOUR
+        return poisson_instants(rate, arrival.start, end, rng)
     if isinstance(arrival, Diurnal):
         return _diurnal(arrival, duration, epoch, rng)
     if isinstance(arrival, Burst):  # a flash crowd is drawn whole: its instants come unsorted
@@ -147,10 +154,14 @@ def recorded_sessions(
 ) -> Iterator[tuple[float, RecordedSession]]:
     """The sessions of ``recording`` as ``arrival`` plays them in ``[0, duration)``, in time
     order (ties: the recording's order, then the copy's): see ``Recorded`` for ``since``,
-    ``speed``, ``shift`` and ``scale``. Every draw is made here, from ``rng``, in a fixed order:
-    the copies' shifts, then one draw per session for the thinned copy."""
+    ``demand``, ``speed``, ``shift`` and ``scale``. Every draw is made here, from ``rng``, in a
+    fixed order: a fresh day's (``demand``), the copies' shifts, then one draw per session for
+    the thinned copy."""
     if arrival.since is not None:
         recording = recording.since(pd.Timestamp(arrival.since))
+    if arrival.demand not in (None, "exact"):
+        step = HOUR if arrival.step is None else arrival.step
+        recording = fresh_recording(recording, arrival.demand, rng, arrival.period, step)
     frame = recording.frame
     speed = arrival.speed
     times = (frame["offset_seconds"].to_numpy(dtype=float) / speed + arrival.shift).tolist()

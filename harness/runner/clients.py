@@ -114,7 +114,7 @@ class _Client:
         org.next_key = index + 1 if index + 1 < len(callers) else 0
         self.key_index, self.caller = index, callers[index]
         # One key for every attempt of this client: that is what makes a retry safe.
-        self.idem = f"scn-{number}" if idempotent else None
+        self.idem = f"{pool.key_prefix}{number}" if idempotent else None
         self.attempts = 0
 
     def create(self) -> tuple[dict[str, Any], bool]:
@@ -319,6 +319,9 @@ class ClientPool:
     live: dict[str, _SessionClient] = field(default_factory=dict)
     _count: int = 0
     _derived: tuple[int, int, Tallies] | None = None  # the logs' lengths, their tallies
+    #: What every idempotency key starts with (a replay's own, so that it never reuses the
+    #: keys the same scenario's clients sent a deployment before).
+    key_prefix: str = "scn-"
 
     @classmethod
     def create(
@@ -330,8 +333,10 @@ class ClientPool:
         *,
         logs: bool = True,
         interval: float = 60.0,
+        key_prefix: str = "scn-",
     ) -> ClientPool:
-        """A pool on ``platform``; ``logs=False`` keeps only the tallies per ``interval``."""
+        """A pool on ``platform``; ``logs=False`` keeps only the tallies per ``interval``;
+        ``key_prefix`` starts every idempotency key."""
         stream = platform.kernel.streams.stream
         streams = _Streams(
             mix=stream("scenario.mix"),
@@ -351,6 +356,7 @@ class ClientPool:
             calls=CallLog() if logs else None,
             clients=ClientLog() if logs else None,
             talk=talk,
+            key_prefix=key_prefix,
         )
         platform.kernel.events.subscribe(pool._on_event, types=_WATCHED)
         return pool

@@ -233,6 +233,7 @@ def install(
     logs: bool | None = None,
     arrivals_from: float = 0.0,
     arrivals_until: float = math.inf,
+    key_prefix: str = "scn-",
 ) -> Installed:
     """Create the scenario's organizations on ``platform`` and start its traffic: arrivals and
     runs become timers on the platform's clock (``Clock.follow``), so they unfold as the clock
@@ -244,7 +245,8 @@ def install(
     records level is ``summary``); they always keep their per-interval tallies.
     ``arrivals_from``, ``arrivals_until``: clients (of sessions and runs) that would arrive
     before the one or from the other on do not come; the ones between arrive exactly when they
-    would have (a planner simulates a window of a long scenario this way)."""
+    would have (a planner simulates a window of a long scenario this way). ``key_prefix``
+    starts every idempotency key the clients send (a replay's own)."""
     orgs, accounts = _organizations(platform, scenario)
     keep = scenario.records != "summary" if logs is None else logs
     pool = ClientPool.create(
@@ -254,6 +256,7 @@ def install(
         door,
         logs=keep,
         interval=scenario.sample_every,
+        key_prefix=key_prefix,
     )
     start_faults(platform, scenario.faults, scenario.pool_schedule)
     pool.organizations = WeightedPick(

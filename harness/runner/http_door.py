@@ -13,12 +13,16 @@ blocking call. Two targets:
   ``X-RateLimit-Reset`` names in any form (``harness.conformance.pacing.headers_hint``); an
   answer that is no envelope (a proxy's 502) or no answer at all becomes ``ServiceUnavailable``
   (``http_<status>`` or ``target_unreachable``), which the clients treat as any refusal.
+
+Called where an event loop already runs in the thread (a Jupyter kernel's), asyncio refuses to
+run a second one there, so the door's loop then runs its requests on a helper thread of its own.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import quote
 
@@ -99,13 +103,27 @@ class HttpDoor:
     ) -> None:
         self._routes: dict[str, Route] = {r.operation_id: r for r in table.routes}
         self._loop = asyncio.new_event_loop()
+        self._helper: ThreadPoolExecutor | None = None
         self._client = client
         self._secrets = secrets
         self.requests = 0
 
     def close(self) -> None:
-        self._loop.run_until_complete(self._client.aclose())
+        self._complete(self._client.aclose())
         self._loop.close()
+        if self._helper is not None:
+            self._helper.shutdown()
+
+    def _complete(self, awaitable: Any) -> Any:
+        """Run ``awaitable`` to its end on the door's loop: in this thread, or on the helper
+        thread when this thread already runs a loop (one request at a time either way)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return self._loop.run_until_complete(awaitable)
+        if self._helper is None:
+            self._helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="http-door")
+        return self._helper.submit(self._loop.run_until_complete, awaitable).result()
 
     def __enter__(self) -> HttpDoor:
         return self
@@ -141,7 +159,7 @@ class HttpDoor:
         route = self._routes[operation_id]
         values = params() if callable(params) else params
         try:
-            response = self._loop.run_until_complete(self._request(route, values, caller))
+            response = self._complete(self._request(route, values, caller))
         except httpx.TransportError as error:
             if not self._remote:
                 raise

@@ -239,7 +239,10 @@ def resolve_metric(name: str) -> tuple[str, str | None]:
         return new, f"{name!r} is now {new!r} (the old name is read for one more release)"
     import difflib
 
-    close = difflib.get_close_matches(name, [*METRICS, *RENAMED], n=3)
+    # Only current names are suggested: a name close to an old one suggests what replaced it.
+    matches = difflib.get_close_matches(name, [*METRICS, *RENAMED], n=3)
+    current = [RENAMED.get(match, match) if match in RENAMED else match for match in matches]
+    close = list(dict.fromkeys(match for match in current if match is not None))
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     raise ValueError(f"unknown metric {name!r}{hint} (known: {', '.join(METRICS)})")
 

@@ -11,6 +11,7 @@ from harness.scenarios.loader import (
     load_scenario,
     load_yaml,
     parse_scenario,
+    read_scenario,
     read_yaml,
 )
 from harness.scenarios.model import (
@@ -30,6 +31,7 @@ from harness.scenarios.model import (
     Scenario,
     SessionProfile,
 )
+from harness.scenarios.overlay import merge, write_overlay
 
 __all__ = [
     "QUALITIES",
@@ -54,7 +56,10 @@ __all__ = [
     "format_errors",
     "load_scenario",
     "load_yaml",
+    "merge",
     "parse_duration",
     "parse_scenario",
+    "read_scenario",
     "read_yaml",
+    "write_overlay",
 ]

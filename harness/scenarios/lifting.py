@@ -54,6 +54,11 @@ class Limits(BaseModel):
     max_duration: Switch = Field(
         default="on", description="off: no session is truncated by max duration or plan limits"
     )
+    credits: Switch = Field(
+        default="on",
+        description="off: no session is refused insufficient_credits (a balance that runs out "
+        "is charged as overage)",
+    )
 
     def lifted(self) -> tuple[str, ...]:
         """The names of the limits switched off, in declaration order."""
@@ -93,5 +98,8 @@ def lift(config: SimConfig, limits: Limits, horizon: int) -> SimConfig:
         ceiling = max(horizon, bounds.max_duration_ceiling_seconds)
         bounds = bounds.model_copy(update={"max_duration_ceiling_seconds": ceiling})
         plans = tuple(p.model_copy(update={"max_session_duration_seconds": ceiling}) for p in plans)
-    billing = config.billing.model_copy(update={"plans": plans})
+    billing_update: dict[str, object] = {"plans": plans}
+    if "credits" in lifted:  # an empty balance (never below 0) still starts a session
+        billing_update["min_session_start_credits"] = 0
+    billing = config.billing.model_copy(update=billing_update)
     return config.model_copy(update={"limits": bounds, "scheduler": scheduler, "billing": billing})

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from harness.scenarios.checks import Parts, cross_field_problems
 from harness.scenarios.model import Scenario
+from harness.scenarios.overlay import EXTENDS, merge
 from harness.scenarios.problems import Problem, line_of
 from sim.config import SimConfig
 
@@ -32,6 +33,7 @@ __all__ = [
     "load_yaml",
     "parse_scenario",
     "problems_of",
+    "read_scenario",
     "read_yaml",
     "resolve_paths",
 ]
@@ -138,12 +140,21 @@ def parse_scenario(
 
 
 class YamlDocument:
-    """A parsed YAML file: its data and its node tree (for line numbers)."""
+    """A parsed YAML file: its data and its node tree (for line numbers); an overlay's also
+    lists every file of its chain (``layers``: source, node tree and own data, the overlay
+    first), so a problem is told at the line of the file that wrote the field."""
 
-    def __init__(self, source: str, data: Any, root: yaml.Node | None) -> None:
+    def __init__(
+        self,
+        source: str,
+        data: Any,
+        root: yaml.Node | None,
+        layers: tuple[tuple[str, yaml.Node | None, Any], ...] = (),
+    ) -> None:
         self.source = source
         self.data = data
         self.root = root
+        self.layers = layers
 
 
 def read_yaml(path: str | Path) -> YamlDocument:
@@ -185,9 +196,82 @@ def _is_recorded(arrival: Any) -> bool:
     return isinstance(arrival, Mapping) and arrival.get("kind") == "recorded"
 
 
-def load_scenario(path: str | Path) -> Scenario:
-    """Read and validate a scenario YAML file; problems name their line. A recorded
-    arrival's relative ``path`` is read next to the file."""
+def read_scenario(path: str | Path, _within: tuple[Path, ...] = ()) -> YamlDocument:
+    """The data of the scenario file ``path`` with every recorded arrival's relative ``path``
+    read next to the file and, for an overlay (``extends: BASE``), laid over its base
+    (``harness.scenarios.overlay``); the node tree is the file's own, for its lines. A base that
+    cannot be read, or that extends the file back, is a problem at ``extends``."""
     document = read_yaml(path)
-    data = resolve_paths(document.data, Path(path).parent)
-    return parse_scenario(data, document.source, document.root)
+    directory = Path(path).parent
+    data = resolve_paths(document.data, directory)
+    if not isinstance(data, Mapping) or EXTENDS not in data:
+        return YamlDocument(document.source, data, document.root)
+    named = data[EXTENDS]
+    if not isinstance(named, str) or not named.strip():
+        problem = Problem((EXTENDS,), "must name the scenario file this one changes")
+        raise ScenarioError(document.source, [problem], document.root)
+    base_path = Path(named) if Path(named).is_absolute() else directory / named
+    here = Path(path).resolve()
+    if base_path.resolve() in (*_within, here):
+        problem = Problem((EXTENDS,), f"{named}: extends this file back (a cycle of overlays)")
+        raise ScenarioError(document.source, [problem], document.root)
+    try:
+        base = read_scenario(base_path, (*_within, here))
+    except ScenarioError as error:
+        problem = Problem((EXTENDS,), f"{named}: the scenario it extends cannot be read")
+        raise ScenarioError(
+            document.source, [problem], document.root, elsewhere=error.located
+        ) from None
+    own = {key: value for key, value in data.items() if key != EXTENDS}
+    below = base.layers or ((base.source, base.root, base.data),)
+    layers = ((document.source, document.root, own), *below)
+    return YamlDocument(document.source, merge(base.data, own), document.root, layers)
+
+
+def _depth(data: Any, loc: Sequence[str | int]) -> int:
+    """How many leading parts of ``loc`` ``data`` holds."""
+    depth = 0
+    for part in loc:
+        if isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+            data = data[part]
+        elif not isinstance(data, Mapping) or part not in data:
+            break
+        else:
+            data = data[part]
+        depth += 1
+    return depth
+
+
+def _told_by_layer(document: YamlDocument) -> ScenarioError:
+    """The problems of an overlay's merged data, each told in the file that wrote its field
+    (the deepest match of its path; the overlay on a tie or where none holds it)."""
+    data = document.data
+    try:
+        Scenario.model_validate(dict(data))
+        problems: list[Problem] = []
+    except ValidationError as error:
+        problems = _all_problems(data, error)
+    own: list[Problem] = []
+    elsewhere: list[tuple[str, int | None, str]] = []
+    for problem in problems:
+        depths = [_depth(layer[2], problem.loc) for layer in document.layers]
+        best = max(range(len(depths)), key=lambda i: (depths[i], -i))
+        if best == 0 or depths[best] == 0:
+            own.append(problem)
+            continue
+        source, root, _data = document.layers[best]
+        elsewhere.append((source, line_of(root, problem.loc), str(problem)))
+    return ScenarioError(document.source, own, document.root, elsewhere=elsewhere)
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario YAML file (an overlay laid over the file it extends);
+    problems name their file and line. A recorded arrival's relative ``path`` is read next to
+    the file that names it."""
+    document = read_scenario(path)
+    try:
+        return parse_scenario(document.data, document.source, document.root)
+    except ScenarioError:
+        if not document.layers:
+            raise
+        raise _told_by_layer(document) from None

@@ -71,12 +71,20 @@ class _ArrivalBase(Strict):
 
 
 class Poisson(_ArrivalBase):
-    """Arrivals at a constant rate, memoryless, between ``start`` and ``end``."""
+    """Arrivals at a constant rate, memoryless, between ``start`` and ``end``.
+
+    A rate estimated from recorded days (``avatar-sim calibrate`` writes them so) says from how
+    many (``estimated_from_days``): each run then draws its rate from the rate's posterior given
+    the count those days held (Gamma(N + 1/2, T), Jeffreys' prior, ``harness.traffic.fit``), so
+    that runs vary as tomorrow may, not only by Poisson noise around a rate taken as known."""
 
     kind: Literal["poisson"] = "poisson"
     rate_per_hour: float = Field(gt=0)
     start: Seconds = 0.0
     end: Seconds | None = None
+    estimated_from_days: int | None = Field(
+        default=None, ge=1, description="the rate is an estimate from this many recorded days"
+    )
 
 
 class Diurnal(_ArrivalBase):
@@ -117,6 +125,11 @@ class Recorded(_ArrivalBase):
     fraction), each shifted by a random offset within the recording's mean gap between
     sessions, so that copies do not arrive in lockstep; the draws are the run's seed's.
 
+    ``demand`` plays a fresh day each run instead of the recording (NB-15,
+    ``harness.traffic.fresh``): ``fitted`` (rates fitted per ``step`` of the ``period`` and
+    drawn from their uncertainty, Poisson arrivals) or ``bootstrap`` (each step from a recorded
+    day drawn at random); unset, a run replays the recording and a plan draws fitted days.
+
     A session's organization is the arrival's ``organization`` when given, else its recorded
     label, which must then name one of the scenario's organizations (a session without one is
     drawn by weight, like any arrival). A session without a recorded length (it never ran)
@@ -125,6 +138,15 @@ class Recorded(_ArrivalBase):
 
     kind: Literal["recorded"] = "recorded"
     path: str = Field(min_length=1, description="the recording: CSV or Parquet")
+    demand: Literal["exact", "fitted", "bootstrap"] | None = Field(
+        default=None,
+        description="exact: the recording as recorded; fitted, bootstrap: a fresh day each run "
+        "(harness.traffic.fresh); unset: exact in a run, fitted in a plan",
+    )
+    period: Seconds = Field(default=86_400.0, gt=0, description="a fresh day's length")
+    step: Seconds | None = Field(
+        default=None, gt=0, description="a fresh day's step (default: 1h, a plan's own step)"
+    )
     since: AwareDatetime | None = Field(
         default=None, description="the recorded instant played at the shift; earlier: left out"
     )
@@ -244,9 +266,9 @@ class CapacityLoss(Strict):
 
 class PoolChange(Strict):
     """From ``at`` on, the pool is meant to have ``workers`` workers (a planned size, such as
-    ``avatar-sim plan`` writes): growing adds idle workers at once, shrinking removes idle ones
-    and lets busy ones finish their session first. A capacity fault overrides it while it
-    lasts."""
+    ``avatar-sim plan`` writes): workers added join ``config.scheduler.provision_lead_seconds``
+    later (at once by default), shrinking removes idle ones and lets busy ones finish their
+    session first. A capacity fault overrides it while it lasts."""
 
     at: Seconds
     workers: int = Field(ge=0)

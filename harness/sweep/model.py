@@ -26,6 +26,7 @@ from harness.scenarios.loader import (
     ScenarioError,
     parse_scenario,
     problems_of,
+    read_scenario,
     read_yaml,
     resolve_paths,
 )
@@ -235,9 +236,8 @@ def parse_sweep(
                 path = Path(base_name)
                 if not path.is_absolute() and directory is not None:
                     path = directory / path
-                document = read_yaml(path)
+                document = read_scenario(path)  # an overlay too
                 base_data, base_source, base_root = document.data, document.source, document.root
-                base_data = resolve_paths(base_data, path.parent)
             else:
                 base_data, base_source, base_root = inline, f"{source}: scenario", None
                 if directory is not None:

@@ -131,14 +131,33 @@ def _prediction_interval(
     return clip((mean - half, mean + half), bounds)
 
 
+def _fidelity(observed: float, predicted: float, low: float, high: float) -> dict[str, float]:
+    """The prediction's error against what was observed, in percent of the observed value, and
+    the errors at the ends of the prediction's interval (NaN when nothing was observed)."""
+
+    def error(value: float) -> float:
+        if math.isnan(observed) or observed == 0 or math.isnan(value):
+            return math.nan
+        return (value - observed) / abs(observed) * 100.0
+
+    return {
+        "error_percent": error(predicted),
+        "error_low_percent": error(low),
+        "error_high_percent": error(high),
+    }
+
+
 def compare(
     observed: dict[str, float], predicted: pd.DataFrame, ran: int | None = None
 ) -> pd.DataFrame:
     """One row per metric: the observed value (and, for a proportion, its Wilson interval;
     for billable seconds, the value give or take ``ran``), the predicted mean with its 95 %
     interval and method over the replications, the 95 % interval one more replication falls
-    in, the metric's p-value, its Holm threshold, and whether it agrees as one of the family
-    (the module's docstring).
+    in, the metric's p-value, its Holm threshold, whether it agrees as one of the family (the
+    module's docstring), and the fidelity error: the prediction's error against the observed
+    value in percent of it, with the errors at the ends of the prediction's interval beside it
+    (``error_percent``, ``error_low_percent``, ``error_high_percent``; NaN where nothing was
+    observed, a rate of 0 for instance).
 
     ``ran``: how many observed sessions had a first frame (the grain of billable seconds)."""
     names = [m for m in observed if m in METRICS and m in predicted]
@@ -183,6 +202,7 @@ def compare(
                 "next_run_high": next_high,
                 "replications": int(row["n"]),
                 "p_value": p_value,
+                **_fidelity(value, float(row["mean"]), float(row["ci_low"]), float(row["ci_high"])),
             }
         )
     frame = pd.DataFrame(rows)

@@ -42,6 +42,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -53,12 +54,11 @@ import pandas as pd
 from harness.runner import run_scenario
 from harness.runner.engine import RawRun, install, records_of
 from harness.runner.http_door import HttpDoor
-from harness.runner.metrics import epoch_of, format_value, summarize
+from harness.runner.metrics import cause_of, epoch_of, summarize
 from harness.runner.sampler import PoolSampler
 from harness.runner.tables import RunResult, collect
 from harness.scenarios import Scenario, parse_scenario
-from harness.sweep.aggregate import METHODS
-from harness.traffic.agreement import FAMILY_ALPHA, compare
+from harness.traffic.agreement import compare
 from harness.traffic.capture import _row
 from harness.traffic.recording import Recording, recording_from_frame
 from sim.accounts import ApiKey, Caller
@@ -81,8 +81,7 @@ __all__ = [
 API_SURFACES = ("api", "pipecat")
 #: Metrics a replay cannot observe: the deployment's ledger and its worker pool.
 UNOBSERVED = ("credits_charged", "mean_utilization")
-#: Seconds after the run's end (the deployment's time) to wait for the last sessions to end.
-SETTLE_SECONDS = 120.0
+SETTLE_SECONDS = 120.0  # the deployment's seconds after the run to wait for the last to end
 _CREATES = ("createSession", "createPipecatSession")
 
 
@@ -90,9 +89,14 @@ class ReplayError(Exception):
     """The replay could not be made (an unusable scenario for the recording, a refused key)."""
 
 
+#: More than this share of the session clients refused: the deployment did not take the traffic.
+MOST_REFUSED = 0.5
+
+
 @dataclass
 class ReplayResult:
-    """What a replay observed, what the simulation predicted, and the two side by side."""
+    """What a replay observed, what the simulation predicted, and the two side by side;
+    ``verdict`` in one line and ``exit_code`` for a CI job (PLAN-15)."""
 
     scenario: Scenario
     recording: Recording  # as played: surfaces the API cannot create made ``api``
@@ -102,6 +106,60 @@ class ReplayResult:
     comparison: pd.DataFrame  # one row per metric (``compare``)
     notes: list[str] = field(default_factory=list)
     unfinished: int = 0  # sessions not over when the replay stopped waiting
+    key_prefix: str = ""  # what the replay's idempotency keys start with
+
+    @property
+    def session_clients(self) -> int:
+        return int((self.observed.clients["kind"] == "session").sum())
+
+    @property
+    def refusals(self) -> dict[str, int]:
+        """The session clients the deployment refused, by the code of their last answer."""
+        clients = self.observed.clients
+        outcomes = clients.loc[clients["kind"] == "session", "final_outcome"].astype(str)
+        refused = outcomes[outcomes.map(cause_of).notna()]
+        return {str(code): int(n) for code, n in refused.value_counts().sort_index().items()}
+
+    @property
+    def disagreeing(self) -> list[str]:
+        agree = self.comparison["agree"]
+        return [str(m) for m in self.comparison.loc[agree.eq(False).fillna(False), "metric"]]
+
+    @property
+    def mostly_refused(self) -> bool:
+        return sum(self.refusals.values()) > MOST_REFUSED * max(self.session_clients, 1)
+
+    @property
+    def exit_code(self) -> int:
+        """1 when a metric disagrees with the prediction or most creates were refused."""
+        return 1 if self.disagreeing or self.mostly_refused else 0
+
+    def refusals_text(self) -> str:
+        """The refusals named by code and cause, e.g. ``3 rate_limited (rate limit)``."""
+        said = [
+            f"{n:,} {code} ({(cause_of(code) or 'other').replace('_', ' ')})"
+            for code, n in self.refusals.items()
+        ]
+        return ", ".join(said) if said else "none"
+
+    @property
+    def verdict(self) -> str:
+        """The replay in one line: agrees or not, and the refusals by cause."""
+        judged = int(self.comparison["agree"].notna().sum()) if len(self.comparison) else 0
+        refused = sum(self.refusals.values())
+        clients = self.session_clients
+        told = f"{refused:,} of {clients:,} session clients refused: {self.refusals_text()}"
+        if self.mostly_refused:
+            return (
+                f"replay: INVALID: the deployment refused most creates ({told}); its metrics "
+                "say nothing of the prediction"
+            )
+        if self.disagreeing:
+            return (
+                f"replay: DISAGREES: {', '.join(self.disagreeing)} outside the prediction "
+                f"({judged} metrics judged, Holm at 5 %); {told}"
+            )
+        return f"replay: agrees ({judged} metrics judged, Holm at 5 %); {told}"
 
 
 def played(recording: Recording) -> tuple[Recording, int]:
@@ -207,6 +265,7 @@ class _Player:
     sleep: Callable[[float], None]
     monotonic: Callable[[], float]
     offsets: _Offsets
+    key_prefix: str = "replay-"
     started: set[str] = field(default_factory=set)
 
     def local_now(self, wall_start: float) -> float:
@@ -221,7 +280,7 @@ class _Player:
         """Install the scenario's clients on the host, its organization's keys speaking for
         ``api_keys`` round-robin, and follow the wall clock until every session is over."""
         scenario, host = self.scenario, self.host
-        installed = install(host, scenario, self.door)
+        installed = install(host, scenario, self.door, key_prefix=self.key_prefix)
         org = installed.organizations[0]
         for index, local in enumerate(org.callers):
             secrets[local.key.secret] = api_keys[index % len(api_keys)]
@@ -244,7 +303,8 @@ class _Player:
             if now >= end or (now >= scenario.duration and not pool.live and idle):
                 break
             wake = min(next_poll, end, math.inf if due is None else due)
-            self.sleep(max(wake - self.local_now(wall_start), 0.0) * self.time_factor)
+            # At least a microsecond: a wait rounded to nothing would never reach ``wake``.
+            self.sleep(max((wake - self.local_now(wall_start)) * self.time_factor, 1e-6))
         # No pool samples: the deployment's pool is not this host's, and usage comes from the
         # deployment, not from here.
         sampler = PoolSampler(host.sessions)
@@ -344,6 +404,7 @@ def replay(
     sleep: Callable[[float], None] = time.sleep,
     monotonic: Callable[[], float] = time.monotonic,
     progress: Callable[[float, float], None] | None = None,
+    key_prefix: str | None = None,
 ) -> ReplayResult:
     """Play ``recording`` against the deployment at ``base_url`` through ``api_keys`` (of one
     organization), ``speed`` times faster than recorded in wall time (default: as recorded
@@ -352,7 +413,9 @@ def replay(
 
     ``time_factor``: the deployment's wall seconds per second of its own time (``avatar-sim
     serve --time-factor``). ``transport``, ``sleep`` and ``monotonic``: for a test's
-    in-process deployment and clock."""
+    in-process deployment and clock. ``key_prefix``: what every idempotency key starts with
+    (default: ``replay-`` and a fresh random token, so a replay never reuses keys the same
+    traffic sent before: a deployment would refuse them as reused)."""
     if not api_keys:
         raise ReplayError("give at least one API key")
     wall_speed = 1.0 / time_factor if speed is None else speed
@@ -389,7 +452,8 @@ def replay(
     if seed is not None:
         scenario = scenario.model_copy(update={"seed": seed})
     host = Platform.create(scenario.sim_config())
-    player = _Player(scenario, door, host, time_factor, poll, sleep, monotonic, offsets)
+    prefix = f"replay-{uuid.uuid4().hex[:12]}-" if key_prefix is None else key_prefix
+    player = _Player(scenario, door, host, time_factor, poll, sleep, monotonic, offsets, prefix)
     try:
         raw = player.play(secrets, api_keys, progress)
         observed = collect(raw)
@@ -423,7 +487,7 @@ def replay(
         f"the idle timeout ({_idle(scenario)} s) end by it in both"
     )
     return ReplayResult(scenario, traffic, observed, metrics, predicted, comparison, notes,
-                        unfinished)  # fmt: skip
+                        unfinished, prefix)  # fmt: skip
 
 
 def _idle(scenario: Scenario) -> int:
@@ -434,55 +498,3 @@ def _idle(scenario: Scenario) -> int:
 def _probe_caller(secret: str) -> Caller:
     """A caller carrying ``secret`` for the door, before any local key speaks for it."""
     return Caller("", ApiKey(secret, "", "production", None, 0.0))
-
-
-def report_markdown(result: ReplayResult, target: str) -> str:
-    """The replay's report: the traffic, the metrics side by side, how they were judged."""
-    scenario, table = result.scenario, result.comparison
-    n = int(table["replications"].max()) if len(table) else 0
-    lines = [
-        f"# Replay of `{result.recording.source}` against {target}",
-        "",
-        f"{len(result.recording)} recorded sessions, played over {scenario.duration:g} s of the "
-        f"deployment's time; the prediction is {n} runs of the same traffic "
-        "(`recording.parquet`, its organization, keys, client behaviour and configuration).",
-        "",
-        "| metric | observed | predicted (95 % CI) | next run in (95 %) | p | agree |",
-        "|---|---|---|---|---|---|",
-    ]
-    for row in table.to_dict("records"):
-        name = str(row["metric"])
-
-        def shown(column: str, name: str = name, row: dict[Any, Any] = row) -> str:
-            return format_value(name, float(row[column]))
-
-        observed = shown("observed")
-        if not math.isnan(float(row["observed_low"])):
-            observed += f" [{shown('observed_low')}, {shown('observed_high')}]"
-        predicted = f"{shown('predicted')} [{shown('predicted_low')}, {shown('predicted_high')}]"
-        following = (
-            "" if math.isnan(float(row["next_run_low"]))
-            else f"[{shown('next_run_low')}, {shown('next_run_high')}]"
-        )  # fmt: skip
-        p_value = "" if math.isnan(float(row["p_value"])) else f"{float(row['p_value']):.3g}"
-        agree = "" if pd.isna(row["agree"]) else ("yes" if row["agree"] else "**no**")
-        lines.append(f"| {name} | {observed} | {predicted} | {following} | {p_value} | {agree} |")
-    methods = sorted(set(table["method"])) if len(table) else []
-    lines += ["", "How they are judged:", ""]
-    lines += [f"- `{m}`: {METHODS[m]} (n = {n} replications)." for m in methods]
-    judged = int(table["agree"].notna().sum()) if len(table) else 0
-    lines += [
-        "- Each metric's p: for a proportion, one less the confidence at which its observed "
-        "Wilson interval (its own counts) and the predicted one just touch; for any other, "
-        "the observed value as one more run (Student t over the replications, sqrt(1 + 1/n) "
-        "wide, two-sided). Billable seconds are whole seconds per session, rounded up: the "
-        "observed value is taken give or take one second per session that ran, since the "
-        "replay hangs up at the deployment's millisecond stamps and a request's latency later.",
-        f"- Agreement is judged over the family of the {judged} metrics with a p, by Holm's "
-        f"step-down procedure at {FAMILY_ALPHA:.0%} family-wise (the k-th smallest p against "
-        f"{FAMILY_ALPHA:g} / ({judged} - k + 1)): a metric may lie outside its own 95 % "
-        "interval by chance and still agree.",
-        f"- Not observed against a deployment (n/a): {', '.join(UNOBSERVED)}.",
-    ]
-    lines += [f"- {note}" for note in result.notes]
-    return "\n".join(lines) + "\n"

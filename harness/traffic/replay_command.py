@@ -4,9 +4,11 @@ Plays the recording ``FILE`` (``harness.traffic.recording``) against the deploym
 to ``DIR``: ``comparison.csv`` (each metric observed beside its prediction, ``compare``),
 ``report.md``, ``recording.parquet`` (the traffic as played), ``predicted.csv`` (one row per
 replication) and the observed ``sessions``, ``clients`` and ``api_calls`` tables as Parquet.
-Exit 0 once written (whether or not every metric agrees: the report says), 2 for a usage
-error, an unusable recording or scenario, or a deployment that refuses the key or cannot be
-reached.
+Prints the report and, last, a one-line verdict (agrees, disagrees naming the metrics, or
+invalid when the deployment refused most creates, with the refusals by cause). Exit 0 when every
+judged metric agrees with the prediction; 1 when one disagrees or most creates were refused (a
+CI job can gate on it); 2 for a usage error, an unusable recording or scenario, or a deployment
+that refuses the key or cannot be reached.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from pathlib import Path
 
 from harness.scenarios import ScenarioError, load_scenario
 from harness.traffic.recording import RecordingError, read_recording
-from harness.traffic.replay import ReplayError, replay, report_markdown
+from harness.traffic.replay import ReplayError, replay
+from harness.traffic.replay_report import report_markdown
 
 __all__ = ["add_arguments", "run"]
 
@@ -122,8 +125,6 @@ def run(args: argparse.Namespace) -> int:
     report = report_markdown(result, args.base_url)
     (out / "report.md").write_text(report, encoding="utf-8")
     print(report, end="")
-    disagree = result.comparison.loc[result.comparison["agree"].eq(False).fillna(False), "metric"]
-    if len(disagree):
-        print(f"outside the prediction: {', '.join(disagree)}")
     print(f"written to {out}/")
-    return 0
+    print(result.verdict)
+    return result.exit_code

@@ -10,6 +10,9 @@ Why these shapes:
   earliest deadline. A job placed in time never leaves a timer of its own behind.
 - Capacity changes keep busy workers until their session ends (they *retire*), and remove idle
   workers first, so a capacity loss never kills a running session; queued jobs then time out.
+  A worker the pool is asked to add joins ``provision_lead_seconds`` later (machines take time
+  to provision); a shrink asked meanwhile cancels the newest asks first, as a cloud request
+  that is not yet served can be withdrawn. With no lead time it joins at once.
 
 - The pool keeps its idle, busy and restarting counts as it changes and its idle workers in a
   heap by creation order, so admission and placement cost the same with 8 workers or 8,000.
@@ -124,6 +127,8 @@ class Scheduler(Generic[Job]):
         self._on_dispatch: list[Callable[[Timer], None]] = [self._dispatch]
         self._on_watch: list[Callable[[Timer], None]] = [self._watch]
         self.capacity = config.workers
+        #: Workers asked for and not yet joined: each ask's remaining count, oldest first.
+        self._asked: list[list[int]] = []
         #: The meter: integrals up to ``_metered_at`` and the peaks since the last reading.
         self._metered_at = clock.now
         self._busy_seconds = 0.0
@@ -335,22 +340,35 @@ class Scheduler(Generic[Job]):
         self._request_dispatch()
 
     def set_capacity(self, workers: int) -> None:
-        """Grow or shrink the pool; idle workers go first, busy ones retire when done."""
+        """Grow or shrink the pool; idle workers go first, busy ones retire when done. Growth
+        brings back retiring workers at once and asks for the rest, who join after the lead
+        time; a shrink cancels asks not yet served (the newest first) before removing any."""
         if workers < 0:
             raise ValueError("capacity cannot be negative")
         self.capacity = workers
         active = self._active()
-        if workers > len(active):
-            missing = workers - len(active)
+        asked = sum(ask[0] for ask in self._asked)
+        if workers > len(active) + asked:
+            missing = workers - len(active) - asked
             for worker in self._workers.values():  # bring back retiring workers first
                 if missing and worker.retiring:
                     worker.retiring = False
                     missing -= 1
+            lead = self._config.provision_lead_seconds
+            if missing and lead > 0:
+                ask = [missing]
+                self._asked.append(ask)
+                self._clock.call_after(lead, lambda _timer: self._provisioned(ask))
+                return
             for _ in range(missing):
                 self._add_worker()
             self._request_dispatch()
             return
-        excess = len(active) - workers
+        excess = len(active) + asked - workers
+        for ask in reversed(self._asked):  # asks not yet served go first
+            withdrawn = min(excess, ask[0])
+            ask[0] -= withdrawn
+            excess -= withdrawn
         for worker in reversed(active):
             if excess and worker.status == "idle":
                 self._remove(worker)
@@ -359,6 +377,14 @@ class Scheduler(Generic[Job]):
             if excess and worker.id in self._workers and not worker.retiring:
                 worker.retiring = True
                 excess -= 1
+
+    def _provisioned(self, ask: list[int]) -> None:
+        """An ask's lead time is over: what is left of it joins the pool."""
+        self._asked.remove(ask)
+        for _ in range(ask[0]):
+            self._add_worker()
+        if ask[0]:
+            self._request_dispatch()
 
     # -- events ----------------------------------------------------------------------------
 

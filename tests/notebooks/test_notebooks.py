@@ -26,7 +26,11 @@ from nbclient import NotebookClient
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 ALL = sorted(NOTEBOOKS.glob("*.ipynb"))
-REQUIREMENTS = {"capacity.ipynb": "NB-4", "billing.ipynb": "NB-5", "planning.ipynb": "NB-13"}
+REQUIREMENTS: dict[str, tuple[str, ...]] = {
+    "capacity.ipynb": ("NB-4",),
+    "billing.ipynb": ("NB-5",),
+    "planning.ipynb": ("NB-13", "NB-16"),
+}
 #: The least number of figures each notebook shows (every one of them is audited).
 FIGURES = {"capacity.ipynb": 6, "billing.ipynb": 4, "planning.ipynb": 5}
 
@@ -88,7 +92,7 @@ def test_notebooks_are_stored_without_outputs(path: Path) -> None:
 
 @pytest.mark.parametrize(
     "path",
-    [pytest.param(p, marks=pytest.mark.req("NB-6", REQUIREMENTS[p.name]), id=p.name)
+    [pytest.param(p, marks=pytest.mark.req("NB-6", *REQUIREMENTS[p.name]), id=p.name)
      for p in ALL if p.name in REQUIREMENTS]
     + [pytest.param(p, marks=pytest.mark.req("NB-6"), id=p.name)
        for p in ALL if p.name not in REQUIREMENTS],

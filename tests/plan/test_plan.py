@@ -14,10 +14,14 @@ import yaml
 
 from harness import cli
 from harness.plan import PlanResult, SloError, parse_slo, plan_capacity
-from harness.plan.search import WindowTask, derived_seed, evidence, run_window, with_schedule
+from harness.plan.confirm import unthrottled
+from harness.plan.schedule import asks, scheduled
+from harness.plan.search import WindowTask, derived_seed, evidence, run_window
 from harness.scenarios import Scenario, parse_scenario
 
 SLOS = ["p95_placement_wait_seconds<=5", "placement_wait_probability<=0.3"]
+#: With the sessions that time out in the queue counted: the waits alone count only the placed.
+CARRIED = [*SLOS, "no_capacity_rate<=0.05"]
 
 
 def _scenario(**overrides: Any) -> dict[str, Any]:
@@ -50,7 +54,7 @@ def _parsed(data: dict[str, Any]) -> Scenario:
 
 @pytest.fixture(scope="module")
 def carried() -> PlanResult:
-    return plan_capacity(_parsed(_scenario()), SLOS, replications=3)
+    return plan_capacity(_parsed(_scenario()), CARRIED, replications=3, max_replications=6)
 
 
 @pytest.mark.req("PLAN-1")
@@ -69,9 +73,12 @@ def test_each_step_gets_the_fewest_workers_that_meet_every_objective(
     # Not bookkeeping: the second step simulated again at one fewer worker, with the first
     # step's size fixed in the schedule and the same seeds, misses an objective again.
     first, second = carried.steps
-    scenario = with_schedule(
-        carried.scenario, [(first.start, first.workers), (second.start, second.workers - 1)]
+    plan = asks([(first.start, first.end, first.workers), (second.start, second.end,
+                 second.workers - 1)], 0.0)  # fmt: skip
+    scenario = scheduled(unthrottled(carried.scenario), plan, 0.0).model_copy(
+        update={"records": "summary"}
     )
+    fewer = second.tried[second.workers - 1]
     rows = [
         run_window(
             WindowTask(
@@ -85,9 +92,10 @@ def test_each_step_gets_the_fewest_workers_that_meet_every_objective(
                 windows=((second.start, second.end),),
             )
         )["windows"][0]
-        for r in range(carried.replications)
+        for r in range(fewer.replications)
     ]
-    assert not evidence(second.workers - 1, rows, carried.slos).meets
+    again = evidence(second.workers - 1, rows, carried.slos, carried.looks.confidence)
+    assert not again.meets and again.status == fewer.status
 
 
 @pytest.mark.req("PLAN-1")
@@ -100,7 +108,9 @@ def test_sessions_carried_over_from_a_busier_step_are_simulated(carried: PlanRes
     assert chosen_rows is not None
     inherited = chosen_rows[(chosen_rows["plan"] == "plan") & (chosen_rows["step"] == 1)]
     assert float(inherited["busy_at_start"].iloc[0]) > 15  # sessions from the first hour
-    empty = plan_capacity(_parsed(_scenario()), SLOS, replications=3, warmup=0, confirm=False)
+    empty = plan_capacity(
+        _parsed(_scenario()), CARRIED, replications=3, max_replications=6, warmup=0, confirm=False
+    )
     assert empty.steps[0].workers == first.workers
     assert second.workers >= empty.steps[1].workers + 5
 
@@ -171,6 +181,7 @@ def test_on_a_flash_crowd_the_erlang_c_plan_misses_and_the_report_says_why(
         ["no_capacity_rate<=0.05", "refused_capacity_rate<=0.05"],
         step=1800,
         replications=3,
+        max_replications=3,  # one look: the comparison is the point here, not the search
     )
     crowd = result.steps[2]
     assert crowd.demand.peak_ratio > 3
@@ -204,6 +215,16 @@ def test_on_a_flash_crowd_the_erlang_c_plan_misses_and_the_report_says_why(
         ("no_capacity_rate<=1.5", "within [0, 1]"),
         ("p95_placement_wait_seconds<=abc", "is not a number"),
         ("refused_rate<=0.1", "split by cause"),
+        # Well formed but impossible: no pool can meet them (PLAN-12).
+        *(
+            pytest.param(slo, said, marks=pytest.mark.req("PLAN-12"))
+            for slo, said in (
+                ("no_capacity_rate<=0", "no pool can show a rate of 0"),
+                ("placement_wait_probability<=0", "no pool can show a rate of 0"),
+                ("mean_first_frame_wait_seconds<=1", "which no pool shortens"),
+                ("p95_first_frame_wait_seconds<=2", "95th percentile of the start-up latency"),
+            )
+        ),
     ],
 )
 def test_bad_objectives_exit_2_with_a_clear_error(
@@ -256,9 +277,12 @@ def test_simulations_keep_summary_records_and_show_progress(
         return real(scenario, *args, **kwargs)
 
     monkeypatch.setattr(search, "simulate", spy)
-    result = plan_capacity(_tiny(), SLOS[:1], step=1200, replications=2, progress=True)
+    result = plan_capacity(
+        _tiny(), SLOS[:1], step=1200, replications=2, max_replications=2, progress=True
+    )
     assert levels and set(levels) == {"summary"}
-    assert len(levels) == 2 * sum(len(s.tried) for s in result.steps) + 2 * 2
+    tried = sum(e.replications for s in result.steps for e in s.tried.values())
+    assert len(levels) == tried + 2 * 2
     err = capsys.readouterr().err
     assert "plan:" in err and "confirm:" in err and "step" in err
 
@@ -267,15 +291,16 @@ def test_simulations_keep_summary_records_and_show_progress(
 def test_local_processes_and_dask_give_the_same_plan(tmp_path: Path) -> None:
     from distributed import Client, LocalCluster
 
-    here = plan_capacity(_tiny(), SLOS[:1], step=1200, replications=2)
-    pooled = plan_capacity(_tiny(), SLOS[:1], step=1200, replications=2, workers=2)
+    kwargs: dict[str, Any] = {"step": 1200, "replications": 2, "max_replications": 4}
+    here = plan_capacity(_tiny(), SLOS[:1], **kwargs)
+    pooled = plan_capacity(_tiny(), SLOS[:1], workers=2, **kwargs)
     with (
         LocalCluster(
             processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None
         ) as cluster,
         Client(cluster) as client,
     ):
-        remote = plan_capacity(_tiny(), SLOS[:1], step=1200, replications=2, dask_client=client)
+        remote = plan_capacity(_tiny(), SLOS[:1], dask_client=client, **kwargs)
     pd.testing.assert_frame_equal(here.table, pooled.table)
     pd.testing.assert_frame_equal(here.table, remote.table)
     assert here.confirmation is not None and remote.confirmation is not None
@@ -292,7 +317,9 @@ def test_a_recorded_day_is_planned_from_its_own_arrivals_and_lengths(tmp_path: P
     frame.to_csv(tmp_path / "day.csv", index=False)
     data = _scenario(duration="40m", arrivals=[{"kind": "recorded", "path": "day.csv"}])
     (tmp_path / "day.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
-    result = plan_capacity(tmp_path / "day.yaml", SLOS, step=1200, replications=2, confirm=False)
+    result = plan_capacity(
+        tmp_path / "day.yaml", SLOS, step=1200, replications=2, max_replications=4, confirm=False
+    )
     first, second = result.steps
     assert (first.demand.arrivals, second.demand.arrivals) == (200, 40)
     assert first.demand.mean_holding_seconds > 300  # 300 s recorded, plus start-up latency
@@ -313,7 +340,7 @@ def test_a_plan_says_when_caps_held_load_back_from_the_pool_it_planned() -> None
             config={"scheduler": {"workers": 40}},
         )
     )
-    result = plan_capacity(scenario, ["no_capacity_rate<=0.05"], replications=2)
+    result = plan_capacity(scenario, ["no_capacity_rate<=0.05"], replications=2, max_replications=4)
     caps = [w for w in result.warnings if w.startswith("Concurrency caps refused")]
     assert len(caps) == 1, result.warnings
     largest = max(step.workers for step in result.steps)
@@ -328,7 +355,9 @@ def test_a_step_too_quiet_to_show_its_objectives_keeps_the_fewest_workers_that_n
     is not shown, and its size is the smallest tried whose pool never saturated, with one
     fewer saturating (not whatever size the search happened to start from)."""
     scenario = _parsed(_scenario(duration="1h", arrivals=[{"kind": "poisson", "rate_per_hour": 6}]))
-    result = plan_capacity(scenario, ["no_capacity_rate<=0.001"], replications=2)
+    result = plan_capacity(
+        scenario, ["no_capacity_rate<=0.001"], replications=2, max_replications=4
+    )
     (step,) = result.steps
     assert not step.shown
     assert not step.tried[step.workers].saturated

@@ -187,3 +187,32 @@ def test_the_idle_worker_created_first_takes_each_job_through_crashes_and_resize
             scheduler.set_capacity(rng.randint(2, 8))
         clock.advance(rng.choice([0.5, 2.0]))
     assert len(placed) > 100  # the rule was really exercised
+
+
+@pytest.mark.req("PLAN-10", "SIM-9")
+def test_workers_asked_for_join_after_the_provisioning_lead_time(kit: Kit) -> None:
+    """With a lead time of 60 s, a queued job waits for the workers asked for at once; a shrink
+    before they join withdraws the newest ask first, and a shrink is never delayed."""
+    world = kit.world(config(workers=0, provision_lead_seconds=60.0))
+    caller, session_id = create(world, kit)
+    world.service.faults.set_capacity(2)
+    world.advance(59.9)
+    pool = world.service.pool_status()
+    assert (pool.capacity, pool.workers) == (2, 0)
+    assert world.service.retrieve(caller, session_id)["status"] == "failed"  # waited 15 s
+    world.advance(0.1)
+    assert world.service.pool_status().workers == 2
+    # Two asks 10 s apart; shrinking before either joins withdraws the newer one first.
+    world.service.faults.set_capacity(5)
+    world.advance(10)
+    world.service.faults.set_capacity(7)
+    world.service.faults.set_capacity(4)
+    world.advance(50)
+    assert world.service.pool_status().workers == 4  # the first ask (3) joined, less one
+    world.advance(10)
+    assert world.service.pool_status().workers == 4  # the second was withdrawn whole
+    world.service.faults.set_capacity(1)
+    assert world.service.pool_status().workers == 1  # idle workers leave at once
+    caller, placed = create(world, kit)
+    world.advance(0)
+    assert world.service.retrieve(caller, placed)["status"] == "starting"
