@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from harness.runner.figures import scenario_marks
 from harness.plan.baseline import ErlangModel
+from harness.runner.figures import scenario_marks
 from harness.runner.metrics import format_value
 
 if TYPE_CHECKING:

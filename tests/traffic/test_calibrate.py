@@ -21,10 +21,10 @@ import pytest
 import yaml
 
 from harness import cli
-from harness.target import Credentials, Target
 from harness.plan.feasible import startup_quantile
 from harness.runner import simulate
 from harness.scenarios import Scenario, load_scenario, parse_scenario
+from harness.target import Credentials, Target
 from harness.traffic.calibrate import calibrate
 from harness.traffic.capture import capture
 from harness.traffic.recording import Recording, read_recording

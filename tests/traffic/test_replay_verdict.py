@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from harness import cli
-from harness.runner.tables import collect
 from harness.runner import simulate
+from harness.runner.tables import collect
 from harness.scenarios import parse_scenario
 from harness.traffic import replay_command
 from harness.traffic.recording import recording_from_frame
