@@ -22,7 +22,7 @@ import yaml
 
 from harness import cli
 from harness.plan.feasible import startup_quantile
-from harness.runner import simulate
+from harness.runner import play
 from harness.scenarios import Scenario, load_scenario, parse_scenario
 from harness.target import Credentials, Target
 from harness.traffic.calibrate import calibrate
@@ -65,9 +65,9 @@ class _Served(_Deployment):
     """The deployment after serving its own traffic: captured, then replayed against."""
 
     def __init__(self, scenario: Scenario) -> None:
-        raw = simulate(scenario)
-        self.platform = raw.platform
-        self.key = raw.organizations[0].callers[0].key.secret
+        played = play(scenario)  # live: it answers the capture and the replay afterwards
+        self.platform = played.platform
+        self.key = played.organizations[0].callers[0].key.secret
         self.transport = httpx.ASGITransport(app=create_app(self.platform))
         self.wall = 0.0
 

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from harness import cli
-from harness.runner import simulate
+from harness.runner import play
 from harness.runner.tables import collect
 from harness.scenarios import parse_scenario
 from harness.traffic import replay_command
@@ -40,9 +40,10 @@ class _Served(_Deployment):
 
     def __init__(self, data: dict[str, Any]) -> None:
         scenario = parse_scenario(data)
-        raw = simulate(scenario)
-        self.platform = raw.platform
-        self.key = raw.organizations[0].callers[0].key.secret
+        played = play(scenario)  # live: it answers the capture and the replay afterwards
+        raw = played.records()
+        self.platform = played.platform
+        self.key = played.organizations[0].callers[0].key.secret
         self.transport = httpx.ASGITransport(app=create_app(self.platform))
         self.wall = 0.0
         self.scenario = scenario
