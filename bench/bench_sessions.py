@@ -28,7 +28,8 @@ from typing import Any
 
 import simpy
 
-from sim.config import Constant, Exponential, SimConfig
+from sim.config import SimConfig
+from sim.distributions import Constant, Exponential
 from sim.events import Event
 from sim.platform import Platform
 from sim.sessions.audio import TalkSpurts

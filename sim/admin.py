@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from sim.accounts import Environment, Scope
-from sim.config import Constant
+from sim.distributions import Constant
 from sim.errors import NotFound, Unprocessable
 from sim.lifecycle import STATUSES
 from sim.pool_samples import PoolSamples

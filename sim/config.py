@@ -10,14 +10,14 @@ Invalid values are refused by pydantic with a message that names the field.
 
 from __future__ import annotations
 
-import math
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from sim.clock import LAST_INSTANT
+from sim.distributions import Constant, Distribution, FrozenData, LogNormal
 
 __all__ = [
     "BILLING_SURFACES",
@@ -25,12 +25,8 @@ __all__ = [
     "AdminConfig",
     "AvatarConfig",
     "BillingConfig",
-    "Constant",
-    "Distribution",
-    "Exponential",
     "HistoryConfig",
     "LimitsConfig",
-    "LogNormal",
     "ModelConfig",
     "PlanConfig",
     "RateLimitConfig",
@@ -38,7 +34,6 @@ __all__ = [
     "SchedulerConfig",
     "SessionConfig",
     "SimConfig",
-    "Uniform",
     "WebhookConfig",
 ]
 
@@ -61,89 +56,12 @@ BILLING_SURFACES: tuple[str, ...] = (
 Quality = Literal["mock", "lite", "standard", "pro"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-# --------------------------------------------------------------------------------------------
-# Distributions: data, sampled by sim.rng with an injected random stream.
-# --------------------------------------------------------------------------------------------
-
-
-def _normal_cdf(x: float) -> float:
-    return 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
-
-
-class Constant(_Frozen):
-    """Always the same value (seconds, or whatever unit the field names)."""
-
-    kind: Literal["constant"] = "constant"
-    value: float = Field(ge=0)
-
-    @property
-    def mean(self) -> float:
-        return self.value
-
-
-class Exponential(_Frozen):
-    """Memoryless durations, e.g. Poisson inter-arrival times."""
-
-    kind: Literal["exponential"] = "exponential"
-    mean_value: float = Field(gt=0, alias="mean")
-
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
-
-    @property
-    def mean(self) -> float:
-        return self.mean_value
-
-
-class LogNormal(_Frozen):
-    """Right-skewed latencies given by their median and the sigma of the underlying normal."""
-
-    kind: Literal["lognormal"] = "lognormal"
-    median: float = Field(gt=0)
-    sigma: float = Field(ge=0)
-    cap: float | None = Field(default=None, gt=0, description="optional upper bound")
-
-    @property
-    def mean(self) -> float:
-        """E[min(X, cap)] of the lognormal X (the plain lognormal mean without a cap)."""
-        full = self.median * math.exp(self.sigma**2 / 2)
-        if self.cap is None:
-            return full
-        if self.sigma == 0:
-            return min(self.median, self.cap)
-        edge = math.log(self.cap / self.median) / self.sigma
-        below = full * _normal_cdf(edge - self.sigma)
-        return below + self.cap * (1.0 - _normal_cdf(edge))
-
-
-class Uniform(_Frozen):
-    kind: Literal["uniform"] = "uniform"
-    low: float = Field(ge=0)
-    high: float = Field(ge=0)
-
-    @model_validator(mode="after")
-    def _ordered(self) -> Uniform:
-        if self.high < self.low:
-            raise ValueError("high must be >= low")
-        return self
-
-    @property
-    def mean(self) -> float:
-        return (self.low + self.high) / 2
-
-
-Distribution = Annotated[Constant | Exponential | LogNormal | Uniform, Field(discriminator="kind")]
-
-
 # --------------------------------------------------------------------------------------------
 # Limits stated by the seed contract (section 8) and the session request ranges.
 # --------------------------------------------------------------------------------------------
 
 
-class RateLimitConfig(_Frozen):
+class RateLimitConfig(FrozenData):
     """A sliding-window limit per API key (GAP-LIM-1). ``None`` disables a limit."""
 
     window_seconds: float = Field(default=60.0, gt=0)
@@ -154,7 +72,7 @@ class RateLimitConfig(_Frozen):
     reads_per_window: int | None = Field(default=None, ge=1, description="GAP-LIM-1: off")
 
 
-class LimitsConfig(_Frozen):
+class LimitsConfig(FrozenData):
     idle_timeout_default_seconds: int = Field(default=30, ge=1)
     idle_timeout_min_seconds: int = Field(default=1, ge=1)
     idle_timeout_max_seconds: int = Field(default=600, ge=1)
@@ -214,7 +132,7 @@ class LimitsConfig(_Frozen):
 # --------------------------------------------------------------------------------------------
 
 
-class SchedulerConfig(_Frozen):
+class SchedulerConfig(FrozenData):
     """Worker pool and admission control (SIM-3, GAP-LIM-3)."""
 
     workers: int = Field(default=8, ge=0)
@@ -228,7 +146,7 @@ class SchedulerConfig(_Frozen):
     )
 
 
-class SessionConfig(_Frozen):
+class SessionConfig(FrozenData):
     """Session runtime behaviour (GAP-SES-3, GAP-SES-5)."""
 
     heartbeat_interval_seconds: float = Field(default=10.0, gt=0)
@@ -247,7 +165,7 @@ class SessionConfig(_Frozen):
     relay_audio_sample_rate: int = Field(default=16000, ge=8000)
 
 
-class AvatarConfig(_Frozen):
+class AvatarConfig(FrozenData):
     """Portrait uploads and fitting (GAP-AV-3)."""
 
     fitting_time: Distribution = LogNormal(median=45.0, sigma=0.4, cap=600.0)
@@ -266,7 +184,7 @@ class AvatarConfig(_Frozen):
 # --------------------------------------------------------------------------------------------
 
 
-class PlanConfig(_Frozen):
+class PlanConfig(FrozenData):
     key: str
     name: str
     price_usd_month: float | None = Field(default=None, ge=0)
@@ -311,7 +229,7 @@ def _default_plans() -> tuple[PlanConfig, ...]:
     )  # fmt: skip
 
 
-class BillingConfig(_Frozen):
+class BillingConfig(FrozenData):
     usd_per_credit: float = Field(default=0.001, gt=0)
     signup_grant_usd: float = Field(default=20.0, ge=0, description="seed, LIM-8")
     session_credits_per_second: int = Field(default=1, ge=0)
@@ -371,7 +289,7 @@ class BillingConfig(_Frozen):
 # --------------------------------------------------------------------------------------------
 
 
-class ModelConfig(_Frozen):
+class ModelConfig(FrozenData):
     """Per-model simulation parameters; the catalog entry itself lives in sim.models."""
 
     duration: Distribution
@@ -400,7 +318,7 @@ def _default_models() -> dict[str, ModelConfig]:
     }
 
 
-class RunsConfig(_Frozen):
+class RunsConfig(FrozenData):
     run_workers: int = Field(default=4, ge=0, description="concurrent run executions")
     capacity_wait_seconds: float = Field(default=120.0, gt=0)
     max_queued_runs_per_org: int = Field(default=50, ge=1)
@@ -415,7 +333,7 @@ class RunsConfig(_Frozen):
     models: dict[str, ModelConfig] = Field(default_factory=_default_models)
 
 
-class AdminConfig(_Frozen):
+class AdminConfig(FrozenData):
     """Bounds of the simulator's own controls under ``/_sim`` (GAP-SERVE-3).
 
     No input to a control may leave the platform unable to answer: the clock moves at most
@@ -439,14 +357,14 @@ class AdminConfig(_Frozen):
     request_log_size: int = Field(default=1000, ge=0)
 
 
-class WebhookConfig(_Frozen):
+class WebhookConfig(FrozenData):
     """Delivery schedule (GAP-EV-2)."""
 
     retry_delays_seconds: tuple[float, ...] = (5.0, 300.0, 1800.0, 7200.0, 18000.0, 36000.0)
     attempt_timeout_seconds: float = Field(default=15.0, gt=0)
 
 
-class HistoryConfig(_Frozen):
+class HistoryConfig(FrozenData):
     """What the platform keeps of its own past: its records, never its behaviour (SIM-2).
 
     The service's state (sessions, runs, the ledger) is always kept: the contract reads it. These
@@ -465,7 +383,7 @@ class HistoryConfig(_Frozen):
 # --------------------------------------------------------------------------------------------
 
 
-class SimConfig(_Frozen):
+class SimConfig(FrozenData):
     """Everything the simulated service needs; defaults reproduce the seed contract."""
 
     seed: int = 0

@@ -22,7 +22,7 @@ from functools import partial
 from itertools import repeat
 from statistics import NormalDist
 
-from sim.config import Constant, Distribution, Exponential, LogNormal, Uniform
+from sim.distributions import Constant, Distribution, Exponential, LogNormal, Uniform
 
 __all__ = [
     "Draw",

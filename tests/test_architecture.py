@@ -133,3 +133,40 @@ def test_every_name_in_the_map_exists() -> None:
 )
 def test_the_map_checker_tells_names_that_exist(span: str, exists: bool) -> None:
     assert (not problems_in([span])) is exists
+
+
+#: The most lines a module of sim/ or harness/ may have: past it, a module holds two concepts.
+MODULE_LINES: Final = 500
+#: The most modules at the top of harness/ beside its packages (each tool is a package).
+TOP_LEVEL_MODULES: Final = 8
+
+
+def oversized(root: Path, limit: int = MODULE_LINES) -> list[str]:
+    """Each module under ``root`` longer than ``limit`` lines, with its length."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > limit:
+            found.append(f"{path.relative_to(root.parent)}: {lines} lines")
+    return found
+
+
+@pytest.mark.req("ARCH-3")
+def test_no_module_passes_the_line_limit() -> None:
+    found = [*oversized(REPO / "sim"), *oversized(REPO / "harness")]
+    assert not found, f"modules over {MODULE_LINES} lines:\n" + "\n".join(found)
+
+
+@pytest.mark.req("ARCH-3")
+def test_the_harness_has_few_top_level_modules() -> None:
+    modules = sorted(path.name for path in (REPO / "harness").glob("*.py"))
+    assert len(modules) <= TOP_LEVEL_MODULES, modules
+
+
+@pytest.mark.req("ARCH-3")
+def test_the_size_check_finds_a_long_module(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "short.py").write_text("x = 1\n" * 3)
+    (package / "long.py").write_text("x = 1\n" * 4)
+    assert oversized(package, limit=3) == ["pkg/long.py: 4 lines"]

@@ -23,7 +23,7 @@ import numpy as np
 from harness.plan.slo import Slo
 from harness.runner.metrics import METRICS
 from harness.scenarios.model import Scenario
-from sim.config import Constant, Distribution, Exponential, LogNormal, Uniform
+from sim.distributions import Constant, Distribution, Exponential, LogNormal, Uniform
 
 __all__ = ["impossible", "startup_quantile"]
 

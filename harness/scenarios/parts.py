@@ -15,13 +15,8 @@ from typing import Annotated, Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from harness.scenarios.durations import Seconds
-from sim.config import (
-    BILLING_SURFACES,
-    QUALITIES,
-    Distribution,
-    Exponential,
-    LimitsConfig,
-)
+from sim.config import BILLING_SURFACES, QUALITIES, LimitsConfig
+from sim.distributions import Distribution, Exponential
 
 __all__ = [
     "QUALITIES",

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from statistics import NormalDist
 
-from sim.config import Constant, Distribution, Exponential, LogNormal, Uniform
+from sim.distributions import Constant, Distribution, Exponential, LogNormal, Uniform
 
 __all__ = ["ETA_SOURCE", "Eta", "remaining_quantile", "remaining_time"]
 

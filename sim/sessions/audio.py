@@ -30,7 +30,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
-from sim.config import Distribution
+from sim.distributions import Distribution
 from sim.rng import Draw, length_biased
 
 __all__ = ["AudioKind", "AudioTrack", "Phase", "TalkSpurts", "observe"]

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sim.clock import Clock
-from sim.config import Constant, Distribution, SimConfig
+from sim.config import SimConfig
+from sim.distributions import Constant, Distribution
 from sim.errors import Conflict, NotFound, Unprocessable
 from sim.lifecycle import Trigger
 from sim.rng import sample

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from sim.config import Constant, Distribution, LogNormal, Uniform
+from sim.distributions import Constant, Distribution, LogNormal, Uniform
 from sim.platform import Platform
 from tests.world import session_body as world_session_body
 

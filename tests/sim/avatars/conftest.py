@@ -16,7 +16,8 @@ from PIL import Image
 
 from sim.accounts import Caller
 from sim.avatars import AvatarService
-from sim.config import AvatarConfig, Constant, SimConfig
+from sim.config import AvatarConfig, SimConfig
+from sim.distributions import Constant
 from tests.world import World as BaseWorld
 
 

@@ -18,7 +18,7 @@ from sim.avatars import (
     TRANSITIONS,
     next_status,
 )
-from sim.config import Constant, Uniform
+from sim.distributions import Constant, Uniform
 from sim.errors import Conflict, InternalError, NotFound, PermissionDenied, Unprocessable
 
 if TYPE_CHECKING:  # the fixtures live in conftest; this import only names their type

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from ulid import ULID
 
 from sim.clock import Clock
-from sim.config import Constant, Distribution, Exponential, LogNormal, Uniform
+from sim.distributions import Constant, Distribution, Exponential, LogNormal, Uniform
 from sim.ids import IdFactory, format_value
 from sim.rng import RandomStreams, length_biased, sample, sample_length_biased, sampler
 

@@ -19,7 +19,8 @@ import pytest
 from PIL import Image
 
 from sim.accounts import Caller
-from sim.config import Constant, ModelConfig, RunsConfig, SimConfig
+from sim.config import ModelConfig, RunsConfig, SimConfig
+from sim.distributions import Constant
 from sim.errors import QuotaExceeded
 from sim.ports import RunCharge, SessionUsage
 from sim.runs import AssetService, RunService

@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.config import Constant, Distribution, Exponential, LogNormal, ModelConfig, Uniform
+from sim.config import ModelConfig
+from sim.distributions import Constant, Distribution, Exponential, LogNormal, Uniform
 from sim.rng import sample
 from sim.runs.eta import remaining_quantile, remaining_time
 

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.config import LogNormal, ModelConfig
+from sim.config import ModelConfig
+from sim.distributions import LogNormal
 from sim.errors import Conflict, QuotaExceeded, RateLimited, Unprocessable
 from sim.runs import RUN_TERMINAL, RUN_TRANSITIONS, RunStatus
 from sim.runs.lifecycle import next_run_status

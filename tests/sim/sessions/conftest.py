@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from sim.config import Constant, SchedulerConfig, SimConfig
+from sim.config import SchedulerConfig, SimConfig
+from sim.distributions import Constant
 from sim.errors import Conflict, NotFound, QuotaExceeded
 from sim.ports import RunCharge, SessionUsage
 from sim.sessions import SessionService

@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from sim.config import Constant, SchedulerConfig, SimConfig, Uniform
+from sim.config import SchedulerConfig, SimConfig
+from sim.distributions import Constant, Uniform
 from sim.errors import Conflict
 
 if TYPE_CHECKING:

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from sim.clock import Clock
-from sim.config import Constant, SchedulerConfig, SimConfig
+from sim.config import SchedulerConfig, SimConfig
+from sim.distributions import Constant
 from sim.errors import ServiceUnavailable
 from sim.sessions.scheduler import Scheduler, Worker
 

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from sim.config import Constant, SchedulerConfig, SimConfig
+from sim.config import SchedulerConfig, SimConfig
+from sim.distributions import Constant
 from sim.errors import NotFound, PermissionDenied, QuotaExceeded, Unprocessable
 
 if TYPE_CHECKING:

@@ -18,7 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.config import Constant, Exponential, LogNormal, SchedulerConfig, SimConfig, Uniform
+from sim.config import SchedulerConfig, SimConfig
+from sim.distributions import Constant, Exponential, LogNormal, Uniform
 from sim.errors import Unprocessable
 from sim.lifecycle import FAILURE_MESSAGES, SESSION_TRANSITIONS, TERMINAL
 from sim.sessions.audio import AudioTrack, TalkSpurts, observe
