@@ -24,7 +24,8 @@ from typing import Literal
 
 import numpy as np
 
-from harness.scenarios.model import Burst, Diurnal, Poisson, Recorded, Scenario
+from harness.scenarios.model import Scenario
+from harness.scenarios.parts import Burst, Diurnal, Poisson, Recorded
 from harness.traffic.fresh import fitted_profile
 from harness.traffic.recording import Recording, load_recording
 

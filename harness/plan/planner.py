@@ -51,8 +51,9 @@ from harness.plan.search import COUNTS, Evidence, retry_span
 from harness.plan.slo import Slo, parse_slos
 from harness.runner.binding import binding_limits
 from harness.scenarios.loader import load_scenario, parse_scenario, read_scenario
-from harness.scenarios.model import Recorded, Scenario
+from harness.scenarios.model import Scenario
 from harness.scenarios.overlay import merge
+from harness.scenarios.parts import Recorded
 from harness.sweep.execute import open_runner, progress_bar
 
 __all__ = ["DEFAULT_STEP", "PlanError", "PlanResult", "StepPlan", "plan_capacity"]

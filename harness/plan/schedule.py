@@ -23,7 +23,8 @@ import bisect
 import itertools
 from collections.abc import Sequence
 
-from harness.scenarios.model import PoolChange, Scenario
+from harness.scenarios.model import Scenario
+from harness.scenarios.parts import PoolChange
 
 __all__ = ["asks", "held", "pool_seconds", "scheduled"]
 

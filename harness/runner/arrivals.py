@@ -26,7 +26,7 @@ from typing import TypeVar
 
 import pandas as pd
 
-from harness.scenarios.model import Arrival, Burst, Diurnal, Poisson, Recorded
+from harness.scenarios.parts import Arrival, Burst, Diurnal, Poisson, Recorded
 from harness.traffic.fit import Piece
 from harness.traffic.fresh import fresh_recording
 from harness.traffic.recording import Recording

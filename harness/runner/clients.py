@@ -35,12 +35,7 @@ from harness.runner.arrivals import RecordedSession
 from harness.runner.door import Door
 from harness.runner.picks import WeightedPick
 from harness.runner.records import CallLog, CallRecorder, ClientLog, ClientRecorder, Tallies
-from harness.scenarios.model import (
-    RUN_MODELS,
-    ClientBehaviour,
-    RunMix,
-    SessionProfile,
-)
+from harness.scenarios.parts import RUN_MODELS, ClientBehaviour, RunMix, SessionProfile
 from sim.accounts import Caller
 from sim.clock import Clock, Timer
 from sim.config import LimitsConfig

@@ -40,7 +40,8 @@ from harness.runner.faults import start_faults
 from harness.runner.picks import WeightedPick
 from harness.runner.records import CallLog, ClientLog
 from harness.runner.sampler import PoolSampler
-from harness.scenarios.model import Recorded, RunMix, Scenario
+from harness.scenarios.model import Scenario
+from harness.scenarios.parts import Recorded, RunMix
 from harness.traffic.recording import load_recording
 from sim.accounts import Caller
 from sim.columns import Table

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import bisect
 
-from harness.scenarios.model import CapacityLoss, PoolChange
+from harness.scenarios.parts import CapacityLoss, PoolChange
 from sim.platform import Platform
 
 __all__ = ["pool_timeline", "start_faults"]

@@ -40,7 +40,8 @@ from harness.runner.metrics import (
 )
 from harness.runner.tables import RunResult
 from harness.runner.waits import WAIT_EDGES, quantile
-from harness.scenarios.model import Burst, Poisson, Scenario
+from harness.scenarios.model import Scenario
+from harness.scenarios.parts import Burst, Poisson
 from harness.sweep.aggregate import CONFIDENCE, METHOD_LABELS
 
 __all__ = [

@@ -14,8 +14,9 @@ from harness.scenarios.loader import (
     read_scenario,
     read_yaml,
 )
-from harness.scenarios.model import (
-    QUALITIES,
+from harness.scenarios.model import Scenario
+from harness.scenarios.overlay import merge, write_overlay
+from harness.scenarios.parts import (
     RUN_MODELS,
     Arrival,
     AudioPattern,
@@ -28,13 +29,10 @@ from harness.scenarios.model import (
     PoolChange,
     Recorded,
     RunMix,
-    Scenario,
     SessionProfile,
 )
-from harness.scenarios.overlay import merge, write_overlay
 
 __all__ = [
-    "QUALITIES",
     "RUN_MODELS",
     "Arrival",
     "AudioPattern",

@@ -24,43 +24,18 @@ from harness.scenarios.checks import Parts, cross_field_problems
 from harness.scenarios.durations import Seconds
 from harness.scenarios.lifting import Limits, lift
 from harness.scenarios.parts import (
-    QUALITIES,
-    RUN_MODELS,
     Arrival,
-    AudioPattern,
-    Burst,
     CapacityLoss,
     ClientBehaviour,
-    Diurnal,
     Organization,
-    Poisson,
     PoolChange,
-    Recorded,
     RunMix,
     SessionProfile,
     Strict,
-    max_duration,
 )
 from sim.config import SimConfig
 
-__all__ = [
-    "QUALITIES",
-    "RUN_MODELS",
-    "Arrival",
-    "AudioPattern",
-    "Burst",
-    "CapacityLoss",
-    "ClientBehaviour",
-    "Diurnal",
-    "Organization",
-    "Poisson",
-    "PoolChange",
-    "Recorded",
-    "RunMix",
-    "Scenario",
-    "SessionProfile",
-    "max_duration",
-]
+__all__ = ["Scenario"]
 
 
 class Scenario(Strict):

@@ -19,7 +19,6 @@ from sim.config import BILLING_SURFACES, QUALITIES, LimitsConfig
 from sim.distributions import Distribution, Exponential
 
 __all__ = [
-    "QUALITIES",
     "RUN_MODELS",
     "Arrival",
     "AudioPattern",

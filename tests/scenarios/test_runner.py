@@ -15,7 +15,7 @@ from harness.runner.arrivals import arrival_instants, arrival_times, merged, poi
 from harness.runner.metrics import METRICS, USAGE_KINDS, summarize, summary_markdown
 from harness.runner.tables import TABLES, RunResult
 from harness.scenarios import parse_scenario
-from harness.scenarios.model import Diurnal
+from harness.scenarios.parts import Diurnal
 from tests.scenarios.helpers import scenario, small
 
 UTC_TIME = "datetime64[us, UTC]"
