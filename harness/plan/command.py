@@ -93,20 +93,15 @@ def run(args: argparse.Namespace) -> int:
         warmup = _seconds(args.warmup, "warmup")
         lead = _seconds(args.lead_time, "lead-time")
         scenario = load_scenario(args.scenario)
-    except (SloError, PlanError, ScenarioError) as error:
+        if args.worker_cost is not None and args.worker_cost < 0:
+            raise PlanError("--worker-cost must be >= 0")
+        client = None if args.dask is None else connect_dask(args.dask)
+    except (SloError, PlanError, ScenarioError, DaskUnreachable) as error:
         print(error, file=sys.stderr)
         return 2
     for slo in slos:
         if slo.note:
             print(f"note: {slo.note}", file=sys.stderr)
-    if args.worker_cost is not None and args.worker_cost < 0:
-        print("--worker-cost must be >= 0", file=sys.stderr)
-        return 2
-    try:
-        client = None if args.dask is None else connect_dask(args.dask)
-    except DaskUnreachable as error:
-        print(error, file=sys.stderr)
-        return 2
     try:
         result = plan_capacity(
             scenario,

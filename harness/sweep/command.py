@@ -44,16 +44,12 @@ def run(args: argparse.Namespace) -> int:
         with warnings.catch_warnings(record=True) as notes:
             warnings.simplefilter("always", FutureWarning)
             sweep, _base, points = load_sweep(args.sweep)
-    except ScenarioError as error:
+        client = None if args.dask is None else connect_dask(args.dask)
+    except (ScenarioError, DaskUnreachable) as error:
         print(error, file=sys.stderr)
         return 2
     for note in notes:
         print(f"note: {note.message}", file=sys.stderr)
-    try:
-        client = None if args.dask is None else connect_dask(args.dask)
-    except DaskUnreachable as error:
-        print(error, file=sys.stderr)
-        return 2
     try:
         result = run_sweep(
             sweep,
