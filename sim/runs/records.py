@@ -156,12 +156,7 @@ class Run:
         for kind in ("audio", "image", "video"):
             if kind in self.files:
                 body[kind] = self.files[kind].to_resource()
-        capacity_wait = self._capacity_wait(clock)
-        if capacity_wait is not None:
-            body["capacity_wait"] = capacity_wait
-        if eta is not None:
-            body["eta"] = eta.to_resource()
-        return body
+        return self._with_waits(body, clock, eta)
 
     def to_status(self, clock: Clock, eta: Eta | None) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -171,6 +166,10 @@ class Run:
             "progress": self.progress,
             "error": None if self.error is None else dict(self.error),
         }
+        return self._with_waits(body, clock, eta)
+
+    def _with_waits(self, body: dict[str, Any], clock: Clock, eta: Eta | None) -> dict[str, Any]:
+        """``body`` with the run's capacity wait and its estimate, when it has them."""
         capacity_wait = self._capacity_wait(clock)
         if capacity_wait is not None:
             body["capacity_wait"] = capacity_wait
