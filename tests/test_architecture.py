@@ -170,3 +170,26 @@ def test_the_size_check_finds_a_long_module(tmp_path: Path) -> None:
     (package / "short.py").write_text("x = 1\n" * 3)
     (package / "long.py").write_text("x = 1\n" * 4)
     assert oversized(package, limit=3) == ["pkg/long.py: 4 lines"]
+
+
+def _packages() -> list[str]:
+    """Every package of sim/ and harness/, by its dotted name."""
+    return sorted(
+        ".".join(path.parent.relative_to(REPO).parts)
+        for top in ("sim", "harness")
+        for path in (REPO / top).rglob("__init__.py")
+        if "example_tests" not in path.parts
+    )
+
+
+@pytest.mark.req("ARCH-5")
+@pytest.mark.parametrize("package", _packages())
+def test_every_public_name_of_a_package_imports(package: str) -> None:
+    module = importlib.import_module(package)
+    missing = []
+    for name in getattr(module, "__all__", ()):
+        try:
+            getattr(module, name)
+        except (AttributeError, ImportError) as error:
+            missing.append(f"{name}: {error}")
+    assert not missing, f"{package} lists names it cannot give:\n" + "\n".join(missing)

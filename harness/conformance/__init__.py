@@ -1,11 +1,12 @@
 """The conformance harness: hold any implementation of the API to the contract profile (HAR-2).
 
-``Target`` is the seam (a base URL or an in-process app), ``run`` applies every registered check
-(``CHECKS``) and fuzzes through it, and the ``Report`` renders the outcome for a terminal, a CI
-(JUnit XML) and an archive (JSON or Markdown). ``avatar-sim conformance`` is the command line.
+It reaches the implementation through a ``harness.target.Target`` (a base URL or the simulator
+in process); ``run`` applies every registered check (``CHECKS``) and fuzzes through it, and the
+``Report`` renders the outcome for a terminal, a CI (JUnit XML) and an archive (JSON or
+Markdown). ``avatar-sim conformance`` is the command line.
 
-Names are imported on first use: the pytest plugin's in-process client loads ``target`` in every
-test run, which must not pay for schemathesis and the fuzzer it does not use.
+Names are imported on first use, so importing the package does not pay for schemathesis and the
+fuzzer until a run needs them.
 """
 
 from __future__ import annotations
@@ -20,16 +21,12 @@ __all__ = [
     "CheckResult",
     "Context",
     "Coverage",
-    "Credentials",
-    "Exchange",
     "FailureRecord",
     "Incomplete",
     "Inputs",
     "NotApplicable",
     "Report",
     "RunOptions",
-    "Target",
-    "TargetUnreachable",
     "run",
 ]
 
@@ -42,15 +39,11 @@ _HOMES = {
     "CheckResult": "report",
     "Context": "context",
     "Coverage": "coverage",
-    "Inputs": "context",
+    "Inputs": "inputs",
     "FailureRecord": "report",
     "Report": "report",
     "RunOptions": "runner",
     "run": "runner",
-    "Credentials": "target",
-    "Exchange": "target",
-    "Target": "target",
-    "TargetUnreachable": "target",
 }
 
 
