@@ -235,4 +235,6 @@ def test_by_url_the_machine_holds_the_target_to_the_conformance_model() -> None:
         )
         found = "conformance model of the seed found: session_(create|stamps)"
         with pytest.raises(AssertionError, match=found):
-            machine.run(max_examples=3, steps=5, database=None)
+            # The same few programs every run: a random draw of fifteen steps could, now and
+            # then, make no session for the fault to show on.
+            machine.run(max_examples=3, steps=5, database=None, derandomize=True)
