@@ -224,6 +224,13 @@ class Ledger:
         """Every entry attributed to a run, in append order (kept after the run is deleted)."""
         return tuple(self.entry(row) for row in self._indexes.runs.get(run_id, ()))
 
+    def run_row(self, run_id: str, *kinds: EntryKind) -> int | None:
+        """The position of the run's first entry of one of ``kinds`` (``None``: it has none):
+        a run's bookkeeping asks which of its rows exist, which needs no entry built."""
+        wanted = {KIND_CODES[kind] for kind in kinds}
+        codes = self.rows.kinds
+        return next((r for r in self._indexes.runs.get(run_id, ()) if codes[r] in wanted), None)
+
     def window_rows(self, org_id: str, start: float, end: float) -> Sequence[int]:
         """Positions of the organization's rows dated in ``[start, end)``, by time (then append
         order)."""

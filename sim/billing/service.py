@@ -430,10 +430,8 @@ class Billing:
             self._kernel.events.emit(LOW_BALANCE_EVENT, org_id, {"object": quota})
 
     def _reservation(self, run_id: str) -> LedgerEntry | None:
-        for entry in self.ledger.run_rows(run_id):
-            if entry.kind == "reservation":
-                return entry
-        return None
+        row = self.ledger.run_row(run_id, "reservation")
+        return None if row is None else self.ledger.entry(row)
 
     def _open_reservation(self, run_id: str) -> LedgerEntry | None:
         """The run's reservation if it is still open; ``None`` once settled or released."""
@@ -441,7 +439,7 @@ class Billing:
         if reservation is None:
             raise InternalError("billing.no_reservation", f"Run {run_id} holds no reservation.")
         self._account(reservation.org_id)
-        if any(e.kind in ("settlement", "release") for e in self.ledger.run_rows(run_id)):
+        if self.ledger.run_row(run_id, "settlement", "release") is not None:
             return None
         return reservation
 

@@ -160,3 +160,18 @@ def test_release_drops_every_row() -> None:
     assert ledger.entry(0).seq == 0
     with pytest.raises(IndexError):
         ledger.entry(1)
+
+
+@pytest.mark.req("SIM-5")
+def test_run_row_finds_a_runs_first_row_of_the_kinds_asked() -> None:
+    ledger = Ledger(Kernel.create().ids)
+    ledger.append("grant", "org_a", 0.0, 100, granted_delta=100)
+    held = ledger.append(
+        "reservation", "org_a", 1.0, 30, run_id="run_1", attribution=attribute(model="m")
+    )
+    assert ledger.run_row("run_1", "reservation") == held
+    assert ledger.run_row("run_1", "settlement", "release") is None
+    assert ledger.run_row("run_2", "reservation") is None
+    released = ledger.append("release", "org_a", 2.0, 0, run_id="run_1")
+    assert ledger.run_row("run_1", "settlement", "release") == released
+    assert ledger.entry(held) == ledger.run_rows("run_1")[0]
