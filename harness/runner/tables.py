@@ -28,6 +28,7 @@ is categorical; a value that does not apply is missing (``NaT``/``NaN``/``<NA>``
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -284,6 +285,22 @@ def _organizations(raw: RawRun, accounts: Table, quotas: Table) -> pd.DataFrame:
     return frame
 
 
+#: The per-row frames of a ``summary`` run, built once per process: they have no rows, and their
+#: columns and dtypes are the same in every run (a categorical's categories are the values it
+#: holds: none), while building one costs as much as a small run's aggregates.
+_EMPTY: dict[str, pd.DataFrame] = {}
+
+
+def _rows(name: str, summary: bool, build: Callable[[], pd.DataFrame]) -> pd.DataFrame:
+    """The per-row frame ``name`` built by ``build``; at ``summary``, a copy of the one built
+    first (a copy: a caller may add columns to its frames)."""
+    if not summary:
+        return build()
+    if name not in _EMPTY:
+        _EMPTY[name] = build()
+    return _EMPTY[name].copy()
+
+
 def collect(raw: RawRun, *, release: bool = False) -> RunResult:
     """The data frames of one run's tables.
 
@@ -299,23 +316,30 @@ def collect(raw: RawRun, *, release: bool = False) -> RunResult:
         )
     tables = raw.tables if release else dict(raw.tables)
     take = tables.pop
+    summary = raw.records == "summary"
     utilization, runs = _utilization(raw, take("utilization")), _runs(raw, take("runs"))
     organizations = _organizations(raw, take("organizations"), take("quotas"))
     usage, usage_daily = _usage(raw, take("usage"), take("usage_daily"))
     ledger_table = take("ledger")
     ledger_daily = aggregates.ledger_daily(raw, ledger_table)
-    ledger = _ledger(raw, ledger_table)
+    ledger = _rows("ledger", summary, lambda: _ledger(raw, ledger_table))
     del ledger_table
-    events = _events(raw, take("events"))
+    event_table = take("events")
+    events = _rows("events", summary, lambda: _events(raw, event_table))
+    del event_table
     session_table = take("sessions")
     numbers = session_numbers(session_table)
     intervals, waits = aggregates.intervals(raw, numbers), aggregates.waits(raw, numbers)
     requests = aggregates.requests(raw, take("requests"))
     arrivals = aggregates.arrivals(raw, take("arrivals"))
-    clients = _clients(raw, take("clients"))
-    sessions = _sessions(raw, session_table, clients, numbers)
+    client_table = take("clients")
+    clients = _rows("clients", summary, lambda: _clients(raw, client_table))
+    del client_table
+    sessions = _rows("sessions", summary, lambda: _sessions(raw, session_table, clients, numbers))
     del session_table, numbers
-    api_calls = _api_calls(raw, take("calls"))
+    call_table = take("calls")
+    api_calls = _rows("api_calls", summary, lambda: _api_calls(raw, call_table))
+    del call_table
     return RunResult(
         scenario=raw.scenario.name,
         seed=raw.seed,

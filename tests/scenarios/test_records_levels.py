@@ -359,3 +359,18 @@ def test_a_call_logs_sparse_retry_columns_read_back_as_appended() -> None:
     table = to_frame(log.export(), Clock(parse_scenario(small()).sim_config().epoch))
     bulk = list(zip(table["retry_after"].tolist(), table["delay"].tolist(), strict=True))
     assert [tuple(None if math.isnan(v) else v for v in pair) for pair in bulk] == rows
+
+
+@pytest.mark.req("PERF-3", "NB-2")
+def test_a_summary_runs_empty_tables_are_its_own(results: dict[str, Any]) -> None:
+    """The empty per-row frames of summary runs are built once; each run gets a copy, so a
+    caller that changes one run's frame changes no other run's."""
+    first = run_scenario(_scenario("summary"))
+    for name in (*_PER_ROW, "events"):
+        first.tables()[name]["mine"] = 1
+        first.tables()[name].attrs["note"] = "changed"
+    later = run_scenario(_scenario("summary", seed=7))
+    for name in (*_PER_ROW, "events"):
+        frame = later.tables()[name]
+        assert "mine" not in frame.columns and not frame.attrs, name
+        pd.testing.assert_frame_equal(frame, results["summary"].tables()[name])
