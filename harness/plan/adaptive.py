@@ -131,7 +131,7 @@ class StepSearch:
 
     def _scenario(self, demand: StepDemand, size: int) -> Scenario:
         plan = asks([*self.fixed, (demand.start, demand.end, size)], self.lead)
-        return scheduled(self.scenario, plan, self.lead).model_copy(update={"records": "summary"})
+        return scheduled(self.scenario, plan, self.lead)
 
     def _run(
         self, index: int, demand: StepDemand, wanted: dict[int, int], rows: dict[int, list[Any]]

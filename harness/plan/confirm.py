@@ -75,14 +75,13 @@ def confirm(
     with the confirmation's seeds to ``end``, and judge every objective in every window."""
     tasks = []
     for point, (_name, scenario) in enumerate(schedules):
-        summary = scenario.model_copy(update={"records": "summary"})
         for r in range(replications):
             tasks.append(
                 WindowTask(
                     point=point,
                     replication=r,
                     seed=derived_seed(seed, "confirm", r),
-                    scenario=summary,
+                    scenario=scenario,
                     arrivals_from=0.0,
                     arrivals_until=math.inf,
                     end=end,

@@ -41,6 +41,7 @@ __all__ = [
     "idle",
     "intervals",
     "judged",
+    "measured",
     "retry_span",
     "run_window",
 ]
@@ -73,11 +74,18 @@ class WindowTask:
     windows: tuple[tuple[float, float], ...]
 
 
+def measured(scenario: Scenario) -> Scenario:
+    """``scenario`` as a plan simulates it: at ``records: summary``, and without the usage
+    summaries read at the end of the run (``usage_timezones``), which no metric of a plan
+    reads and which happen after everything a metric counts."""
+    return scenario.model_copy(update={"records": "summary", "usage_timezones": ()})
+
+
 def run_window(task: WindowTask) -> dict[str, Any]:
-    """Simulate ``task`` at ``records: summary`` and return every metric of each window, and
-    ``busy_at_start``: the workers busy when the window begins (the carry-over)."""
+    """Simulate ``task`` as a plan does (``measured``) and return every metric of each window,
+    and ``busy_at_start``: the workers busy when the window begins (the carry-over)."""
     raw = simulate(
-        task.scenario,
+        measured(task.scenario),
         task.seed,
         arrivals_from=task.arrivals_from,
         arrivals_until=task.arrivals_until,

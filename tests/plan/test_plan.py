@@ -17,6 +17,8 @@ from harness.plan import PlanResult, SloError, parse_slo, plan_capacity
 from harness.plan.confirm import unthrottled
 from harness.plan.schedule import asks, scheduled
 from harness.plan.search import WindowTask, derived_seed, evidence, run_window
+from harness.runner import run_scenario
+from harness.runner.metrics import summarize
 from harness.scenarios import Scenario, parse_scenario
 
 SLOS = ["p95_placement_wait_seconds<=5", "placement_wait_probability<=0.3"]
@@ -269,18 +271,20 @@ def test_simulations_keep_summary_records_and_show_progress(
 ) -> None:
     import harness.plan.search as search
 
-    levels: list[str] = []
+    levels: list[tuple[str, tuple[str, ...]]] = []
     real = search.simulate
 
     def spy(scenario: Scenario, *args: Any, **kwargs: Any) -> Any:
-        levels.append(scenario.records)
+        levels.append((scenario.records, scenario.usage_timezones))
         return real(scenario, *args, **kwargs)
 
     monkeypatch.setattr(search, "simulate", spy)
+    read = _tiny().model_copy(update={"usage_timezones": ("UTC",)})  # read at its end
     result = plan_capacity(
-        _tiny(), SLOS[:1], step=1200, replications=2, max_replications=2, progress=True
+        read, SLOS[:1], step=1200, replications=2, max_replications=2, progress=True
     )
-    assert levels and set(levels) == {"summary"}
+    assert levels and {level for level, _ in levels} == {"summary"}
+    assert {zones for _, zones in levels} == {()}  # no usage read that no metric reads
     tried = sum(e.replications for s in result.steps for e in s.tried.values())
     assert len(levels) == tried + 2 * 2
     err = capsys.readouterr().err
@@ -375,3 +379,20 @@ def test_a_dask_scheduler_that_does_not_answer_is_a_usage_error(
     assert cli.main([*argv, "--out", str(tmp_path / "out")]) == 2
     assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.req("PLAN-4")
+def test_a_window_measures_the_same_without_the_usage_reads() -> None:
+    """A plan simulates without the usage summaries a scenario reads at its end: every metric
+    of a window is what the run with them gives."""
+    scenario = _parsed(
+        _scenario(duration="20m", cooldown="10m", records="full",
+                  arrivals=[{"kind": "poisson", "rate_per_hour": 60}],
+                  usage_timezones=["UTC", "Asia/Tokyo"])
+    )  # fmt: skip
+    task = WindowTask(0, 0, 11, scenario, 0.0, 1200.0, 1800.0, ((0.0, 1200.0),))
+    planned = run_window(task)["windows"][0]
+    whole = run_scenario(scenario.model_copy(update={"records": "summary"}), seed=11)
+    assert len(whole.usage) == 2 * len(whole.organizations)  # the reads did happen there
+    expected = summarize(whole, (0.0, 1200.0))
+    assert {k: planned[k] for k in expected} == pytest.approx(expected, nan_ok=True)
