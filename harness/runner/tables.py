@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -322,10 +323,10 @@ def collect(raw: RawRun, *, release: bool = False) -> RunResult:
     usage, usage_daily = _usage(raw, take("usage"), take("usage_daily"))
     ledger_table = take("ledger")
     ledger_daily = aggregates.ledger_daily(raw, ledger_table)
-    ledger = _rows("ledger", summary, lambda: _ledger(raw, ledger_table))
+    ledger = _rows("ledger", summary, partial(_ledger, raw, ledger_table))
     del ledger_table
     event_table = take("events")
-    events = _rows("events", summary, lambda: _events(raw, event_table))
+    events = _rows("events", summary, partial(_events, raw, event_table))
     del event_table
     session_table = take("sessions")
     numbers = session_numbers(session_table)
@@ -333,12 +334,12 @@ def collect(raw: RawRun, *, release: bool = False) -> RunResult:
     requests = aggregates.requests(raw, take("requests"))
     arrivals = aggregates.arrivals(raw, take("arrivals"))
     client_table = take("clients")
-    clients = _rows("clients", summary, lambda: _clients(raw, client_table))
+    clients = _rows("clients", summary, partial(_clients, raw, client_table))
     del client_table
-    sessions = _rows("sessions", summary, lambda: _sessions(raw, session_table, clients, numbers))
+    sessions = _rows("sessions", summary, partial(_sessions, raw, session_table, clients, numbers))
     del session_table, numbers
     call_table = take("calls")
-    api_calls = _rows("api_calls", summary, lambda: _api_calls(raw, call_table))
+    api_calls = _rows("api_calls", summary, partial(_api_calls, raw, call_table))
     del call_table
     return RunResult(
         scenario=raw.scenario.name,
