@@ -8,11 +8,12 @@ target: ``shown``), or missing one by its estimate (``estimate``: more replicati
 show that miss, so none are spent on it). While the size below meets by its estimate and only
 its interval is too wide to tell, both get twice the replications, up to a stated cap: the
 boundary then moves to where the rates put it, not where the noise did; a step that reaches the
-cap undecided keeps the smallest size shown to meet, and says so (``cap``). Replications are
-added only while the estimates put the fewest sizes that suffice two or more below the chosen
-one: when two fewer misses by its estimate, the answer is the chosen size or one fewer
-(``near``), which is as close as identical steps need to be, and a busy step is decided at its
-first look. Sizes of identical steps end within a worker of each other.
+cap undecided keeps the smallest size shown to meet, and says so (``cap``); when one fewer's
+interval is no wider than one worker's effect, more replications could move the answer by a
+worker at most, and none are spent (``near``). A busy step is mostly decided at its first look.
+What the cap cannot do: where one worker moves a rare event's rate by less than the interval's
+half-width at the cap (a few sessions an hour, a 1 % target), the smallest size shown still
+depends on the replications' luck, and identical steps can end two or three workers apart.
 
 Why the intervals are wider than 95 % at each look: adding replications until an interval
 clears a target gives a size that truly misses several chances to clear it by luck, so a
@@ -55,10 +56,9 @@ DECISIONS: dict[str, str] = {
     "estimate": "the size meets every objective; one fewer misses one by its estimate, though "
     "not beyond noise",
     "near": "the size meets every objective; one fewer meets them by its estimate, not shown, "
-    "but within a worker: its interval is no wider than one worker's effect, or two fewer "
-    "misses by its estimate (the fewest that suffice are this size or one fewer)",
-    "cap": "the size meets every objective; one fewer (and two fewer) meet them by their "
-    "estimates but were still undecided at the replication cap (one fewer may suffice)",
+    "but within a worker: its interval is no wider than one worker's effect",
+    "cap": "the size meets every objective; one fewer meets them by its estimate but was still "
+    "undecided at the replication cap (one fewer may suffice)",
     "quiet": "no size could show the objectives: the pool never saturated, and even the "
     "replication cap held too few sessions for the interval to reach the target",
     "unmet": "no size tried met the objectives: the search's ceiling was reached, or even the "
