@@ -20,6 +20,7 @@ from sim.errors import AuthenticationFailed, NotFound, PermissionDenied, Unproce
 from sim.ids import IdFactory
 
 __all__ = [
+    "ENVIRONMENTS",
     "KEY_ID_LENGTH",
     "KEY_PREFIX",
     "SCOPES",
@@ -33,6 +34,7 @@ __all__ = [
 ]
 
 Environment = Literal["staging", "production"]
+ENVIRONMENTS: tuple[Environment, ...] = ("staging", "production")
 Scope = Literal["runs:read", "runs:write"]
 SCOPES: tuple[Scope, ...] = ("runs:read", "runs:write")
 KEY_PREFIX = "sk_live_"

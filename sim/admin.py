@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from sim.accounts import Environment, Scope
+from sim.accounts import ENVIRONMENTS, SCOPES, Environment, Scope
 from sim.distributions import Constant
 from sim.errors import NotFound, Unprocessable
 from sim.lifecycle import STATUSES
@@ -78,6 +78,9 @@ class PlatformAdmin:
         scopes: Sequence[Scope] | None = None,
         environment: Environment = "production",
     ) -> dict[str, Any]:
+        _check_choice("environment", environment, ENVIRONMENTS)
+        for index, scope in enumerate(scopes or ()):
+            _check_choice(f"scopes.{index}", scope, SCOPES)
         key = self._platform.accounts.create_key(
             org_id, environment=environment, scopes=None if scopes is None else frozenset(scopes)
         )
@@ -365,3 +368,12 @@ class PlatformAdmin:
             "queued": pool.queued,
             "queue_size": self._platform.sessions.faults.queue_size,
         }
+
+
+def _check_choice(param: str, value: object, choices: Sequence[str]) -> None:
+    """Refuse a value outside ``choices`` as the served route does (a Python caller's strings
+    are not held to the ``Literal`` types, so the same call must be refused here too)."""
+    if value not in choices:
+        raise Unprocessable(
+            "validation.enum", f"{param}: must be one of {', '.join(choices)}.", param=param
+        )

@@ -15,6 +15,7 @@ import pytest
 from harness.target import SyncASGITransport
 from sim.asgi import create_app
 from sim.config import AdminConfig, SimConfig
+from sim.errors import Unprocessable
 from sim.platform import Platform
 from tests.asgi.support import ADMIN, ADMIN_TOKEN, Org, assert_envelope, make_org, session_body
 
@@ -286,3 +287,31 @@ def test_the_request_log_is_a_ring_of_its_configured_size() -> None:
     sent = [client.get("/v1/sessions", headers=acme.auth()) for _ in range(5)]
     kept = [call["request_id"] for call in _get(client, "/_sim/requests")["data"]]
     assert kept == [response.headers["x-request-id"] for response in reversed(sent[2:])]
+
+
+@pytest.mark.req("SIM-8")
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        ({"scopes": ["runs:read", "sessions:write"]}, "scopes.1"),
+        ({"environment": "dev"}, "environment"),
+    ],
+)
+def test_a_key_with_an_unknown_scope_or_environment_is_refused_in_process_as_by_url(
+    body: dict[str, Any], param: str
+) -> None:
+    """The same call means the same thing: the served route and the admin object both refuse a
+    scope or environment the simulator does not know, with the same type, code and param, and
+    neither makes a key."""
+    platform, client, acme, _ = _served()
+    before = len(platform.accounts.keys(acme.id))
+    served = client.post("/_sim/keys", json={"org_id": acme.id, **body}, headers=ADMIN)
+    assert served.status_code == 422
+    error = served.json()["error"]
+    with pytest.raises(Unprocessable) as refused:
+        platform.admin.create_key(acme.id, **body)
+    assert (refused.value.type, refused.value.code, refused.value.param) == (
+        error["type"], error["code"], error["param"]
+    )  # fmt: skip
+    assert (error["code"], error["param"]) == ("validation.enum", param)
+    assert len(platform.accounts.keys(acme.id)) == before
