@@ -23,7 +23,7 @@ from typing import Protocol, cast
 
 from harness.gc_policy import rare_collections
 
-__all__ = ["COMMANDS", "Command", "CommandModule", "build_parser", "main"]
+__all__ = ["COMMANDS", "Command", "CommandModule", "build_parser", "main", "positive_number"]
 
 PROG = "avatar-sim"
 
@@ -99,6 +99,18 @@ COMMANDS: list[Command] = [
         "list every requirement id with the passing tests that prove it",
     ),
 ]
+
+
+def positive_number(text: str) -> float:
+    """An option's value that must be a positive, finite number (argparse's ``type``): anything
+    else is a usage error naming the value."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive, finite number")
+    return value
 
 
 def _version() -> str:

@@ -11,8 +11,7 @@ fuzzer until a run needs them.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from harness.lazy import LazyNames
 
 __all__ = [
     "CHECKS",
@@ -30,25 +29,18 @@ __all__ = [
     "run",
 ]
 
-_HOMES = {
-    "CHECKS": "runner",
-    "Check": "checks",
-    "CheckFailed": "checks",
-    "Incomplete": "checks",
-    "NotApplicable": "checks",
-    "CheckResult": "report",
-    "Context": "context",
-    "Coverage": "coverage",
-    "Inputs": "inputs",
-    "FailureRecord": "report",
-    "Report": "report",
-    "RunOptions": "runner",
-    "run": "runner",
-}
+_NAMES = LazyNames(
+    __name__,
+    {
+        "checks": ("Check", "CheckFailed", "Incomplete", "NotApplicable"),
+        "context": ("Context",),
+        "coverage": ("Coverage",),
+        "inputs": ("Inputs",),
+        "report": ("CheckResult", "FailureRecord", "Report"),
+        "runner": ("CHECKS", "RunOptions", "run"),
+    },
+)
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+__getattr__ = _NAMES.load
+__dir__ = _NAMES.names

@@ -36,6 +36,11 @@ __all__ = ["Finding", "diff_specs"]
 _HTTP_METHODS: Final = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 _COMBINERS: Final = ("allOf", "oneOf", "anyOf")
 _MAX_DEPTH: Final = 24
+#: The document's own lists, none of whose values may go: (the finding's kind, the key).
+_ROOT_LISTS: Final = (
+    ("removed-event-type", "x-event-types"),
+    ("removed-error-code", "x-global-error-codes"),
+)
 
 SpecSource = Mapping[str, Any] | str | os.PathLike[str]
 
@@ -63,20 +68,11 @@ def diff_specs(old: SpecSource, new: SpecSource) -> list[Finding]:
 
     Each side may be a parsed document or the path of a YAML/JSON file.
     """
-    before, after = _Document(_load(old)), _Document(_load(new))
+    versions = _Versions(_Document(_load(old)), _Document(_load(new)))
+    before, after = versions.before, versions.after
     findings: list[Finding] = []
-    findings += _list_removals(
-        "removed-event-type",
-        "x-event-types",
-        before.root_list("x-event-types"),
-        after.root_list("x-event-types"),
-    )
-    findings += _list_removals(
-        "removed-error-code",
-        "x-global-error-codes",
-        before.root_list("x-global-error-codes"),
-        after.root_list("x-global-error-codes"),
-    )
+    for kind, key in _ROOT_LISTS:
+        findings += _list_removals(kind, key, before.root_list(key), after.root_list(key))
     new_paths = after.paths()
     for template, old_item in before.paths().items():
         if template not in new_paths:
@@ -90,7 +86,7 @@ def diff_specs(old: SpecSource, new: SpecSource) -> list[Finding]:
             if method not in new_item:
                 findings.append(Finding("removed-operation", where, "operation removed"))
                 continue
-            findings += _operation(before, after, where, old_item, new_item, method)
+            findings += versions.operation(where, old_item, new_item, method)
     return sorted(set(findings))
 
 
@@ -151,120 +147,112 @@ def _parameters(
     return merged
 
 
-def _operation(
-    before: _Document,
-    after: _Document,
-    where: str,
-    old_item: Mapping[str, Any],
-    new_item: Mapping[str, Any],
-    method: str,
-) -> list[Finding]:
-    old_op, new_op = before.resolve(old_item[method]), after.resolve(new_item[method])
-    findings: list[Finding] = []
-    old_params = _parameters(before, old_item, old_op)
-    new_params = _parameters(after, new_item, new_op)
-    for key, old_param in old_params.items():
-        label = f"{key[0]} parameter {old_param['name']!r}"
-        if key not in new_params:
-            findings.append(Finding("removed-parameter", where, f"{label} removed"))
-            continue
-        new_param = new_params[key]
-        if new_param.get("required") and not old_param.get("required"):
-            findings.append(Finding("parameter-now-required", where, f"{label} became required"))
-        findings += _schema_changes(
-            before,
-            after,
-            f"{where} {label}",
-            old_param.get("schema"),
-            new_param.get("schema"),
-            request=True,
-        )
-    for key, new_param in new_params.items():
-        if key not in old_params and new_param.get("required"):
-            findings.append(
-                Finding(
-                    "new-required-parameter",
-                    where,
-                    f"{key[0]} parameter {new_param['name']!r} added as required",
+@dataclass(frozen=True, slots=True)
+class _Versions:
+    """The old and the new document: each method compares the same part of both (an operation,
+    its request body, its responses) and returns what broke, resolving each side's ``$ref``s in
+    its own document."""
+
+    before: _Document
+    after: _Document
+
+    def operation(
+        self, where: str, old_item: Mapping[str, Any], new_item: Mapping[str, Any], method: str
+    ) -> list[Finding]:
+        before, after = self.before, self.after
+        old_op, new_op = before.resolve(old_item[method]), after.resolve(new_item[method])
+        findings: list[Finding] = []
+        old_params = _parameters(before, old_item, old_op)
+        new_params = _parameters(after, new_item, new_op)
+        for key, old_param in old_params.items():
+            label = f"{key[0]} parameter {old_param['name']!r}"
+            if key not in new_params:
+                findings.append(Finding("removed-parameter", where, f"{label} removed"))
+                continue
+            new_param = new_params[key]
+            if new_param.get("required") and not old_param.get("required"):
+                findings.append(
+                    Finding("parameter-now-required", where, f"{label} became required")
                 )
+            findings += self.schema(
+                f"{where} {label}", old_param.get("schema"), new_param.get("schema"), request=True
             )
-    findings += _list_removals(
-        "removed-error-code",
-        f"{where} x-error-codes",
-        [str(c) for c in old_op.get("x-error-codes") or []],
-        [str(c) for c in new_op.get("x-error-codes") or []],
-    )
-    findings += _request_body(before, after, where, old_op, new_op)
-    findings += _responses(before, after, where, old_op, new_op)
-    return findings
+        for key, new_param in new_params.items():
+            if key not in old_params and new_param.get("required"):
+                findings.append(
+                    Finding(
+                        "new-required-parameter",
+                        where,
+                        f"{key[0]} parameter {new_param['name']!r} added as required",
+                    )
+                )
+        findings += _list_removals(
+            "removed-error-code",
+            f"{where} x-error-codes",
+            [str(c) for c in old_op.get("x-error-codes") or []],
+            [str(c) for c in new_op.get("x-error-codes") or []],
+        )
+        findings += self.request_body(where, old_op, new_op)
+        findings += self.responses(where, old_op, new_op)
+        return findings
+
+    def request_body(
+        self, where: str, old_op: Mapping[str, Any], new_op: Mapping[str, Any]
+    ) -> list[Finding]:
+        findings: list[Finding] = []
+        old_content = _content(self.before, old_op.get("requestBody"))
+        new_content = _content(self.after, new_op.get("requestBody"))
+        for media, old_media in old_content.items():
+            label = f"{where} request {media}"
+            if media not in new_content:
+                findings.append(Finding("removed-media-type", label, "request media type removed"))
+                continue
+            findings += self.schema(
+                label, old_media.get("schema"), new_content[media].get("schema"), request=True
+            )
+        return findings
+
+    def responses(
+        self, where: str, old_op: Mapping[str, Any], new_op: Mapping[str, Any]
+    ) -> list[Finding]:
+        before, after = self.before, self.after
+        findings: list[Finding] = []
+        old_responses = old_op.get("responses") or {}
+        new_responses = new_op.get("responses") or {}
+        for status, old_raw in old_responses.items():
+            label = f"{where} response {status}"
+            if status not in new_responses:
+                findings.append(Finding("removed-response", label, "status code removed"))
+                continue
+            old_resp, new_resp = before.resolve(old_raw), after.resolve(new_responses[status])
+            new_headers = {str(h).lower() for h in (new_resp.get("headers") or {})}
+            for header in old_resp.get("headers") or {}:
+                if str(header).lower() not in new_headers:
+                    findings.append(Finding("removed-header", label, f"header {header!r} removed"))
+            new_content = _content(after, new_resp)
+            for media, old_media in _content(before, old_resp).items():
+                if media not in new_content:
+                    findings.append(Finding("removed-media-type", label, f"{media} removed"))
+                    continue
+                findings += self.schema(
+                    f"{label} {media}",
+                    old_media.get("schema"),
+                    new_content[media].get("schema"),
+                    request=False,
+                )
+        return findings
+
+    def schema(self, label: str, old: Any, new: Any, *, request: bool) -> Iterator[Finding]:
+        """What broke between the schemas ``old`` (of ``before``) and ``new`` (of ``after``)."""
+        return _schema_changes(
+            _flatten(self.before, old), _flatten(self.after, new), label, request
+        )
 
 
 def _content(doc: _Document, holder: Any) -> dict[str, Any]:
     resolved = doc.resolve(holder) if holder is not None else None
     content = resolved.get("content") if isinstance(resolved, Mapping) else None
     return dict(content) if isinstance(content, Mapping) else {}
-
-
-def _request_body(
-    before: _Document,
-    after: _Document,
-    where: str,
-    old_op: Mapping[str, Any],
-    new_op: Mapping[str, Any],
-) -> list[Finding]:
-    findings: list[Finding] = []
-    old_content = _content(before, old_op.get("requestBody"))
-    new_content = _content(after, new_op.get("requestBody"))
-    for media, old_media in old_content.items():
-        label = f"{where} request {media}"
-        if media not in new_content:
-            findings.append(Finding("removed-media-type", label, "request media type removed"))
-            continue
-        findings += _schema_changes(
-            before,
-            after,
-            label,
-            old_media.get("schema"),
-            new_content[media].get("schema"),
-            request=True,
-        )
-    return findings
-
-
-def _responses(
-    before: _Document,
-    after: _Document,
-    where: str,
-    old_op: Mapping[str, Any],
-    new_op: Mapping[str, Any],
-) -> list[Finding]:
-    findings: list[Finding] = []
-    old_responses = old_op.get("responses") or {}
-    new_responses = new_op.get("responses") or {}
-    for status, old_raw in old_responses.items():
-        label = f"{where} response {status}"
-        if status not in new_responses:
-            findings.append(Finding("removed-response", label, "status code removed"))
-            continue
-        old_resp, new_resp = before.resolve(old_raw), after.resolve(new_responses[status])
-        new_headers = {str(h).lower() for h in (new_resp.get("headers") or {})}
-        for header in old_resp.get("headers") or {}:
-            if str(header).lower() not in new_headers:
-                findings.append(Finding("removed-header", label, f"header {header!r} removed"))
-        new_content = _content(after, new_resp)
-        for media, old_media in _content(before, old_resp).items():
-            if media not in new_content:
-                findings.append(Finding("removed-media-type", label, f"{media} removed"))
-                continue
-            findings += _schema_changes(
-                before,
-                after,
-                f"{label} {media}",
-                old_media.get("schema"),
-                new_content[media].get("schema"),
-                request=False,
-            )
-    return findings
 
 
 # -- schemas --------------------------------------------------------------------------------------
@@ -327,10 +315,11 @@ def _flatten(doc: _Document, schema: Any) -> dict[str, _Facts]:
 
 
 def _schema_changes(
-    before: _Document, after: _Document, label: str, old: Any, new: Any, *, request: bool
+    old_facts: dict[str, _Facts], new_facts: dict[str, _Facts], label: str, request: bool
 ) -> Iterator[Finding]:
+    """What broke from the flattened schema ``old_facts`` to ``new_facts`` (``request``: a
+    request's, where a property may not become required either)."""
     side = "request" if request else "response"
-    old_facts, new_facts = _flatten(before, old), _flatten(after, new)
     for path, was in sorted(old_facts.items()):
         shown = path or "(body)"
         now = new_facts.get(path)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,39 @@ def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
     return lines
 
 
+#: The summary's tables of records: each column's header and the record's field shown in it.
+_SESSION_COLUMNS = {
+    "organization": "org",
+    "session": "id",
+    "quality": "quality",
+    "status": "status",
+    "end reason / error": "ended_by",
+    "billable s": "billable_seconds",
+}
+_RUN_COLUMNS = {
+    "organization": "org",
+    "run": "id",
+    "model": "model",
+    "status": "status",
+    "credits charged": "credits_charged",
+    "deleted": "deleted",
+}
+_CREDIT_COLUMNS = {
+    "organization": "org",
+    "plan": "plan",
+    "credits charged": "credits_charged",
+    "billable s": "billable_seconds",
+    "balance": "balance_credits",
+    "quota status": "quota_status",
+}
+
+
+def _records_table(columns: Mapping[str, str], records: Iterable[Mapping[str, Any]]) -> list[str]:
+    """``records`` as a table: a column per header of ``columns``, showing the field it names."""
+    fields = list(columns.values())
+    return _table(list(columns), [[record[field] for field in fields] for record in records])
+
+
 def render_summary(result: DemoResult) -> str:
     """The Markdown summary printed to the terminal and written as ``summary.md``."""
     lines = [f"# avatar-sim demo: one simulated day (seed {result.seed})", ""]
@@ -38,17 +72,10 @@ def render_summary(result: DemoResult) -> str:
     by_status = Counter(s["status"] for s in result.sessions)
     lines += _table(["status", "sessions"], [[k, by_status[k]] for k in sorted(by_status)])
     lines += [""]
-    lines += _table(
-        ["organization", "session", "quality", "status", "end reason / error", "billable s"],
+    lines += _records_table(
+        _SESSION_COLUMNS,
         [
-            [
-                s["org"],
-                s["id"],
-                s["quality"],
-                s["status"],
-                s["end_reason"] or s["error_code"],
-                s["billable_seconds"],
-            ]
+            {**s, "ended_by": s["end_reason"] or s["error_code"]}
             for s in result.sessions
             if s["quality"] != "mock"
         ],
@@ -71,29 +98,10 @@ def render_summary(result: DemoResult) -> str:
     lines += ["", "Codes: " + ", ".join(f"`{c}` x{n}" for c, n in sorted(codes.items()))]
 
     lines += ["", "## Runs", ""]
-    lines += _table(
-        ["organization", "run", "model", "status", "credits charged", "deleted"],
-        [
-            [r["org"], r["id"], r["model"], r["status"], r["credits_charged"], r["deleted"]]
-            for r in result.runs
-        ],
-    )
+    lines += _records_table(_RUN_COLUMNS, result.runs)
 
     lines += ["", "## Credits per organization (GET /v1/usage, GET /v1/billing/quota)", ""]
-    lines += _table(
-        ["organization", "plan", "credits charged", "billable s", "balance", "quota status"],
-        [
-            [
-                c["org"],
-                c["plan"],
-                c["credits_charged"],
-                c["billable_seconds"],
-                c["balance_credits"],
-                c["quota_status"],
-            ]
-            for c in result.credits
-        ],
-    )
+    lines += _records_table(_CREDIT_COLUMNS, result.credits)
     return "\n".join(lines) + "\n"
 
 

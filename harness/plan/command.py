@@ -17,7 +17,6 @@ once).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -26,7 +25,7 @@ from harness.plan.planner import DEFAULT_STEP, PlanError, plan_capacity
 from harness.plan.slo import SloError, parse_slos
 from harness.scenarios import ScenarioError, load_scenario
 from harness.scenarios.durations import parse_duration
-from harness.sweep.execute import DaskUnreachable, connect_dask
+from harness.sweep.execute import DaskUnreachable, add_runner_arguments, connect_dask
 
 __all__ = ["add_arguments", "run"]
 
@@ -69,12 +68,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--warmup", default=None, help="simulated before each step")
     parser.add_argument("--worker-cost", type=float, default=None, help="per worker-hour")
-    parser.add_argument(
-        "--workers", type=int, default=os.cpu_count() or 1, help="local worker processes"
-    )
-    parser.add_argument("--dask", metavar="ADDRESS", default=None, help="Dask scheduler address")
     parser.add_argument("--out", default="out/plan", help="directory for the plan's files")
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_runner_arguments(parser)
 
 
 def _seconds(text: str | None, name: str) -> float | None:

@@ -12,7 +12,7 @@ print them and write them into their reports.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from harness.scenarios.model import Scenario
 
@@ -46,59 +46,68 @@ def largest_pool(scenario: Scenario) -> int:
     return max(sizes)
 
 
-def _share(metrics: Mapping[str, float], cause: str) -> tuple[float, float, float]:
-    count = metrics.get(f"refused_{cause}", math.nan)
-    clients = metrics.get("session_clients", math.nan)
-    rate = count / clients if clients else math.nan
-    return count, clients, rate
+def _caps(scenario: Scenario, refused: str, rate: float) -> str:
+    per_key = scenario.sim_config().limits.concurrent_sessions_per_key
+    ceiling = concurrency_ceiling(scenario)
+    said = (
+        f"Concurrency caps refused {refused} ({rate:.1%}, `concurrent_sessions`): the "
+        "caps, not the pool, held that load back, and more workers will not let it through."
+    )
+    if ceiling is not None:
+        said += (
+            f" The organizations' caps allow at most {ceiling:,} sessions at once "
+            f"({per_key} per key, each organization's "
+            f"cap or keys) against up to {largest_pool(scenario):,} workers."
+        )
+    return said + (
+        " Give the organizations more keys or `concurrency`, or set `limits.concurrency: off`."
+    )
+
+
+def _rate_limit(scenario: Scenario, refused: str, rate: float) -> str:
+    limit = scenario.sim_config().limits.rate
+    return (
+        f"The create rate limit ({limit.session_creates_per_window} per key per "
+        f"{limit.window_seconds:g} s) refused {refused} ({rate:.1%}, `rate_limited`) "
+        "before they reached the pool. Spread the traffic over more keys, or set "
+        "`limits.rate: off`."
+    )
+
+
+def _credits(scenario: Scenario, refused: str, rate: float) -> str:
+    return (
+        f"Organizations ran out of credits: {refused} ({rate:.1%}) were refused "
+        "`insufficient_credits` and never reached the pool. Grant more credits "
+        "(`config.billing`) or choose plans that include more."
+    )
+
+
+def _other(scenario: Scenario, refused: str, rate: float) -> str:
+    return (
+        f"{refused} ({rate:.1%}) were refused for reasons that are neither the pool, the "
+        "caps, the rate limit nor credits (see the refused requests by code)."
+    )
+
+
+#: What to say about each cause of refusal (``refused_<cause>`` of the metrics), in order: told
+#: the scenario, how many session clients it refused of how many, and their share.
+_WARNINGS: dict[str, Callable[[Scenario, str, float], str]] = {
+    "caps": _caps,
+    "rate_limit": _rate_limit,
+    "credits": _credits,
+    "other": _other,
+}
 
 
 def binding_limits(scenario: Scenario, metrics: Mapping[str, float]) -> list[str]:
     """One warning per limit that refused session clients before they reached the pool (the
     counts ``refused_caps``, ``refused_rate_limit``, ``refused_credits``, ``refused_other``
     of ``metrics``, summed over whatever runs they describe)."""
+    clients = metrics.get("session_clients", math.nan)
     warnings = []
-    config = scenario.sim_config()
-    count, clients, rate = _share(metrics, "caps")
-    if count > 0:
-        ceiling = concurrency_ceiling(scenario)
-        pool = largest_pool(scenario)
-        said = (
-            f"Concurrency caps refused {count:,.0f} of {clients:,.0f} session clients "
-            f"({rate:.1%}, `concurrent_sessions`): the caps, not the pool, held that load back, "
-            "and more workers will not let it through."
-        )
-        if ceiling is not None:
-            said += (
-                f" The organizations' caps allow at most {ceiling:,} sessions at once "
-                f"({config.limits.concurrent_sessions_per_key} per key, each organization's "
-                f"cap or keys) against up to {pool:,} workers."
-            )
-        said += (
-            " Give the organizations more keys or `concurrency`, or set `limits.concurrency: off`."
-        )
-        warnings.append(said)
-    count, clients, rate = _share(metrics, "rate_limit")
-    if count > 0:
-        limit = config.limits.rate.session_creates_per_window
-        window = config.limits.rate.window_seconds
-        warnings.append(
-            f"The create rate limit ({limit} per key per {window:g} s) refused {count:,.0f} of "
-            f"{clients:,.0f} session clients ({rate:.1%}, `rate_limited`) before they reached "
-            "the pool. Spread the traffic over more keys, or set `limits.rate: off`."
-        )
-    count, clients, rate = _share(metrics, "credits")
-    if count > 0:
-        warnings.append(
-            f"Organizations ran out of credits: {count:,.0f} of {clients:,.0f} session clients "
-            f"({rate:.1%}) were refused `insufficient_credits` and never reached the pool. Grant "
-            "more credits (`config.billing`) or choose plans that include more."
-        )
-    count, clients, rate = _share(metrics, "other")
-    if count > 0:
-        warnings.append(
-            f"{count:,.0f} of {clients:,.0f} session clients ({rate:.1%}) were refused for "
-            "reasons that are neither the pool, the caps, the rate limit nor credits (see the "
-            "refused requests by code)."
-        )
+    for cause, warning in _WARNINGS.items():
+        count = metrics.get(f"refused_{cause}", math.nan)
+        if count > 0:
+            refused = f"{count:,.0f} of {clients:,.0f} session clients"
+            warnings.append(warning(scenario, refused, count / clients if clients else math.nan))
     return warnings

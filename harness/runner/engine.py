@@ -24,7 +24,7 @@ import itertools
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar, Unpack
 
 from harness.runner.arrivals import (
     RecordedSession,
@@ -51,6 +51,7 @@ from sim.platform import Platform
 __all__ = [
     "RECORDS",
     "Installed",
+    "PlayOptions",
     "Played",
     "RawRun",
     "RunOrganization",
@@ -424,25 +425,18 @@ def play(
     return Played(scenario, run_seed, platform, installed, sampler, end)
 
 
-def simulate(
-    scenario: Scenario,
-    seed: int | None = None,
-    *,
-    door: Callable[[Platform], Door] | None = None,
-    progress: Callable[[float], None] | None = None,
-    arrivals_from: float = 0.0,
-    arrivals_until: float = math.inf,
-    end: float | None = None,
-) -> RawRun:
+class PlayOptions(TypedDict, total=False):
+    """``play``'s keyword arguments, which ``simulate`` passes on as they are."""
+
+    door: Callable[[Platform], Door] | None
+    progress: Callable[[float], None] | None
+    arrivals_from: float
+    arrivals_until: float
+    end: float | None
+
+
+def simulate(scenario: Scenario, seed: int | None = None, **options: Unpack[PlayOptions]) -> RawRun:
     """``play`` the scenario (the same arguments) and return its tables, its platform handed
     over: nothing else holds it, so its records go as soon as their tables no longer need
     them."""
-    return play(
-        scenario,
-        seed,
-        door=door,
-        progress=progress,
-        arrivals_from=arrivals_from,
-        arrivals_until=arrivals_until,
-        end=end,
-    ).hand_over()
+    return play(scenario, seed, **options).hand_over()

@@ -194,6 +194,31 @@ def _stacked_bars(ax: Axes, table: pd.DataFrame, every: str, timezone: str) -> N
         bottom = values if bottom is None else bottom + values
 
 
+def _stacked_over_time(
+    result: RunResult,
+    view: View,
+    table: pd.DataFrame,
+    every: str,
+    *,
+    counted: str,
+    empty: str,
+    title: str,
+) -> Figure:
+    """``table`` (``counted`` per bin of ``every``, a column each) as stacked bars on the run's
+    time axis with the scenario's marks; ``empty`` labels a figure with nothing to stack."""
+    figure, ax = _new()
+    if table.size:
+        _stacked_bars(ax, table, every, view.timezone)
+    else:
+        ax.plot([], [], label=empty)
+    mark_events(ax, view.marks, epoch_of(result))
+    time_axis(ax, view.timezone)
+    _counts(ax, f"{counted} per {every}")
+    ax.set_title(title)
+    ax.legend(fontsize=8, ncols=2)
+    return figure
+
+
 def sessions_by_status(result: RunResult, view: View = View(), *, every: str = "10min") -> Figure:
     """Sessions created per interval, stacked by the status they ended in (``intervals``: the
     same at every records level)."""
@@ -204,18 +229,16 @@ def sessions_by_status(result: RunResult, view: View = View(), *, every: str = "
                "sessions_canceled": "canceled", "not finished": "not finished"}  # fmt: skip
     table = _binned(intervals, list(columns), every).rename(columns=columns)
     table = table.loc[:, (table != 0).any()] if len(table) else table
-    figure, ax = _new()
-    if len(table.columns):
-        _stacked_bars(ax, table, every, view.timezone)
-    else:
-        ax.plot([], [], label="no sessions")
-    mark_events(ax, view.marks, epoch_of(result))
-    time_axis(ax, view.timezone)
-    _counts(ax, f"sessions created per {every}")
     total = int(result.intervals["sessions_created"].sum())
-    ax.set_title(f"Sessions created, by final status (n = {total:,} sessions)")
-    ax.legend(fontsize=8, ncols=2)
-    return figure
+    return _stacked_over_time(
+        result,
+        view,
+        table,
+        every,
+        counted="sessions created",
+        empty="no sessions",
+        title=f"Sessions created, by final status (n = {total:,} sessions)",
+    )
 
 
 def startup_waits(result: RunResult, view: View = View()) -> Figure:
@@ -295,18 +318,16 @@ def refusals_over_time(result: RunResult, view: View = View(), *, every: str = "
         .pivot_table(index="bin", columns="outcome", values="requests", aggfunc="sum")
         .fillna(0)
     )
-    figure, ax = _new()
-    if len(table):
-        _stacked_bars(ax, table, every, view.timezone)
-    else:
-        ax.plot([], [], label="none")
-    mark_events(ax, view.marks, epoch_of(result))
-    time_axis(ax, view.timezone)
-    _counts(ax, f"refused requests per {every}")
     total, count = int(requests["requests"].sum()), int(refused["requests"].sum())
-    ax.set_title(f"Refusals by code (n = {count:,} of {total:,} requests)")
-    ax.legend(fontsize=8, ncols=2)
-    return figure
+    return _stacked_over_time(
+        result,
+        view,
+        table,
+        every,
+        counted="refused requests",
+        empty="none",
+        title=f"Refusals by code (n = {count:,} of {total:,} requests)",
+    )
 
 
 def credits_per_day(result: RunResult, *, timezone: str = "UTC") -> Figure:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 import pandas as pd
 from matplotlib.figure import Figure
@@ -35,7 +36,14 @@ from harness.scenarios import Scenario
 from harness.target import Target
 from sim.platform import Platform
 
-__all__ = ["FIGURES", "render_report", "run_over_http", "view_of", "write_report"]
+__all__ = [
+    "FIGURES",
+    "ReportWords",
+    "render_report",
+    "run_over_http",
+    "view_of",
+    "write_report",
+]
 
 #: File stem → (caption, what it draws).
 FIGURES: dict[str, tuple[str, Callable[[RunResult, View], Figure]]] = {
@@ -125,19 +133,25 @@ def render_report(
     return "\n".join(lines) + "\n"
 
 
+class ReportWords(TypedDict, total=False):
+    """What ``render_report`` is told beyond the run, which ``write_report`` passes on."""
+
+    requests: int | None
+    scripted_day: str | None
+    warnings: Sequence[str]
+    title: str
+
+
 def write_report(
     result: RunResult,
     scenario: Scenario,
     out: Path,
     *,
-    requests: int | None = None,
-    scripted_day: str | None = None,
-    warnings: Sequence[str] = (),
-    title: str = "avatar-sim run",
     tables: str = "tables",
+    **words: Unpack[ReportWords],
 ) -> list[Path]:
-    """Write ``report.md``, ``figures/*.png`` and every table as ``<tables>/<name>.parquet``
-    under ``out`` (``tables=""``: beside the report)."""
+    """Write ``report.md`` (``render_report`` told ``words``), ``figures/*.png`` and every
+    table as ``<tables>/<name>.parquet`` under ``out`` (``tables=""``: beside the report)."""
     figures = out / "figures"
     figures.mkdir(parents=True, exist_ok=True)
     view = view_of(scenario)
@@ -147,16 +161,5 @@ def write_report(
     ]
     written += result.write_parquet(out / tables if tables else out)
     report = out / "report.md"
-    report.write_text(
-        render_report(
-            result,
-            scenario,
-            requests=requests,
-            scripted_day=scripted_day,
-            warnings=warnings,
-            title=title,
-            tables=tables,
-        ),
-        encoding="utf-8",
-    )
+    report.write_text(render_report(result, scenario, tables=tables, **words), encoding="utf-8")
     return [report, *written]

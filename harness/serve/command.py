@@ -9,6 +9,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from harness.cli import positive_number
+
 if TYPE_CHECKING:
     from harness.scenarios import Scenario
     from harness.serve.runner import ServeOptions
@@ -20,16 +22,6 @@ _FACTOR_HELP = (
     "F=1 (default) is real time, F=0.1 runs ten times faster than the wall clock, "
     "F=60 makes one simulated second last a wall minute"
 )
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError("must be a positive, finite number")
-    return value
 
 
 def _whole_number(text: str, unit: str) -> int:
@@ -76,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     clock = parser.add_mutually_exclusive_group()
     clock.add_argument(
-        "--time-factor", type=_positive_float, default=1.0, metavar="F", help=_FACTOR_HELP
+        "--time-factor", type=positive_number, default=1.0, metavar="F", help=_FACTOR_HELP
     )
     clock.add_argument(
         "--manual-clock",

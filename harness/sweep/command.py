@@ -11,14 +11,13 @@ file (every problem of the sweep, its scenario and its grid points at once).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import warnings
 from pathlib import Path
 
 from harness.gc_policy import collect_rarely
 from harness.scenarios import ScenarioError
-from harness.sweep.execute import DaskUnreachable, connect_dask
+from harness.sweep.execute import DaskUnreachable, add_runner_arguments, connect_dask
 from harness.sweep.model import load_sweep
 from harness.sweep.run import point_warnings, run_sweep
 
@@ -28,12 +27,8 @@ __all__ = ["add_arguments", "run"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("sweep", help="sweep YAML file (see sweeps/)")
     parser.add_argument("--replications", type=int, default=None, help="override the file's")
-    parser.add_argument(
-        "--workers", type=int, default=os.cpu_count() or 1, help="local worker processes"
-    )
-    parser.add_argument("--dask", metavar="ADDRESS", default=None, help="Dask scheduler address")
     parser.add_argument("--out", default="out/sweep", help="directory for Parquet + summary.md")
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_runner_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,7 +9,9 @@ replication) order whatever order they finish in, so the executor never changes 
 
 from __future__ import annotations
 
+import argparse
 import multiprocessing
+import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -26,6 +28,7 @@ __all__ = [
     "DaskUnreachable",
     "Runner",
     "Task",
+    "add_runner_arguments",
     "connect_dask",
     "open_runner",
     "progress_bar",
@@ -170,6 +173,16 @@ def run_on_dask(tasks: Sequence[Task], client: Any, progress: bool = True) -> li
 
 class DaskUnreachable(RuntimeError):
     """The Dask scheduler a command was given does not answer (a usage error: exit 2)."""
+
+
+def add_runner_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of a command that runs batches of simulations: where they run (``--workers``
+    local processes, or the Dask scheduler at ``--dask``) and ``--no-progress``."""
+    parser.add_argument(
+        "--workers", type=int, default=os.cpu_count() or 1, help="local worker processes"
+    )
+    parser.add_argument("--dask", metavar="ADDRESS", default=None, help="Dask scheduler address")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
 def connect_dask(address: str) -> Any:

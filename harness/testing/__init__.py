@@ -17,8 +17,9 @@ costs a project that does not use them nothing.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from harness.lazy import LazyNames
 
 if TYPE_CHECKING:
     from harness.target import (
@@ -82,50 +83,38 @@ __all__ = [
     "wait_for_run",
 ]
 
-_HOMES = {
-    "AdminRefused": "admin",
-    "HttpAdmin": "http_admin",
-    "InProcessAdmin": "admin",
-    "InProcessTarget": "harness.target",
-    "LifecycleEvent": "events",
-    "NoWebhooks": "events",
-    "Organization": "fixtures",
-    "ReceivedAttempt": "receiver",
-    "SessionHistory": "events",
-    "SessionMachine": "machine",
-    "SessionTracker": "sessions",
-    "SimAdmin": "admin",
-    "SimTarget": "serving",
-    "StateNotReached": "waiting",
-    "Target": "harness.target",
-    "UnknownStatus": "statuses",
-    "UnknownTarget": "harness.target",
-    "UrlTarget": "harness.target",
-    "WebhookReceiver": "receiver",
-    "bind": "harness.target",
-    "create_session": "sessions",
-    "expect_error": "sessions",
-    "pass_time": "waiting",
-    "play_audio": "audio",
-    "retry_after": "sessions",
-    "session_events": "events",
-    "target_of": "harness.target",
-    "wait_for": "waiting",
-    "wait_for_avatar": "waiting",
-    "wait_for_delivery": "waiting",
-    "wait_for_run": "waiting",
-}
+_NAMES = LazyNames(
+    __name__,
+    {
+        "harness.target": (
+            "InProcessTarget",
+            "Target",
+            "UnknownTarget",
+            "UrlTarget",
+            "bind",
+            "target_of",
+        ),
+        "admin": ("AdminRefused", "InProcessAdmin", "SimAdmin"),
+        "audio": ("play_audio",),
+        "events": ("LifecycleEvent", "NoWebhooks", "SessionHistory", "session_events"),
+        "fixtures": ("Organization",),
+        "http_admin": ("HttpAdmin",),
+        "machine": ("SessionMachine",),
+        "receiver": ("ReceivedAttempt", "WebhookReceiver"),
+        "serving": ("SimTarget",),
+        "sessions": ("SessionTracker", "create_session", "expect_error", "retry_after"),
+        "statuses": ("UnknownStatus",),
+        "waiting": (
+            "StateNotReached",
+            "pass_time",
+            "wait_for",
+            "wait_for_avatar",
+            "wait_for_delivery",
+            "wait_for_run",
+        ),
+    },
+)
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module = home if "." in home else f"{__name__}.{home}"  # the target is the harness's own
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__ = _NAMES.load
+__dir__ = _NAMES.names

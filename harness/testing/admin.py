@@ -19,16 +19,17 @@ from __future__ import annotations
 
 import abc
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
+from typing import TYPE_CHECKING, Annotated, Any, Literal, ParamSpec, Self, TypeVar, cast
 
 import httpx
 
 from harness.target import InProcessTarget, Target
 
 if TYPE_CHECKING:
+    from sim.accounts import Scope
     from sim.platform import Platform
 
 __all__ = [
@@ -55,6 +56,9 @@ SimSeconds = Annotated[float, Unit("simulated seconds")]
 Count = Annotated[int, Unit("count")]
 
 AudioKind = Literal["speech", "silence"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class AdminRefused(Exception):
@@ -312,7 +316,8 @@ class InProcessAdmin(SimAdmin):
     def target(self) -> Target:
         return in_process_target(self.platform)
 
-    def _do(self, call: Any, *args: Any, **kwargs: Any) -> Any:
+    def _do(self, call: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        """``call``'s answer, a refusal of the platform's raised as ``AdminRefused``."""
         from sim.errors import DomainError
 
         try:
@@ -339,18 +344,16 @@ class InProcessAdmin(SimAdmin):
     def create_organization(
         self, name: str = "test organization", plan: str = "enterprise", **options: Any
     ) -> dict[str, Any]:
-        created: dict[str, Any] = self._do(
-            self.platform.admin.create_organization, name, plan, **options
-        )
-        return created
+        return self._do(self.platform.admin.create_organization, name, plan, **options)
 
     def create_key(self, org_id: str, scopes: Sequence[str] | None = None) -> dict[str, Any]:
-        created: dict[str, Any] = self._do(self.platform.admin.create_key, org_id, scopes)
-        return created
+        # The served /_sim route refuses a scope it does not know; the platform takes them as
+        # given, so an unknown one is not refused in process (the toolkit takes strings).
+        wanted = cast("Sequence[Scope] | None", scopes)
+        return self._do(self.platform.admin.create_key, org_id, wanted)
 
     def describe_key(self, key: str) -> dict[str, Any]:
-        described: dict[str, Any] = self._do(self.platform.admin.describe_key, key)
-        return described
+        return self._do(self.platform.admin.describe_key, key)
 
     def client(self, key: str) -> httpx.Client:
         return in_process_client(self.platform, key)
@@ -358,41 +361,31 @@ class InProcessAdmin(SimAdmin):
     def play_audio(
         self, session_id: str, kind: AudioKind = "speech", seconds: SimSeconds = 5.0
     ) -> dict[str, Any]:
-        played: dict[str, Any] = self._do(
-            self.platform.admin.inject_audio, session_id, kind, seconds
-        )
-        return played
+        return self._do(self.platform.admin.inject_audio, session_id, kind, seconds)
 
     def barge_in(self, session_id: str) -> dict[str, Any]:
-        cleared: dict[str, Any] = self._do(self.platform.admin.clear_buffer, session_id)
-        return cleared
+        return self._do(self.platform.admin.clear_buffer, session_id)
 
     def session_events(self, session_id: str) -> list[dict[str, Any]]:
-        listed: dict[str, Any] = self._do(self.platform.admin.session_events, session_id)
-        return list(listed["data"])
+        return list(self._do(self.platform.admin.session_events, session_id)["data"])
 
     def crash_worker(self, session_id: str) -> dict[str, Any]:
-        crashed: dict[str, Any] = self._do(self.platform.admin.crash_worker, session_id)
-        return crashed
+        return self._do(self.platform.admin.crash_worker, session_id)
 
     def capacity(self) -> dict[str, Any]:
         return self.platform.admin.capacity()
 
     def _set_capacity(self, workers: int) -> dict[str, Any]:
-        pool: dict[str, Any] = self._do(self.platform.admin.set_capacity, workers)
-        return pool
+        return self._do(self.platform.admin.set_capacity, workers)
 
     def _set_queue_size(self, sessions: int) -> dict[str, Any]:
-        pool: dict[str, Any] = self._do(self.platform.admin.set_queue_size, sessions)
-        return pool
+        return self._do(self.platform.admin.set_queue_size, sessions)
 
     def _slow_startup(self, extra_seconds: float, duration: float | None) -> dict[str, Any]:
-        pool: dict[str, Any] = self._do(self.platform.admin.slow_startup, extra_seconds, duration)
-        return pool
+        return self._do(self.platform.admin.slow_startup, extra_seconds, duration)
 
     def lose_heartbeats(self, session_id: str, seconds: SimSeconds) -> dict[str, Any]:
-        lost: dict[str, Any] = self._do(self.platform.admin.lose_heartbeats, session_id, seconds)
-        return lost
+        return self._do(self.platform.admin.lose_heartbeats, session_id, seconds)
 
     def _purge_failure(self, enabled: bool) -> dict[str, Any]:
         return self.platform.admin.fail_purges(enabled)
@@ -400,18 +393,13 @@ class InProcessAdmin(SimAdmin):
     def _register_webhook(
         self, org_id: str, url: str, event_types: Sequence[str] | None
     ) -> dict[str, Any]:
-        endpoint: dict[str, Any] = self._do(
-            self.platform.admin.register_webhook, org_id, url, event_types
-        )
-        return endpoint
+        return self._do(self.platform.admin.register_webhook, org_id, url, event_types)
 
     def _unregister_webhook(self, endpoint_id: str) -> dict[str, Any]:
-        removed: dict[str, Any] = self._do(self.platform.admin.unregister_webhook, endpoint_id)
-        return removed
+        return self._do(self.platform.admin.unregister_webhook, endpoint_id)
 
     def webhook_deliveries(self, org_id: str) -> list[dict[str, Any]]:
-        listed: dict[str, Any] = self._do(self.platform.admin.webhook_deliveries, org_id)
-        return list(listed["data"])
+        return list(self._do(self.platform.admin.webhook_deliveries, org_id)["data"])
 
 
 _platforms: weakref.WeakKeyDictionary[Platform, InProcessTarget] = weakref.WeakKeyDictionary()

@@ -108,23 +108,24 @@ def configure(config: pytest.Config) -> None:
     config.pluginmanager.register(TraceabilityPlugin(catalog, report_path), PLUGIN_NAME)
 
 
+#: How a test ends, by the first phase outcome that decides it, in this order: (phase, its
+#: outcome, the test's). A test passes only if every phase that ran passed.
+_DECIDING: tuple[tuple[str, str, Outcome], ...] = (
+    ("setup", "failed", "error"),
+    ("setup", "skipped", "skipped"),
+    ("call", "failed", "failed"),
+    ("call", "skipped", "skipped"),
+    ("teardown", "failed", "error"),
+    ("call", "passed", "passed"),
+)
+
+
 def _final_outcome(phases: dict[str, str]) -> Outcome:
-    """Fold phase outcomes into one: a test passes only if every phase that ran passed."""
-    setup, call, teardown = phases.get("setup"), phases.get("call"), phases.get("teardown")
-    if setup == "failed":
-        return "error"
-    if setup == "skipped":
-        return "skipped"
-    if call == "failed":
-        return "failed"
-    if call == "skipped":
-        return "skipped"
-    if teardown == "failed":
-        return "error"
-    if call == "passed":
-        return "passed"
-    # No call phase was reported (an interrupted run): not proven.
-    return "error"
+    """Fold phase outcomes into one (``_DECIDING``); a run with no call phase reported (an
+    interrupted one) proves nothing: ``error``."""
+    return next(
+        (test for phase, outcome, test in _DECIDING if phases.get(phase) == outcome), "error"
+    )
 
 
 class TraceabilityPlugin:

@@ -13,6 +13,7 @@ from datetime import datetime
 
 import pandas as pd
 
+from harness.cli import positive_number
 from harness.target import Credentials, Target, TargetUnreachable
 from harness.traffic.capture import PAGE_SIZE, CaptureError, CaptureReport, capture
 
@@ -30,16 +31,6 @@ def _instant(text: str) -> datetime:
         ) from None
     stamp = stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
     return stamp.to_pydatetime()
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
-    return value
 
 
 def _page_size(text: str) -> int:
@@ -64,12 +55,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--time-factor",
-        type=_positive,
+        type=positive_number,
         default=1.0,
         help="the target's wall seconds per second of its own time (avatar-sim serve's "
         "--time-factor): scales every wait a refusal asks for",
     )
-    parser.add_argument("--timeout", type=_positive, default=30.0, help="seconds per request")
+    parser.add_argument("--timeout", type=positive_number, default=30.0, help="seconds per request")
 
 
 def _progress(report: CaptureReport) -> None:

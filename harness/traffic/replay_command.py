@@ -17,6 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from harness.cli import positive_number
 from harness.scenarios import ScenarioError, load_scenario
 from harness.traffic.recording import RecordingError, read_recording
 from harness.traffic.replay import ReplayError, replay
@@ -25,16 +26,6 @@ from harness.traffic.replay_report import report_markdown
 __all__ = ["add_arguments", "run"]
 
 USAGE_ERROR = 2
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
-    return value
 
 
 def _count(text: str) -> int:
@@ -54,13 +45,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--speed",
-        type=_positive,
+        type=positive_number,
         help="play this many times faster than recorded, in wall time (default: as recorded "
         "in the deployment's time, 1 / --time-factor)",
     )
     parser.add_argument(
         "--time-factor",
-        type=_positive,
+        type=positive_number,
         default=1.0,
         help="the deployment's wall seconds per second of its own time (avatar-sim serve's "
         "--time-factor; 1 for a real deployment)",
@@ -76,9 +67,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, help="the first prediction's seed is this plus 1")
     parser.add_argument("--out", default="out/replay", help="directory for the results")
     parser.add_argument(
-        "--poll", type=_positive, default=0.25, help="wall seconds between asking after sessions"
+        "--poll",
+        type=positive_number,
+        default=0.25,
+        help="wall seconds between asking after sessions",
     )
-    parser.add_argument("--timeout", type=_positive, default=30.0, help="seconds per request")
+    parser.add_argument("--timeout", type=positive_number, default=30.0, help="seconds per request")
 
 
 class _Progress:

@@ -114,13 +114,11 @@ class AvatarBook:
         yield from self._reason(avatar_id, status, avatar, exchange)
         since = self.uploaded_at.get(avatar_id)
         if status == "processing" and since is not None and at - since > FITTING_BOUND:
-            if avatar_id not in self.stuck:
-                self.stuck.add(avatar_id)
-                yield Verdict.failed(
-                    AVATARS, exchange,
-                    f"avatar {avatar_id} is still processing {at - since:.0f} s after its "
-                    f"upload; fitting ends ready or failed (allowed {FITTING_BOUND:g} s)",
-                )  # fmt: skip
+            yield from self._once(
+                self.stuck, avatar_id, exchange,
+                f"avatar {avatar_id} is still processing {at - since:.0f} s after its upload; "
+                f"fitting ends ready or failed (allowed {FITTING_BOUND:g} s)",
+            )  # fmt: skip
             return
         self.shown_to.setdefault(avatar_id, set()).add(org)
         self.demo[avatar_id] = avatar.get("is_demo")
@@ -147,16 +145,25 @@ class AvatarBook:
             )  # fmt: skip
             return
         if uploader is None and len(self.shown_to[avatar_id]) > 1:
-            if avatar.get("is_demo") is not True and avatar_id not in self.judged_stock:
-                self.judged_stock.add(avatar_id)
-                yield Verdict.failed(
-                    AVATARS, exchange,
+            if avatar.get("is_demo") is True:
+                yield Verdict.passed(AVATARS, exchange, edge=True)
+            else:
+                yield from self._once(
+                    self.judged_stock, avatar_id, exchange,
                     f"avatar {avatar_id}, shown to both organizations and uploaded by neither "
                     f"(a platform stock avatar), answered is_demo {avatar.get('is_demo')!r}",
                 )  # fmt: skip
-                return
-            if avatar.get("is_demo") is True:
-                yield Verdict.passed(AVATARS, exchange, edge=True)
+
+    @staticmethod
+    def _once(
+        told: set[str], avatar_id: str, exchange: Exchange, message: str
+    ) -> Iterator[Verdict]:
+        """A failure told once per avatar (``told``: the avatars it was told of already): an
+        avatar stuck in fitting, or a stock one answering the wrong is_demo, stays so: one failure
+        says it."""
+        if avatar_id not in told:
+            told.add(avatar_id)
+            yield Verdict.failed(AVATARS, exchange, message)
 
     def _reason(
         self, avatar_id: str, status: Any, avatar: dict[str, Any], exchange: Exchange

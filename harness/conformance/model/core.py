@@ -104,6 +104,8 @@ class SeedModel:
         verdicts += access_rules.judge_foreign_target(call, caller, self.ownership, self.readings)
         verdicts += access_rules.judge_owner_read(call, caller, self.ownership)
         assert caller.org is not None and caller.role is not None
+        if call.operation in LISTED:
+            verdicts += self._page(call, caller)
         handler = _HANDLERS.get(call.operation)
         if handler is not None:
             verdicts += handler(self, call, caller, sent, at)
@@ -273,8 +275,6 @@ class SeedModel:
                 if call.ok and isinstance(call.answer, dict):
                     yield from self.sessions.judge_end(session_id, call.answer, call.exchange, sent)
                 self.sessions.end_sent(session_id, sent)
-        if call.operation == "listSessions":
-            yield from self._page(call, caller)
         if not call.ok:
             return
         for _, session in resources_in(call.operation, call.answer):
@@ -315,14 +315,14 @@ class SeedModel:
     # -- lists -----------------------------------------------------------------------------
 
     def _page(self, call: Call, caller: Caller) -> Iterator[Verdict]:
+        """Every page of every list, judged the same way whatever the list."""
         extras = tuple(
             sorted(
                 f"{k}={v}" for k, v in call.query.items() if k not in ("limit", "starting_after")
             )
         )
         scope: tuple[str, ...] = (call.operation, _org(caller), *call.params.values(), *extras)
-        if call.operation in LISTED:
-            yield from self.lists.page(call, scope, self.readings)
+        return self.lists.page(call, scope, self.readings)
 
     # -- avatars ---------------------------------------------------------------------------
 
@@ -355,8 +355,6 @@ class SeedModel:
     def _avatars_seen(
         self, call: Call, caller: Caller, sent: float, at: float
     ) -> Iterator[Verdict]:
-        if call.operation == "listAvatars":
-            yield from self._page(call, caller)
         if not call.ok:
             return
         for _, avatar in resources_in(call.operation, call.answer):
@@ -408,8 +406,6 @@ class SeedModel:
                 if call.status == 202:
                     self.usage.deletions += 1
             return
-        if call.operation in ("listRuns", "listRunEvents"):
-            yield from self._page(call, caller)
         if not call.ok:
             return
         if call.operation in ("retrieveRun", "getRunStatus"):
@@ -439,7 +435,6 @@ class SeedModel:
                 if isinstance(found, str) and not self.ownership.foreign(found, org):
                     self.ownership.claim(found, org)
                     yield from self.assets.listed(found, asset, call.exchange)
-            yield from self._page(call, caller)
             return
         asset_id = call.params.get("asset_id", "")
         if call.operation == "getAssetContent" and self.ownership.owner.get(asset_id) == org:

@@ -228,7 +228,13 @@ def judge_accepted(
     wanted_idle = body.get("idle_timeout_seconds", SEED.idle_default)
     if idle != wanted_idle:
         wrong.append(f"idle_timeout_seconds {idle!r}, not {wanted_idle}")
-    clamp_problem = _clamp(body, session, exchange, readings, org)
+    clamp_problem = _clamp(
+        body.get("max_duration_seconds", SEED.max_duration_default),
+        session.get("max_duration_seconds"),
+        exchange,
+        readings,
+        org,
+    )
     if clamp_problem is not None:
         wrong.append(clamp_problem)
     yield Verdict.judged(
@@ -240,17 +246,13 @@ def judge_accepted(
 
 
 def _clamp(
-    body: dict[str, Any],
-    session: dict[str, Any],
-    exchange: Exchange,
-    readings: Readings,
-    org: str | None,
+    asked: Any, shown: Any, exchange: Exchange, readings: Readings, org: str | None
 ) -> str | None:
-    """``max_duration_seconds`` is the one asked (else 600) clamped to the plan's limit."""
-    answered = _integer(session.get("max_duration_seconds"))
-    asked = body.get("max_duration_seconds", SEED.max_duration_default)
+    """The ``max_duration_seconds`` a create answered (``shown``) is the one ``asked`` (the
+    seed's default when none was) clamped to the plan's limit."""
+    answered = _integer(shown)
     if answered is None:
-        return f"max_duration_seconds {session.get('max_duration_seconds')!r}"
+        return f"max_duration_seconds {shown!r}"
     if answered > asked or answered < SEED.max_duration_min:
         return f"max_duration_seconds {answered} for {asked} asked"
     known = readings.get("max_duration_clamp", org)

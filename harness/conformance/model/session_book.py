@@ -31,6 +31,7 @@ from harness.conformance.model.rules import Verdict, model_rule
 from harness.conformance.model.session_facts import TERMINAL, SessionFacts, fail_once
 from harness.conformance.model.session_stamps import judge_stamps, judge_unchanged
 from harness.conformance.seed import SEED
+from harness.conformance.watch import mentions
 from harness.target import Exchange
 
 __all__ = [
@@ -80,17 +81,6 @@ def _mentions_timer(value: Any) -> bool:
         return "max_duration" in value or "idle_timeout" in value
     if isinstance(value, dict):
         return any(_mentions_timer(v) for k, v in value.items() if k != "message")
-    return False
-
-
-def _names(value: Any, word: str) -> bool:
-    """Whether ``word`` is a string somewhere in ``value`` (an error's shape is a gap)."""
-    if isinstance(value, str):
-        return value == word
-    if isinstance(value, dict):
-        return any(_names(v, word) for v in value.values())
-    if isinstance(value, list):
-        return any(_names(v, word) for v in value)
     return False
 
 
@@ -254,7 +244,7 @@ class SessionBook:
         reached = _further(facts.progress(), answer)
         if status == "failed":
             error = answer.get("error")
-            if reached == "not_started" and _names(error, "no_capacity"):
+            if reached == "not_started" and mentions(error, "no_capacity"):
                 yield Verdict.passed(TRANSITIONS, exchange, edge=False)
                 return  # the start-up timeout failed the job a moment before the end arrived
             yield fail_once(
@@ -330,7 +320,7 @@ class SessionBook:
             )  # fmt: skip
         if (
             status == "failed" and facts.placed_at is None and facts.created is not None
-            and _names(resource.get("error"), "no_capacity")
+            and mentions(resource.get("error"), "no_capacity")
         ):  # fmt: skip
             unplaced = [t for t, s, _ in facts.statuses if s in _UNPLACED]
             waited = max(unplaced, default=facts.created) - facts.created

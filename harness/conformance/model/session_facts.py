@@ -10,11 +10,10 @@ from typing import Any
 
 from harness.conformance.model.keys import Org
 from harness.conformance.model.rules import Verdict
+from harness.conformance.watch import TERMINAL
 from harness.target import Exchange
 
 __all__ = ["TERMINAL", "SessionFacts", "fail_once"]
-
-TERMINAL = frozenset({"ended", "failed", "canceled"})
 
 
 @dataclass
