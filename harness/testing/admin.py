@@ -318,12 +318,14 @@ class InProcessAdmin(SimAdmin):
 
     def _do(self, call: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
         """``call``'s answer, a refusal of the platform's raised as ``AdminRefused``."""
+        from sim.asgi.envelope import status_of
         from sim.errors import DomainError
 
         try:
             return call(*args, **kwargs)
         except DomainError as error:
-            raise AdminRefused(error.code, error.message) from None
+            # The status the served route answers, so a refusal reads the same either way.
+            raise AdminRefused(error.code, error.message, status_of(error)) from None
 
     def now(self) -> SimSeconds:
         return self.platform.clock.now
@@ -347,8 +349,7 @@ class InProcessAdmin(SimAdmin):
         return self._do(self.platform.admin.create_organization, name, plan, **options)
 
     def create_key(self, org_id: str, scopes: Sequence[str] | None = None) -> dict[str, Any]:
-        # The served /_sim route refuses a scope it does not know; the platform takes them as
-        # given, so an unknown one is not refused in process (the toolkit takes strings).
+        # Strings, as by URL: the platform refuses one that is not a scope, as the route does.
         wanted = cast("Sequence[Scope] | None", scopes)
         return self._do(self.platform.admin.create_key, org_id, wanted)
 

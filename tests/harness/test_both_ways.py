@@ -21,6 +21,7 @@ from PIL import Image
 
 import harness.testing
 from harness.testing import (
+    AdminRefused,
     HttpAdmin,
     InProcessAdmin,
     NoWebhooks,
@@ -84,6 +85,11 @@ def journey(admin: SimAdmin) -> dict[str, Any]:
         ("key", org["keys"]["unrestricted"]), ("org_id", org["id"])
     })  # fmt: skip
     second_key = admin.create_key(org["id"])["key"]
+    try:
+        admin.create_key(org["id"], ["runs:read", "sessions:write"])
+        seen["bad_scope"] = "made a key"
+    except AdminRefused as refused:
+        seen["bad_scope"] = (refused.code, refused.status)
     tracker = SessionTracker()
     client = tracker.watch(admin.client(org["keys"]["unrestricted"]))
     other = tracker.watch(admin.client(second_key))
@@ -227,6 +233,7 @@ def test_every_helper_observes_the_same_in_process_and_by_url(server: Served) ->
     assert local["idle"]["reason"] == ("idle_timeout", "idle_timeout")
     assert local["idle"]["answered"] == [204, 500] and local["idle"]["verified"]
     assert local["silent"] is True
+    assert local["bad_scope"] == ("validation.enum", 422)
     assert local["at_capacity"] == ("at_capacity", 503) and local["restored"]
     assert local["rate_limit"] >= 1 and local["waited_out"] == 201
     assert local["cancel_starting"] == "canceled" and local["crashed"] == "worker_lost"
