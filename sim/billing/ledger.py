@@ -14,7 +14,7 @@ from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from sim.billing.indexes import LedgerIndexes, OrgIndex
+from sim.billing.indexes import LedgerIndexes
 from sim.billing.rollups import UsageRollup
 from sim.billing.rules import (
     ATTRIBUTION,
