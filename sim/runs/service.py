@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Generator, Mapping
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
@@ -250,15 +251,7 @@ class RunService:
             duration_ms=item.duration_ms,
         )
         run.owned_asset_ids.append(stored.id)
-        return MediaInput(
-            param=item.param,
-            modality=item.modality,
-            media_type=item.media_type,
-            duration_ms=item.duration_ms,
-            width=item.width,
-            height=item.height,
-            asset=stored,
-        )
+        return replace(item, asset=stored, inline=None)  # the bytes now live in the asset
 
     def _check_queue(self, org_id: str) -> None:
         """429 ``queue_full`` at ``max_queued_runs_per_org`` queued runs (GAP-RUN-8); retry when
@@ -422,7 +415,6 @@ class RunService:
             limit=limit,
             starting_after=starting_after,
             limits=self._kernel.config.limits,
-            cursor_of=lambda r: r.id,
             render=self._render,
         )
 
