@@ -215,7 +215,6 @@ class AssetService:
             limit=limit,
             starting_after=starting_after,
             limits=self._kernel.config.limits,
-            cursor_of=lambda a: a.id,
             render=lambda a: a.to_resource(clock, base_url),
         )
 
