@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from sim.clock import Clock
-from sim.errors import InternalError
+from sim.transitions import row_of
 
 __all__ = [
     "DELIVERY_TRANSITIONS",
@@ -54,12 +54,8 @@ FINAL_DELIVERY_STATUSES: frozenset[DeliveryStatus] = frozenset({"succeeded", "fa
 def next_delivery_status(
     current: DeliveryStatus | None, trigger: DeliveryTrigger
 ) -> DeliveryStatus:
-    try:
-        return DELIVERY_TRANSITIONS[(current, trigger)]
-    except KeyError:
-        raise InternalError(
-            "internal_error", f"No delivery transition from {current!r} on {trigger!r}."
-        ) from None
+    """The status ``trigger`` leads to from ``current``; a missing row is a bug."""
+    return row_of(DELIVERY_TRANSITIONS, current, trigger, "webhook delivery")
 
 
 def is_success(status: int | None) -> bool:
