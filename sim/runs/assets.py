@@ -71,7 +71,7 @@ class Asset:
             "object": "asset",
             "byte_size": self.byte_size,
             "created_at": clock.timestamp(self.created_at),
-            "deleted_at": None if self.deleted_at is None else clock.timestamp(self.deleted_at),
+            "deleted_at": clock.timestamp_or_none(self.deleted_at),
             "download_url": self.download_url(base_url),
             "duration_ms": self.duration_ms,
             "height": self.height,
