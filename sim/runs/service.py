@@ -26,7 +26,7 @@ from sim.accounts import AccountRegistry, Caller
 from sim.columns import Table
 from sim.config import ModelConfig
 from sim.errors import Conflict, NotFound, PermissionDenied, RateLimited
-from sim.journal import Prepared, discard
+from sim.journal import Prepared, committed, discard
 from sim.kernel import Kernel
 from sim.pagination import paginate, validate_limit
 from sim.ports import BillingPort, RunCharge
@@ -130,10 +130,6 @@ class RunService:
 
     # -- create ------------------------------------------------------------------------------------
 
-    def create(self, caller: Caller, model_id: str, body: Any) -> dict[str, Any]:
-        with self._kernel.journal:  # one unit: undone as a whole if it fails half-way
-            return self.prepare_create(caller, model_id, body).commit()
-
     def prepare_create(self, caller: Caller, model_id: str, body: Any) -> Prepared:
         """Every check of a run create, in order: scope, model, body, media, queue, credits.
 
@@ -168,6 +164,8 @@ class RunService:
             return self._open(caller, spec, model_config, request, media, credits)
 
         return Prepared(commit)
+
+    create = committed(prepare_create)
 
     def _open(
         self,
