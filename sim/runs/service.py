@@ -450,17 +450,18 @@ class RunService:
             raise Conflict("run.not_deletable", f"Run {run_id} is {run.status}; cancel it first.")
         self._purges.check_capacity()
         clock = self._kernel.clock
+        now = clock.now  # the request's moment: the deletion's, and the tombstone's if new
         deletion = RunDeletion(
             id=self._kernel.ids.new("run_deletion"),
             run_id=run.id,
             org_id=run.org_id,
-            requested_at=clock.now,
+            requested_at=now,
+            status=next_deletion_status(None, "request").target,
         )
-        deletion.status = next_deletion_status(None, "request").target
         self._deletions.append(deletion)
         self._last_deletion[run.id] = deletion
         if run.deleted_at is None:
-            run.deleted_at = clock.now
+            run.deleted_at = now
             run.outputs = []
             run.files = {}
             run.metadata = {}
