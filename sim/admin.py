@@ -160,7 +160,7 @@ class PlatformAdmin:
         clock = self._platform.clock
         return {
             "session": self._session(session_id),
-            "lost_at": None if lost_at is None else clock.timestamp(lost_at),
+            "lost_at": clock.timestamp_or_none(lost_at),
         }
 
     def fail_purges(self, enabled: bool) -> dict[str, Any]:
@@ -305,7 +305,7 @@ class PlatformAdmin:
                     "fault": "slow_startup",
                     "extra_seconds": extra.value if isinstance(extra, Constant) else None,
                     "distribution": extra.model_dump(mode="json"),
-                    "until": None if slow.until is None else clock.timestamp(slow.until),
+                    "until": clock.timestamp_or_none(slow.until),
                 }
             )
         for session_id, until in fleet.heartbeat_losses(clock.now):

@@ -185,6 +185,10 @@ class Clock:
         second, ms = divmod(within // 1000, 1000)
         return prefix + _SECONDS[second] + _MILLIS[ms]
 
+    def timestamp_or_none(self, seconds: float | None) -> str | None:
+        """``timestamp`` of a moment that may not have come yet: ``None`` stays ``None``."""
+        return None if seconds is None else self.timestamp(seconds)
+
     def _day_prefix(self, day: int) -> str:
         """The ``YYYY-MM-DDT`` of ``day`` (days since the Unix epoch), kept for the next time."""
         moment = _UNIX_EPOCH + timedelta(days=day)

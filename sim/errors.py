@@ -5,28 +5,17 @@ Every refusal the simulated service can give is one of these. Each carries the e
 (a dot-path, or ``None``). The facade (``sim.asgi``) is the one place that maps ``type`` to an
 HTTP status and renders the envelope; the domain never knows about statuses.
 
-The tree (``type`` in brackets; codes are listed in spec/DECISIONS.md, GAP-ERR-1)::
-
-    DomainError
-    ├── InvalidRequest        [invalid_request]    unreadable or seed-named 400 requests
-    ├── AuthenticationFailed  [authentication]     missing, malformed, unknown, revoked key
-    ├── PermissionDenied      [permission]         scope or plan does not allow it
-    ├── NotFound              [not_found]          unknown id, or another organization's
-    ├── Conflict              [conflict]           idempotency reuse, resource state
-    ├── Unprocessable         [unprocessable]      schema or semantic validation
-    ├── RateLimited           [rate_limit]         request rate, queue capacity (retry_after)
-    ├── QuotaExceeded         [quota_exceeded]     concurrency caps, insufficient credits
-    ├── ServiceUnavailable    [service_unavailable] no free worker (retry_after)
-    └── InternalError         [internal]           a bug; never expected
-
-``RateLimited`` and ``ServiceUnavailable`` carry ``retry_after`` (seconds); rate-limit refusals
-also carry the limiter's ``rate`` snapshot so the facade can render the ``X-RateLimit-*`` headers.
+Each subclass is one category, declared in one line at the end of this module with its
+``type`` (``class NotFound(DomainError, type="not_found")``); the codes are listed in
+spec/DECISIONS.md (GAP-ERR-1). ``RateLimited`` and ``ServiceUnavailable`` carry ``retry_after``
+(seconds); rate-limit refusals also carry the limiter's ``rate`` snapshot so the facade can
+render the ``X-RateLimit-*`` headers.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 __all__ = [
     "AuthenticationFailed",
@@ -72,6 +61,13 @@ class DomainError(Exception):
 
     type: ClassVar[ErrorType] = "internal"
 
+    def __init_subclass__(cls, *, type: ErrorType | None = None, **options: Any) -> None:
+        """``class NotFound(DomainError, type="not_found")``: a category names its ``type`` in
+        its declaration; a subclass of a category keeps the category's."""
+        super().__init_subclass__(**options)
+        if type is not None:
+            cls.type = type
+
     def __init__(
         self,
         code: str,
@@ -97,41 +93,32 @@ class DomainError(Exception):
         return f"{type(self).__name__}(code={self.code!r}, param={self.param!r})"
 
 
-class InvalidRequest(DomainError):
-    type = "invalid_request"
+# The categories: each line is one ``type`` of the envelope and when the domain raises it.
+class InvalidRequest(DomainError, type="invalid_request"): ...  # unreadable, or a seed-named 400
 
 
-class AuthenticationFailed(DomainError):
-    type = "authentication"
+class AuthenticationFailed(DomainError, type="authentication"): ...  # missing, unknown, revoked key
 
 
-class PermissionDenied(DomainError):
-    type = "permission"
+class PermissionDenied(DomainError, type="permission"): ...  # scope or plan does not allow it
 
 
-class NotFound(DomainError):
-    type = "not_found"
+class NotFound(DomainError, type="not_found"): ...  # unknown id, or another organization's
 
 
-class Conflict(DomainError):
-    type = "conflict"
+class Conflict(DomainError, type="conflict"): ...  # idempotency reuse, resource state
 
 
-class Unprocessable(DomainError):
-    type = "unprocessable"
+class Unprocessable(DomainError, type="unprocessable"): ...  # schema or semantic validation
 
 
-class RateLimited(DomainError):
-    type = "rate_limit"
+class RateLimited(DomainError, type="rate_limit"): ...  # request rate, queue capacity
 
 
-class QuotaExceeded(DomainError):
-    type = "quota_exceeded"
+class QuotaExceeded(DomainError, type="quota_exceeded"): ...  # concurrency caps, credits
 
 
-class ServiceUnavailable(DomainError):
-    type = "service_unavailable"
+class ServiceUnavailable(DomainError, type="service_unavailable"): ...  # no free worker
 
 
-class InternalError(DomainError):
-    type = "internal"
+class InternalError(DomainError, type="internal"): ...  # a bug; never expected

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any, Literal, NamedTuple
+from typing import Any, Concatenate, Literal, NamedTuple, ParamSpec, Protocol, TypeVar
 
-__all__ = ["Journal", "Prepared", "discard"]
+__all__ = ["Journal", "Prepared", "committed", "discard"]
 
 Action = Callable[[], object]
 """A change or its undo; whatever it returns is ignored."""
@@ -133,6 +133,38 @@ class Journal:
             self.deferred.append((action, ()))
         else:
             action()
+
+
+class _Kernel(Protocol):
+    @property
+    def journal(self) -> Journal: ...
+
+
+class _Service(Protocol):
+    """A service of the platform: it keeps the kernel it was built with (``sim.kernel``)."""
+
+    @property
+    def _kernel(self) -> _Kernel: ...
+
+
+S = TypeVar("S", bound=_Service)
+P = ParamSpec("P")
+
+
+def committed(
+    prepare: Callable[Concatenate[S, P], Prepared],
+) -> Callable[Concatenate[S, P], dict[str, Any]]:
+    """The one-step form of a service's ``prepare_*`` method, for a caller outside the
+    platform's door (a front end of the service's own, a test): the same parameters, every
+    check, then the change, in one unit of the service's journal, answering what ``commit``
+    answers. ``create = committed(prepare_create)`` in the service's class."""
+
+    def one_step(service: S, /, *args: P.args, **kwargs: P.kwargs) -> dict[str, Any]:
+        with service._kernel.journal:  # one unit: undone as a whole if it fails half-way
+            return prepare(service, *args, **kwargs).commit()
+
+    one_step.__doc__ = f"``{prepare.__name__}`` and its ``commit``, in one unit of work."
+    return one_step
 
 
 def discard(items: list[Any], item: Any) -> None:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final, Literal
 
-from sim.errors import InternalError
+from sim.transitions import row_of
 
 __all__ = [
     "ACTIVE",
@@ -186,12 +186,7 @@ def transition(current: SessionStatus | None, trigger: Trigger) -> SessionTransi
     Raises ``InternalError`` (never expected in a correct simulator) so that an illegal move
     surfaces loudly in tests instead of silently corrupting a session.
     """
-    row = ROWS.get((current, trigger))
-    if row is None:
-        raise InternalError(
-            "internal_error", f"Illegal session transition: {current!r} on {trigger!r}."
-        )
-    return row
+    return row_of(ROWS, current, trigger, "session")
 
 
 def next_status(current: SessionStatus | None, trigger: Trigger) -> SessionStatus:

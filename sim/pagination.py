@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from itertools import islice
+from operator import attrgetter
 from typing import Any, TypeVar
 
 from sim.config import LimitsConfig
@@ -88,13 +89,14 @@ def paginate(
     limit: int,
     starting_after: str | None,
     limits: LimitsConfig,
-    cursor_of: Callable[[T], str],
     render: Callable[[T], dict[str, Any]],
+    cursor_of: Callable[[T], str] = attrgetter("id"),
     keep: Callable[[T], bool] | None = None,
 ) -> dict[str, Any]:
     """A page of a list endpoint: ``items`` in the list's order, ``keep`` (optional) filters
-    what follows the cursor. A cursor longer than ``cursor_max_length`` cannot name an item and
-    is refused like an unknown one."""
+    what follows the cursor. An item's cursor is its ``id`` unless ``cursor_of`` says otherwise.
+    A cursor longer than ``cursor_max_length`` cannot name an item and is refused like an
+    unknown one."""
     validate_limit(limit, limits.page_size_min, limits.page_size_max)
     if starting_after is not None and len(starting_after) > limits.cursor_max_length:
         raise _unknown_cursor(f"is at most {limits.cursor_max_length} characters")

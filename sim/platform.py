@@ -65,23 +65,13 @@ class Platform:
             idempotency=self.idempotency,
             api_log=self.api_log,
         )
+        #: Run one contract operation; raises ``DomainError`` for every refusal. The door the
+        #: facade and the Python API both use is the pipeline's own ``Pipeline.call``.
+        self.call = self.pipeline.call
 
     @classmethod
     def create(cls, config: SimConfig | None = None) -> Platform:
         return cls(Kernel.create(config))
-
-    def call(
-        self,
-        operation_id: str,
-        caller: Caller | None,
-        params: Params,
-        *,
-        check: Check | None = None,
-        reads_body: bool = True,
-    ) -> Outcome:
-        """Run one contract operation; raises ``DomainError`` for every refusal (the door the
-        facade and the Python API both use: ``Pipeline.call``)."""
-        return self.pipeline.call(operation_id, caller, params, check=check, reads_body=reads_body)
 
     @property
     def handed_over(self) -> bool:

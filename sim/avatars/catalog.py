@@ -8,61 +8,51 @@ and were "created" at the epoch. The tuple's order is the catalog order lists sh
 
 from __future__ import annotations
 
-from sim.avatars.records import Avatar
+from sim.avatars.records import Avatar, RuntimeType
 
 __all__ = ["STOCK_AVATARS", "STOCK_PREFIX", "stock_avatar"]
 
 STOCK_PREFIX = "av_stock_"
 
-STOCK_AVATARS: tuple[Avatar, ...] = (
-    Avatar(
-        id="av_stock_aria",
-        name="Aria",
+
+def _stock(
+    name: str,
+    key: str,
+    runtime_type: RuntimeType = "realtime",
+    instructions: str | None = None,
+    voice_instructions: str | None = None,
+) -> Avatar:
+    """A stock avatar: id ``av_stock_<key>``, ``ready``, a demo, created at the epoch; a
+    ``realtime`` one speaks with the voice of its key, the ``mock`` one has none."""
+    return Avatar(
+        id=STOCK_PREFIX + key,
+        name=name,
         status="ready",
         is_demo=True,
-        runtime_type="realtime",
+        runtime_type=runtime_type,
         created_at=0.0,
-        voice="aria",
+        voice=key if runtime_type == "realtime" else None,
+        instructions=instructions,
+        voice_instructions=voice_instructions,
+    )
+
+
+STOCK_AVATARS: tuple[Avatar, ...] = (
+    _stock(
+        "Aria",
+        "aria",
         instructions="You are Aria, a friendly product guide. Keep answers short and concrete.",
         voice_instructions="Warm and upbeat, at a relaxed pace.",
     ),
-    Avatar(
-        id="av_stock_ben",
-        name="Ben",
-        status="ready",
-        is_demo=True,
-        runtime_type="realtime",
-        created_at=0.0,
-        voice="ben",
+    _stock(
+        "Ben",
+        "ben",
         instructions="You are Ben, a patient support agent. Ask one question at a time.",
         voice_instructions="Calm and clear, slightly slower than conversational speed.",
     ),
-    Avatar(
-        id="av_stock_chloe",
-        name="Chloe",
-        status="ready",
-        is_demo=True,
-        runtime_type="realtime",
-        created_at=0.0,
-        voice="chloe",
-    ),
-    Avatar(
-        id="av_stock_dev",
-        name="Dev",
-        status="ready",
-        is_demo=True,
-        runtime_type="realtime",
-        created_at=0.0,
-        voice="dev",
-    ),
-    Avatar(
-        id="av_stock_mock",
-        name="Mock Avatar",
-        status="ready",
-        is_demo=True,
-        runtime_type="mock",
-        created_at=0.0,
-    ),
+    _stock("Chloe", "chloe"),
+    _stock("Dev", "dev"),
+    _stock("Mock Avatar", "mock", runtime_type="mock"),
 )
 
 _BY_ID: dict[str, Avatar] = {avatar.id: avatar for avatar in STOCK_AVATARS}

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Literal
 
-from sim.errors import InternalError
+from sim.transitions import row_of
 
 __all__ = [
     "AVATAR_STATUSES",
@@ -41,9 +41,4 @@ FINAL_STATUSES: frozenset[AvatarStatus] = frozenset({"ready", "failed"})
 
 def next_status(current: AvatarStatus | None, trigger: AvatarTrigger) -> AvatarStatus:
     """The status ``trigger`` leads to from ``current``; a missing row is a bug, not a refusal."""
-    try:
-        return TRANSITIONS[(current, trigger)]
-    except KeyError:
-        raise InternalError(
-            "internal_error", f"No avatar transition from {current!r} on {trigger!r}."
-        ) from None
+    return row_of(TRANSITIONS, current, trigger, "avatar")

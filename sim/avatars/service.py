@@ -28,7 +28,7 @@ from sim.avatars.images import check_portrait
 from sim.avatars.lifecycle import AvatarTrigger, next_status
 from sim.avatars.records import Avatar
 from sim.errors import Conflict, NotFound, Unprocessable
-from sim.journal import Prepared, discard
+from sim.journal import Prepared, committed, discard
 from sim.kernel import Kernel
 from sim.pagination import paginate
 from sim.rng import sample
@@ -59,21 +59,6 @@ class AvatarService:
 
     # -- operations ----------------------------------------------------------------------------
 
-    def create(
-        self,
-        caller: Caller,
-        *,
-        image: bytes | None,
-        filename: str | None,
-        content_type: str | None,
-        name: str | None,
-    ) -> dict[str, Any]:
-        """Accept a portrait upload: an avatar in ``processing`` whose fitting has started."""
-        with self._kernel.journal:  # one unit: undone as a whole if it fails half-way
-            return self.prepare_create(
-                caller, image=image, filename=filename, content_type=content_type, name=name
-            ).commit()
-
     def prepare_create(
         self,
         caller: Caller,
@@ -83,7 +68,8 @@ class AvatarService:
         content_type: str | None,
         name: str | None,
     ) -> Prepared:
-        """Every check of an upload; nothing is stored, drawn or started until ``commit``."""
+        """Every check of a portrait upload; nothing is stored, drawn or started until
+        ``commit``, which answers an avatar in ``processing`` whose fitting has started."""
         caller.require_unrestricted()
         if image is None:
             raise Unprocessable("validation.required", "An image file is required.", param="image")
@@ -121,6 +107,8 @@ class AvatarService:
             return avatar.to_resource(clock)
 
         return Prepared(commit)
+
+    create = committed(prepare_create)
 
     def _start_fitting(self, avatar_id: str, duration: float, reason: str | None) -> None:
         self._kernel.clock.env.process(self._fit(avatar_id, duration, reason))
@@ -171,7 +159,6 @@ class AvatarService:
             limit=limit,
             starting_after=starting_after,
             limits=self._kernel.config.limits,
-            cursor_of=lambda a: a.id,
             render=lambda a: a.to_resource(clock),
         )
 

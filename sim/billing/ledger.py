@@ -14,7 +14,7 @@ from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from sim.billing.indexes import LedgerIndexes, OrgIndex
+from sim.billing.indexes import LedgerIndexes
 from sim.billing.rollups import UsageRollup
 from sim.billing.rules import (
     ATTRIBUTION,
@@ -75,9 +75,11 @@ class Ledger:
             if not _INT64_MIN <= amount <= _INT64_MAX:
                 raise OverflowError("ledger amounts fit 64-bit columns")
         org = self._indexes.org(org_id)
-        return self._write(
-            KIND_CODES[kind],
-            org,
+        code = KIND_CODES[kind]
+        row = self.rows.append(
+            self._ids.value(),
+            code,
+            org.code,
             at,
             credits,
             deltas,
@@ -87,6 +89,8 @@ class Ledger:
             billable_seconds,
             attribution,
         )
+        self._indexes.add(org, row, code, at, credits, deltas, session_id, run_id)
+        return row
 
     def charge_session(
         self, org_id: str, at: float, session_id: str, seconds: int, tariff: Sequence[TariffLine]
@@ -121,36 +125,6 @@ class Ledger:
             org.add(row, _CHARGE, at, credits, deltas)
         self._indexes.file_charge(org, session_id, first, len(tariff), at)
         return before, org.rollover + org.included + org.granted
-
-    def _write(
-        self,
-        kind: int,
-        org: OrgIndex,
-        at: float,
-        credits: int,
-        deltas: tuple[int, int, int],
-        session_id: str | None,
-        run_id: str | None,
-        internal: bool,
-        billable_seconds: int,
-        attribution: Attribution,
-    ) -> int:
-        """Write one row that meets its rule: to the columns, then to the indexes."""
-        row = self.rows.append(
-            self._ids.value(),
-            kind,
-            org.code,
-            at,
-            credits,
-            deltas,
-            session_id,
-            run_id,
-            internal,
-            billable_seconds,
-            attribution,
-        )
-        self._indexes.add(org, row, kind, at, credits, deltas, session_id, run_id)
-        return row
 
     def record(
         self, kind: EntryKind, org_id: str, at: float, credits: int, **fields: Any

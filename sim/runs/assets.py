@@ -71,7 +71,7 @@ class Asset:
             "object": "asset",
             "byte_size": self.byte_size,
             "created_at": clock.timestamp(self.created_at),
-            "deleted_at": None if self.deleted_at is None else clock.timestamp(self.deleted_at),
+            "deleted_at": clock.timestamp_or_none(self.deleted_at),
             "download_url": self.download_url(base_url),
             "duration_ms": self.duration_ms,
             "height": self.height,
@@ -215,7 +215,6 @@ class AssetService:
             limit=limit,
             starting_after=starting_after,
             limits=self._kernel.config.limits,
-            cursor_of=lambda a: a.id,
             render=lambda a: a.to_resource(clock, base_url),
         )
 

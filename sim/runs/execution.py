@@ -99,9 +99,9 @@ class _Writer:
             )
         )
 
-    def file(
-        self, modality: Modality, role: str, media_type: str, content: Content, **dims: Any
-    ) -> Asset:
+    def file(self, modality: Modality, role: str, media_type: str, content: Content) -> Asset:
+        """Store a generated file as a ``run_output`` asset and list it among the outputs; the
+        asset's width, height and duration are those its content was generated with."""
         part = self._part()
         asset = self._assets.store(
             self._run.org_id,
@@ -110,7 +110,9 @@ class _Writer:
             media_type=media_type,
             content=content,
             owner_run_id=self._run.id,
-            **dims,
+            width=getattr(content, "width", None),
+            height=getattr(content, "height", None),
+            duration_ms=getattr(content, "duration_ms", None),
         )
         self._run.owned_asset_ids.append(asset.id)
         file = FileObject(
@@ -169,7 +171,6 @@ def produce(
             "primary",
             "audio/wav",
             WavTone(duration_ms=duration_ms, sample_rate=sample_rate, seed=writer.seed()),
-            duration_ms=duration_ms,
         )
         writer.produced.units = duration_ms / 1000
     elif isinstance(request, PortraitVideoInput):
@@ -180,17 +181,12 @@ def produce(
             "primary",
             "video/mp4",
             Mp4Clip(duration_ms=duration_ms, width=width, height=height, seed=writer.seed()),
-            width=width,
-            height=height,
-            duration_ms=duration_ms,
         )
         writer.file(
             "image",
             "auxiliary",
             "image/png",
             PngImage(width=width, height=height, seed=writer.seed()),
-            width=width,
-            height=height,
         )
         frames = duration_ms * config.sessions.frames_per_second // 1000
         summary = {"duration_ms": duration_ms, "width": width, "height": height, "frames": frames}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from sim.errors import InternalError
+from sim.transitions import row_of
 
 __all__ = [
     "DELETION_TERMINAL",
@@ -88,16 +88,8 @@ _DELETION_INDEX = {(t.source, t.trigger): t for t in DELETION_TRANSITIONS}
 
 def next_run_status(source: RunStatus | None, trigger: str) -> RunTransition:
     """The declared row for ``trigger`` in ``source``; an undeclared move is a bug, not a 4xx."""
-    row = _RUN_INDEX.get((source, trigger))
-    if row is None:
-        raise InternalError("internal_error", f"run: no transition {trigger!r} from {source}")
-    return row
+    return row_of(_RUN_INDEX, source, trigger, "run")
 
 
 def next_deletion_status(source: DeletionStatus | None, trigger: str) -> DeletionTransition:
-    row = _DELETION_INDEX.get((source, trigger))
-    if row is None:
-        raise InternalError(
-            "internal_error", f"run deletion: no transition {trigger!r} from {source}"
-        )
-    return row
+    return row_of(_DELETION_INDEX, source, trigger, "run deletion")

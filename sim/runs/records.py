@@ -127,9 +127,6 @@ class Run:
         }
 
     def to_resource(self, clock: Clock, eta: Eta | None) -> dict[str, Any]:
-        def ts(seconds: float | None) -> str | None:
-            return None if seconds is None else clock.timestamp(seconds)
-
         body: dict[str, Any] = {
             "id": self.id,
             "object": "run",
@@ -138,9 +135,9 @@ class Run:
             "operation": self.operation,
             "status": str(self.status),
             "progress": self.progress,
-            "created_at": ts(self.created_at),
-            "started_at": ts(self.started_at),
-            "completed_at": ts(self.completed_at),
+            "created_at": clock.timestamp(self.created_at),
+            "started_at": clock.timestamp_or_none(self.started_at),
+            "completed_at": clock.timestamp_or_none(self.completed_at),
             "external_id": self.external_id,
             "metadata": dict(self.metadata),
             "credits": {
@@ -152,7 +149,7 @@ class Run:
             "outputs": [item.to_resource() for item in self.outputs],
         }
         if self.deleted_at is not None:
-            body["deleted_at"] = ts(self.deleted_at)
+            body["deleted_at"] = clock.timestamp(self.deleted_at)
         for kind in ("audio", "image", "video"):
             if kind in self.files:
                 body[kind] = self.files[kind].to_resource()
@@ -191,17 +188,14 @@ class RunDeletion:
     retained_assets: int = 0
 
     def to_resource(self, clock: Clock) -> dict[str, Any]:
-        def ts(seconds: float | None) -> str | None:
-            return None if seconds is None else clock.timestamp(seconds)
-
         return {
             "id": self.id,
             "object": "run.deletion",
             "run_id": self.run_id,
             "status": str(self.status),
-            "requested_at": ts(self.requested_at),
-            "started_at": ts(self.started_at),
-            "completed_at": ts(self.completed_at),
+            "requested_at": clock.timestamp(self.requested_at),
+            "started_at": clock.timestamp_or_none(self.started_at),
+            "completed_at": clock.timestamp_or_none(self.completed_at),
             "error": self.error,
         }
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Generator, Mapping
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
@@ -25,7 +26,7 @@ from sim.accounts import AccountRegistry, Caller
 from sim.columns import Table
 from sim.config import ModelConfig
 from sim.errors import Conflict, NotFound, PermissionDenied, RateLimited
-from sim.journal import Prepared, discard
+from sim.journal import Prepared, committed, discard
 from sim.kernel import Kernel
 from sim.pagination import paginate, validate_limit
 from sim.ports import BillingPort, RunCharge
@@ -129,10 +130,6 @@ class RunService:
 
     # -- create ------------------------------------------------------------------------------------
 
-    def create(self, caller: Caller, model_id: str, body: Any) -> dict[str, Any]:
-        with self._kernel.journal:  # one unit: undone as a whole if it fails half-way
-            return self.prepare_create(caller, model_id, body).commit()
-
     def prepare_create(self, caller: Caller, model_id: str, body: Any) -> Prepared:
         """Every check of a run create, in order: scope, model, body, media, queue, credits.
 
@@ -167,6 +164,8 @@ class RunService:
             return self._open(caller, spec, model_config, request, media, credits)
 
         return Prepared(commit)
+
+    create = committed(prepare_create)
 
     def _open(
         self,
@@ -250,15 +249,7 @@ class RunService:
             duration_ms=item.duration_ms,
         )
         run.owned_asset_ids.append(stored.id)
-        return MediaInput(
-            param=item.param,
-            modality=item.modality,
-            media_type=item.media_type,
-            duration_ms=item.duration_ms,
-            width=item.width,
-            height=item.height,
-            asset=stored,
-        )
+        return replace(item, asset=stored, inline=None)  # the bytes now live in the asset
 
     def _check_queue(self, org_id: str) -> None:
         """429 ``queue_full`` at ``max_queued_runs_per_org`` queued runs (GAP-RUN-8); retry when
@@ -422,7 +413,6 @@ class RunService:
             limit=limit,
             starting_after=starting_after,
             limits=self._kernel.config.limits,
-            cursor_of=lambda r: r.id,
             render=self._render,
         )
 
@@ -460,17 +450,18 @@ class RunService:
             raise Conflict("run.not_deletable", f"Run {run_id} is {run.status}; cancel it first.")
         self._purges.check_capacity()
         clock = self._kernel.clock
+        now = clock.now  # the request's moment: the deletion's, and the tombstone's if new
         deletion = RunDeletion(
             id=self._kernel.ids.new("run_deletion"),
             run_id=run.id,
             org_id=run.org_id,
-            requested_at=clock.now,
+            requested_at=now,
+            status=next_deletion_status(None, "request").target,
         )
-        deletion.status = next_deletion_status(None, "request").target
         self._deletions.append(deletion)
         self._last_deletion[run.id] = deletion
         if run.deleted_at is None:
-            run.deleted_at = clock.now
+            run.deleted_at = now
             run.outputs = []
             run.files = {}
             run.metadata = {}

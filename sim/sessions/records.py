@@ -192,6 +192,15 @@ def final_usage_seconds(state: SessionState, until: float) -> int:
     return billable_seconds(state.first_frame_at, until)
 
 
+#: The snapshot's fields that the state keeps under the same name, copied as they are; the
+#: others are derived in ``snapshot`` (``metadata`` is in both, but copied deep and read-only).
+_KEPT_AS_IS: tuple[str, ...] = tuple(
+    name
+    for name in Session.__dataclass_fields__
+    if name in SessionState.__dataclass_fields__ and name != "metadata"
+)
+
+
 def snapshot(
     state: SessionState,
     now: float,
@@ -199,34 +208,16 @@ def snapshot(
     tracks: tuple[str, ...],
     history: tuple[Transition, ...],
 ) -> Session:
+    """The frozen ``Session`` of ``state`` at ``now``."""
     seconds = usage_of(state, now)
     published = tracks if state.first_frame_at is not None and not state.terminal else ()
     return Session(
-        id=state.id,
-        org_id=state.org_id,
-        key_id=state.key_id,
-        avatar_id=state.avatar_id,
-        status=state.status,
-        quality=state.quality,
-        billing_surface=state.billing_surface,
+        **{name: getattr(state, name) for name in _KEPT_AS_IS},
         transport_type=str(state.transport.get("type", "")),
         audio_source=state.transport.get("audio_source"),
-        idle_timeout_seconds=state.idle_timeout_seconds,
-        max_duration_seconds=state.max_duration_seconds,
         metadata=MappingProxyType(copy.deepcopy(state.metadata)),
-        embed_id=state.embed_id,
-        created_at=state.created_at,
-        started_at=state.started_at,
-        first_frame_at=state.first_frame_at,
-        ending_at=state.ending_at,
-        ended_at=state.ended_at,
-        end_reason=state.end_reason,
-        error_code=state.error_code,
-        worker_id=state.worker_id,
         billable_seconds=seconds,
         frames=seconds * frames_per_second,
-        charged=state.charged,
-        barge_ins=state.barge_ins,
         published_tracks=published,
         history=history,
     )

@@ -29,7 +29,7 @@ from sim import tuples
 from sim.accounts import AccountRegistry, Caller
 from sim.config import BILLING_SURFACES
 from sim.errors import Unprocessable
-from sim.journal import Prepared
+from sim.journal import Prepared, committed
 from sim.kernel import Kernel
 from sim.lifecycle import ROWS_FROM, SessionTransition, Trigger, transition
 from sim.ports import AvatarLookup, BillingPort, SessionUsage
@@ -122,24 +122,6 @@ class SessionService(SessionReads):
 
     # -- contract operations -----------------------------------------------------------------
 
-    def create(
-        self,
-        caller: Caller,
-        body: Any,
-        *,
-        billing_surface: str = "api",
-        embed_id: str | None = None,
-        render: bool = True,
-    ) -> dict[str, Any]:
-        """``POST /v1/sessions``: a session in ``queued`` (SES-ST-1) or a domain error.
-
-        ``render=False``: answer only the session's ``id`` (for a caller that reads nothing
-        else; ``created`` renders the full answer later, the same body)."""
-        with self._journal:  # one unit: undone as a whole if it fails half-way
-            return self.prepare_create(
-                caller, body, billing_surface=billing_surface, embed_id=embed_id, render=render
-            ).commit()
-
     def prepare_create(
         self,
         caller: Caller,
@@ -149,8 +131,10 @@ class SessionService(SessionReads):
         embed_id: str | None = None,
         render: bool = True,
     ) -> Prepared:
-        """Every check of a create, in order (GAP-SES-11); nothing is stored until ``commit``
-        (which answers the session, or only its ``id`` with ``render=False``)."""
+        """``POST /v1/sessions``: every check of a create, in order (GAP-SES-11); nothing is
+        stored until ``commit``, which answers the session in ``queued`` (SES-ST-1), or only its
+        ``id`` with ``render=False`` (for a caller that reads nothing else; ``created`` renders
+        the full answer later, the same body)."""
         caller.require_unrestricted()
         if billing_surface not in BILLING_SURFACES:
             raise Unprocessable(
@@ -177,13 +161,11 @@ class SessionService(SessionReads):
 
         return tuples.new(Prepared, (commit,))
 
-    def create_pipecat(self, caller: Caller, body: Any) -> dict[str, Any]:
-        """``POST /v1/pipecat/sessions``: a session plus short-lived relay credentials."""
-        with self._journal:  # one unit: undone as a whole if it fails half-way
-            return self.prepare_pipecat(caller, body).commit()
+    create = committed(prepare_create)
 
     def prepare_pipecat(self, caller: Caller, body: Any) -> Prepared:
-        """Every check of a pipecat create; nothing is stored until ``commit``."""
+        """``POST /v1/pipecat/sessions``: every check of a pipecat create; nothing is stored
+        until ``commit``, which answers a session plus short-lived relay credentials."""
         caller.require_unrestricted()
         request = parse_pipecat_request(body, self._settings)
         self._admissible(caller, request.avatar_id)
@@ -210,6 +192,8 @@ class SessionService(SessionReads):
             }
 
         return Prepared(commit)
+
+    create_pipecat = committed(prepare_pipecat)
 
     def end(self, caller: Caller, session_id: str, *, render: bool = True) -> dict[str, Any]:
         """``POST /v1/sessions/{id}/end``: idempotent (SES-ST-3, SES-ST-4, SES-ST-5)."""

@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from sim.clock import Clock
-from sim.errors import InternalError
+from sim.transitions import row_of
 
 __all__ = [
     "DELIVERY_TRANSITIONS",
@@ -54,12 +54,8 @@ FINAL_DELIVERY_STATUSES: frozenset[DeliveryStatus] = frozenset({"succeeded", "fa
 def next_delivery_status(
     current: DeliveryStatus | None, trigger: DeliveryTrigger
 ) -> DeliveryStatus:
-    try:
-        return DELIVERY_TRANSITIONS[(current, trigger)]
-    except KeyError:
-        raise InternalError(
-            "internal_error", f"No delivery transition from {current!r} on {trigger!r}."
-        ) from None
+    """The status ``trigger`` leads to from ``current``; a missing row is a bug."""
+    return row_of(DELIVERY_TRANSITIONS, current, trigger, "webhook delivery")
 
 
 def is_success(status: int | None) -> bool:
@@ -84,9 +80,6 @@ class Delivery:
     last_status: int | None = None
 
     def to_resource(self, clock: Clock) -> dict[str, Any]:
-        def stamp(seconds: float | None) -> str | None:
-            return None if seconds is None else clock.timestamp(seconds)
-
         return {
             "id": self.id,
             "object": "webhook_delivery",
@@ -98,8 +91,8 @@ class Delivery:
             "attempts": self.attempts,
             "last_status": self.last_status,
             "created_at": clock.timestamp(self.created_at),
-            "next_attempt_at": stamp(self.next_attempt_at),
-            "completed_at": stamp(self.completed_at),
+            "next_attempt_at": clock.timestamp_or_none(self.next_attempt_at),
+            "completed_at": clock.timestamp_or_none(self.completed_at),
         }
 
 
@@ -123,9 +116,7 @@ class Attempt:
             "endpoint_id": self.endpoint_id,
             "attempt": self.attempt,
             "scheduled_at": clock.timestamp(self.scheduled_at),
-            "completed_at": None
-            if self.completed_at is None
-            else clock.timestamp(self.completed_at),
+            "completed_at": clock.timestamp_or_none(self.completed_at),
             "status": self.status,
             "outcome": self.outcome,
         }
