@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Literal, get_args
 
 from sim.clock import Clock
 from sim.columns import Column, Table
@@ -34,9 +34,9 @@ __all__ = [
 ]
 
 Environment = Literal["staging", "production"]
-ENVIRONMENTS: tuple[Environment, ...] = ("staging", "production")
+ENVIRONMENTS: tuple[Environment, ...] = get_args(Environment)
 Scope = Literal["runs:read", "runs:write"]
-SCOPES: tuple[Scope, ...] = ("runs:read", "runs:write")
+SCOPES: tuple[Scope, ...] = get_args(Scope)
 KEY_PREFIX = "sk_live_"
 #: How much of a key its non-secret handle (``Caller.key_id``) shows: the prefix and six more.
 KEY_ID_LENGTH = len(KEY_PREFIX) + 6

@@ -31,6 +31,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from sim.accounts import Environment, Scope
 from sim.admin import PlatformAdmin
 from sim.asgi.body import parse_json, read_body
 from sim.asgi.context import request_id_of
@@ -69,14 +70,14 @@ class Step(_Body):
 class NewOrganization(_Body):
     name: str = Field(min_length=1, max_length=200)
     plan: str = Field(default="free", min_length=1)
-    environment: Literal["staging", "production"] = "production"
+    environment: Environment = "production"
     concurrency_override: int | None = None
 
 
 class NewKey(_Body):
     org_id: str
-    scopes: list[Literal["runs:read", "runs:write"]] | None = None
-    environment: Literal["staging", "production"] = "production"
+    scopes: list[Scope] | None = None
+    environment: Environment = "production"
 
 
 class RevokeKey(_Body):
